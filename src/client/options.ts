@@ -1,0 +1,262 @@
+/**
+ * Options, connection URL and environment, resolved into what connections need.
+ *
+ * Precedence, as in libpq and postgres.js: explicit options, then the URL,
+ * then `PG*` environment variables, then defaults.
+ */
+import type { FieldMap, Notification } from "../protocol/backend.ts";
+import type { SslMode } from "../connection/transport.ts";
+import type { PasswordSource } from "../connection/startup.ts";
+
+/** TLS settings: a mode, or a mode with trusted CA certificates. */
+export type SslOption = boolean | SslMode | { mode?: SslMode; ca?: string | string[] };
+
+/**
+ * Options for {@link postgres}. Names follow postgres.js.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres({ host: "db.internal", database: "app", ssl: "verify-full", max: 1 });
+ * ```
+ */
+export interface Options {
+  /** Host name, IP, or unix socket directory (starts with `/`). Default: `PGHOST` or localhost. */
+  host?: string;
+  /** Port. Default: `PGPORT` or 5432. */
+  port?: number;
+  /** Unix socket directory (alternative to a `/`-host). */
+  path?: string;
+  /** Database. Default: `PGDATABASE` or the user name. */
+  database?: string;
+  /** Alias of `database`. */
+  db?: string;
+  /** User. Default: `PGUSER`, then `USER`, then "postgres". */
+  user?: string;
+  /** Alias of `user`. */
+  username?: string;
+  /** Password, or a (sync or async) function returning it. Default: `PGPASSWORD`. */
+  password?: PasswordSource;
+  /** Alias of `password`. */
+  pass?: PasswordSource;
+  /** TLS: `true` means `require`, `false` means `disable`. Default: `PGSSLMODE` or `prefer`. */
+  ssl?: SslOption;
+  /** Most connections. This release keeps a single pipelined connection. Default 1. */
+  max?: number;
+  /** Seconds allowed to connect and authenticate. Default: `PGCONNECT_TIMEOUT` or 30. */
+  connect_timeout?: number;
+  /** Use named, cached prepared statements (false: the unnamed statement, for PgBouncer). Default true. */
+  prepare?: boolean;
+  /** Most requests in flight on one connection; more wait locally. Default 1000. */
+  max_pipeline?: number;
+  /** Most prepared statements cached per connection (LRU). Default 1000. */
+  max_statements?: number;
+  /** Return int8 (bigint) columns as BigInt instead of string. Default false. */
+  bigint?: boolean;
+  /** Reported to the server as application_name. Default: `PGAPPNAME` or "pgpipe". */
+  application_name?: string;
+  /** Extra startup parameters (e.g. `{ search_path: "app" }`). */
+  connection?: Record<string, string>;
+  /** Called for each notice from the server. Default: `console.log` of the notice. */
+  onnotice?: (notice: FieldMap) => void;
+  /** Called when the server reports a parameter change. */
+  onparameter?: (name: string, value: string) => void;
+  /** Called for each LISTEN notification. */
+  onnotify?: (notification: Notification) => void;
+}
+
+/** Options after URL, environment and defaults are applied. */
+export interface ResolvedOptions {
+  host: string;
+  port: number;
+  database: string;
+  user: string;
+  password: PasswordSource;
+  sslmode: SslMode;
+  ca?: string[];
+  max: number;
+  connectTimeout: number;
+  prepare: boolean;
+  maxPipeline: number;
+  maxStatements: number;
+  bigint: boolean;
+  params: Record<string, string>;
+  onnotice: (notice: FieldMap) => void;
+  onparameter?: (name: string, value: string) => void;
+  onnotify?: (notification: Notification) => void;
+}
+
+const SSL_MODES: readonly SslMode[] = [
+  "disable",
+  "allow",
+  "prefer",
+  "require",
+  "verify-ca",
+  "verify-full",
+];
+
+/** Reads an environment variable; without `--allow-env` it is simply unset. */
+function env(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+}
+
+function decode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    throw new TypeError(`invalid percent-encoding in connection URL: ${s}`);
+  }
+}
+
+interface ParsedUrl {
+  host?: string;
+  port?: number;
+  user?: string;
+  password?: string;
+  database?: string;
+  query: Map<string, string>;
+}
+
+/** Parses `postgres://user:pass@host:port/db?key=value` (also `postgresql://`). */
+export function parseUrl(url: string): ParsedUrl {
+  const match = /^postgres(?:ql)?:\/\/([^/?#]*)([^?#]*)(?:\?([^#]*))?/.exec(url);
+  if (!match) throw new TypeError("connection URL must start with postgres:// or postgresql://");
+  const [, authority, path, search] = match;
+  const out: ParsedUrl = { query: new Map() };
+  let hosts = authority;
+  const at = authority.lastIndexOf("@");
+  if (at !== -1) {
+    const userinfo = authority.slice(0, at);
+    hosts = authority.slice(at + 1);
+    const colon = userinfo.indexOf(":");
+    out.user = decode(colon === -1 ? userinfo : userinfo.slice(0, colon));
+    if (colon !== -1) out.password = decode(userinfo.slice(colon + 1));
+  }
+  if (hosts.includes(",")) {
+    throw new TypeError("several hosts in one URL are not supported yet");
+  }
+  if (hosts !== "") {
+    const bracket = hosts.startsWith("[") ? hosts.indexOf("]") : -1;
+    const colon = hosts.indexOf(":", bracket === -1 ? 0 : bracket);
+    const host = colon === -1 ? hosts : hosts.slice(0, colon);
+    if (host !== "") out.host = decode(host.replace(/^\[|\]$/g, ""));
+    if (colon !== -1 && colon < hosts.length - 1) out.port = parsePort(hosts.slice(colon + 1));
+  }
+  if (path.length > 1) out.database = decode(path.slice(1));
+  if (search) {
+    for (const pair of search.split("&")) {
+      if (pair === "") continue;
+      const eq = pair.indexOf("=");
+      const key = decode(eq === -1 ? pair : pair.slice(0, eq));
+      out.query.set(key, eq === -1 ? "" : decode(pair.slice(eq + 1).replace(/\+/g, " ")));
+    }
+  }
+  return out;
+}
+
+function parsePort(text: string): number {
+  const port = Number(text);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new TypeError(`invalid port: ${text}`);
+  }
+  return port;
+}
+
+function parseSsl(value: SslOption | string | undefined): { mode?: SslMode; ca?: string[] } {
+  if (value === undefined) return {};
+  if (value === true) return { mode: "require" };
+  if (value === false) return { mode: "disable" };
+  if (typeof value === "string") {
+    if (!SSL_MODES.includes(value as SslMode)) {
+      throw new TypeError(`invalid sslmode "${value}": use one of ${SSL_MODES.join(", ")}`);
+    }
+    return { mode: value as SslMode };
+  }
+  const ca = value.ca === undefined ? undefined : Array.isArray(value.ca) ? value.ca : [value.ca];
+  return { mode: value.mode ?? (ca ? "verify-full" : "require"), ca };
+}
+
+function logNotice(notice: FieldMap): void {
+  console.log(`${notice.S ?? "NOTICE"}: ${notice.M ?? ""}`);
+}
+
+/** URL query keys that configure the driver rather than being startup parameters. */
+const DRIVER_KEYS = new Set([
+  "sslmode",
+  "sslrootcert",
+  "host",
+  "port",
+  "user",
+  "password",
+  "dbname",
+  "connect_timeout",
+  "application_name",
+  "prepare",
+  "max",
+  "max_pipeline",
+]);
+
+/** Applies options, URL, environment and defaults. */
+export function resolveOptions(url: string | undefined, options: Options = {}): ResolvedOptions {
+  const parsed = url === undefined
+    ? { query: new Map<string, string>() } as ParsedUrl
+    : parseUrl(url);
+  const q = parsed.query;
+  const host = options.path ?? options.host ?? q.get("host") ?? parsed.host ?? env("PGHOST") ??
+    "localhost";
+  const portText = q.get("port");
+  const port = options.port ?? (portText ? parsePort(portText) : undefined) ?? parsed.port ??
+    (env("PGPORT") ? parsePort(env("PGPORT")!) : 5432);
+  const user = options.user ?? options.username ?? q.get("user") ?? parsed.user ?? env("PGUSER") ??
+    env("USER") ?? "postgres";
+  const database = options.database ?? options.db ?? q.get("dbname") ?? parsed.database ??
+    env("PGDATABASE") ?? user;
+  const password = options.password ?? options.pass ?? q.get("password") ?? parsed.password ??
+    env("PGPASSWORD");
+  const ssl = parseSsl(options.ssl ?? q.get("sslmode") ?? env("PGSSLMODE"));
+  const rootCert = q.get("sslrootcert");
+  if (rootCert !== undefined && ssl.ca === undefined) ssl.ca = [Deno.readTextFileSync(rootCert)];
+  const timeoutText = q.get("connect_timeout") ?? env("PGCONNECT_TIMEOUT");
+  const connectTimeout = options.connect_timeout ?? (timeoutText ? Number(timeoutText) : 30);
+  if (!(connectTimeout >= 0)) throw new TypeError(`invalid connect_timeout: ${timeoutText}`);
+
+  const params: Record<string, string> = {
+    user,
+    database,
+    application_name: options.application_name ?? q.get("application_name") ?? env("PGAPPNAME") ??
+      "pgpipe",
+    client_encoding: "UTF8",
+    DateStyle: "ISO, MDY",
+  };
+  for (const [key, value] of q) if (!DRIVER_KEYS.has(key)) params[key] = value;
+  Object.assign(params, options.connection);
+
+  const max = options.max ?? Number(q.get("max") ?? 1);
+  const maxPipeline = options.max_pipeline ?? Number(q.get("max_pipeline") ?? 1000);
+  if (!(Number.isInteger(maxPipeline) && maxPipeline >= 1)) {
+    throw new TypeError("max_pipeline must be a positive integer");
+  }
+  return {
+    host,
+    port,
+    database,
+    user,
+    password,
+    sslmode: ssl.mode ?? "prefer",
+    ca: ssl.ca,
+    max,
+    connectTimeout: connectTimeout * 1000,
+    prepare: options.prepare ?? q.get("prepare") !== "false",
+    maxPipeline,
+    maxStatements: options.max_statements ?? 1000,
+    bigint: options.bigint ?? false,
+    params,
+    onnotice: options.onnotice ?? logNotice,
+    onparameter: options.onparameter,
+    onnotify: options.onnotify,
+  };
+}

@@ -1,0 +1,451 @@
+/**
+ * One connection to the server and its pipeline.
+ *
+ * Requests are encoded into the write buffer the moment they are sent and
+ * queued in FIFO order; one flush per tick writes everything encoded since
+ * the last one. A single read loop frames the answers and hands each message
+ * to the request at the head of the FIFO; ReadyForQuery pops it. Notices,
+ * parameter changes and notifications are routed by type, never by position.
+ */
+import {
+  Backend,
+  commandComplete,
+  cstrPair,
+  type FieldMap,
+  fields,
+  type Notification,
+  notification,
+  parameterDescription,
+  ProtocolViolation,
+  rowDescription,
+} from "../protocol/backend.ts";
+import { Framer } from "../protocol/framer.ts";
+import * as fe from "../protocol/frontend.ts";
+import { Writer } from "../protocol/writer.ts";
+import { ConnectionError, PostgresError } from "../errors.ts";
+import type { DecodeOptions } from "../types/text_decoders.ts";
+import type { EncodeContext, PipelineRequest } from "./request.ts";
+import { type PasswordSource, startup } from "./startup.ts";
+import { StatementCache } from "./statement.ts";
+import { type Endpoint, openTransport, type Transport } from "./transport.ts";
+
+/** Everything one connection needs to know. */
+export interface ConnectionOptions {
+  /** Where to connect and the TLS policy. */
+  endpoint: Endpoint;
+  /** Startup parameters: user, database, application_name, and any others. */
+  params: Record<string, string>;
+  /** The password, if the server asks for one. */
+  password: PasswordSource;
+  /** Milliseconds allowed for connect, TLS and startup; 0 for no limit. */
+  connectTimeout: number;
+  /** Most requests written and not yet answered; more wait locally. */
+  maxPipeline: number;
+  /** Most named statements cached on this connection. */
+  maxStatements: number;
+  /** Value decoding options. */
+  decode: DecodeOptions;
+  /** Called for each NoticeResponse. */
+  onnotice?: (notice: FieldMap) => void;
+  /** Called for each ParameterStatus after startup too. */
+  onparameter?: (name: string, value: string) => void;
+  /** Called for each NotificationResponse. */
+  onnotify?: (n: Notification) => void;
+  /** Called once when the connection closes, with the reason if it failed. */
+  onclose?: (err: ConnectionError | null) => void;
+}
+
+function describeEndpoint(e: Endpoint): { address: string; port: number } {
+  return { address: e.host, port: e.port };
+}
+
+/** A live, authenticated connection with a pipeline of requests. */
+export class Connection implements EncodeContext {
+  readonly statements: StatementCache;
+  readonly decode: DecodeOptions;
+  /** Server parameters (server_version, TimeZone, ...), updated as they change. */
+  readonly parameters: Map<string, string> = new Map();
+  /** Backend process ID and secret key, for CancelRequest. */
+  pid = 0;
+  secret = 0;
+  /** Transaction status from the last ReadyForQuery: I idle, T in a block, E failed block. */
+  status = 0x49;
+
+  #options: ConnectionOptions;
+  #transport!: Transport;
+  #framer = new Framer();
+  #writer = new Writer();
+  #spare = new Writer();
+  #writing = false;
+  #flushQueued = false;
+  #queue: PipelineRequest[] = []; // written or encoded, awaiting answers
+  #head = 0;
+  #unsent = 0; // queue index from which requests are still only in #writer
+  #backlog: PipelineRequest[] = []; // waiting for room in the pipeline
+  #backlogHead = 0;
+  #closed: ConnectionError | null = null;
+  #fatal: PostgresError | null = null;
+  #ending: Promise<void> | null = null;
+  #drained: (() => void) | null = null; // wakes end() when the last answer arrives
+
+  private constructor(options: ConnectionOptions) {
+    this.#options = options;
+    this.statements = new StatementCache(options.maxStatements);
+    this.decode = options.decode;
+  }
+
+  /** Connects, negotiates TLS and authenticates; rejects with a typed error. */
+  static async open(options: ConnectionOptions): Promise<Connection> {
+    const mode = options.endpoint.sslmode;
+    try {
+      // allow: plain first, TLS if the server refuses; prefer: TLS first, plain if TLS fails.
+      return await Connection.#attempt(options, mode !== "allow");
+    } catch (e) {
+      const retryPlain = mode === "prefer" && e instanceof ConnectionError &&
+        e.code === "SSL_FAILED";
+      const retryTls = mode === "allow" && e instanceof PostgresError;
+      if (!retryPlain && !retryTls) throw e;
+      return await Connection.#attempt(options, retryTls);
+    }
+  }
+
+  static async #attempt(options: ConnectionOptions, tryTls: boolean): Promise<Connection> {
+    const c = new Connection(options);
+    const where = describeEndpoint(options.endpoint);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timedOut = false;
+    const work = (async () => {
+      c.#transport = await openTransport(options.endpoint, tryTls);
+      if (timedOut) c.#transport.close();
+      const result = await startup(c.#startupIO(), options.params, options.password);
+      c.pid = result.pid;
+      c.secret = result.secret;
+    })();
+    try {
+      if (options.connectTimeout > 0) {
+        const timeout = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => {
+            timedOut = true;
+            c.#transport?.close();
+            reject(
+              new ConnectionError(
+                "CONNECT_TIMEOUT",
+                `connecting to ${where.address}:${where.port} took over ${options.connectTimeout} ms`,
+                where,
+              ),
+            );
+          }, options.connectTimeout);
+        });
+        work.catch(() => {}); // its failure after a timeout is already reported
+        await Promise.race([work, timeout]);
+      } else {
+        await work;
+      }
+    } catch (e) {
+      c.#transport?.close();
+      if (e instanceof ConnectionError || e instanceof PostgresError) throw e;
+      if (e instanceof ProtocolViolation) {
+        throw new ConnectionError("PROTOCOL_VIOLATION", e.message, { ...where, cause: e });
+      }
+      throw new ConnectionError(
+        "CONNECTION_CLOSED",
+        `connection lost during startup: ${(e as Error).message}`,
+        { ...where, cause: e },
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+    c.#readLoop();
+    return c;
+  }
+
+  #startupIO() {
+    const framer = this.#framer;
+    const transport = () => this.#transport;
+    const message = { type: 0, buf: framer.buf, start: 0, end: 0 };
+    return {
+      writer: this.#writer,
+      flush: async () => {
+        const w = this.#writer;
+        for (let off = 0; off < w.length;) {
+          off += await transport().write(w.buf.subarray(off, w.length));
+        }
+        w.reset();
+      },
+      next: async () => {
+        while (!framer.next()) {
+          const n = await transport().read(framer.space());
+          if (n === null) throw new Error("the server closed the connection");
+          framer.advance(n);
+        }
+        message.type = framer.type;
+        message.buf = framer.buf;
+        message.start = framer.start;
+        message.end = framer.end;
+        return message;
+      },
+      parameter: (name: string, value: string) => this.parameters.set(name, value),
+      notice: (f: FieldMap) => this.#options.onnotice?.(f),
+    };
+  }
+
+  /** Requests sent and not yet answered, plus those waiting for room. */
+  get inFlight(): number {
+    return this.#queue.length - this.#head + this.#backlog.length - this.#backlogHead;
+  }
+
+  /** Whether the connection is closed (or closing). */
+  get closed(): boolean {
+    return this.#closed !== null || this.#ending !== null;
+  }
+
+  /** Sends a request: encoded now and written with the others of this tick. */
+  send(req: PipelineRequest): void {
+    if (this.#closed !== null || this.#ending !== null) {
+      const err = this.#closed ??
+        new ConnectionError("CONNECTION_ENDED", "the connection is ending");
+      req.fail(Object.assign(clone(err), { outcome: "not-sent" as const }));
+      return;
+    }
+    if (this.#queue.length - this.#head >= this.#options.maxPipeline) {
+      this.#backlog.push(req);
+      return;
+    }
+    this.#enqueue(req);
+  }
+
+  #enqueue(req: PipelineRequest): void {
+    req.encode(this.#writer, this);
+    this.#queue.push(req);
+    if (!this.#flushQueued && !this.#writing) {
+      this.#flushQueued = true;
+      queueMicrotask(this.#flush);
+    }
+  }
+
+  #flush = async (): Promise<void> => {
+    this.#flushQueued = false;
+    if (this.#writing || this.#closed !== null) return;
+    this.#writing = true;
+    try {
+      while (this.#writer.length > 0) {
+        // Swap buffers so requests sent during this write accumulate for the next one.
+        const out = this.#writer;
+        this.#writer = this.#spare;
+        this.#spare = out;
+        this.#unsent = this.#queue.length;
+        const transport = this.#transport;
+        for (let off = 0; off < out.length;) {
+          off += await transport.write(out.buf.subarray(off, out.length));
+        }
+        out.reset();
+      }
+    } catch (e) {
+      this.#fail(this.#lost(e));
+    } finally {
+      this.#writing = false;
+    }
+  };
+
+  async #readLoop(): Promise<void> {
+    const framer = this.#framer;
+    try {
+      for (;;) {
+        while (framer.next()) this.#dispatch(framer.type, framer.buf, framer.start, framer.end);
+        const n = await this.#transport.read(framer.space());
+        if (n === null) break;
+        framer.advance(n);
+      }
+      if (this.#closed === null) this.#fail(this.#lost(null));
+    } catch (e) {
+      this.#fail(this.#lost(e));
+    }
+  }
+
+  #dispatch(type: number, buf: Uint8Array, start: number, end: number): void {
+    const req = this.#queue[this.#head];
+    switch (type) {
+      case Backend.DataRow:
+        return req.dataRow(buf, start, end);
+      case Backend.CommandComplete: {
+        const tag = commandComplete(buf, start, end);
+        return req.commandComplete(tag.command, tag.count);
+      }
+      case Backend.ReadyForQuery: {
+        this.status = buf[start];
+        this.#queue[this.#head++] = undefined!;
+        if (this.#head === this.#queue.length) {
+          this.#queue.length = 0;
+          this.#head = 0;
+          this.#unsent = 0;
+        }
+        req.ready();
+        this.#refill();
+        if (this.#drained !== null && this.inFlight === 0) this.#drained();
+        return;
+      }
+      case Backend.RowDescription:
+        return req.rowDescription(rowDescription(buf, start, end), this);
+      case Backend.ParseComplete:
+        return req.parseComplete();
+      case Backend.BindComplete:
+      case Backend.CloseComplete:
+        return;
+      case Backend.ParameterDescription:
+        return req.parameterDescription(parameterDescription(buf, start));
+      case Backend.NoData:
+        return req.noData();
+      case Backend.EmptyQueryResponse:
+        return req.emptyQuery();
+      case Backend.PortalSuspended:
+        return req.portalSuspended();
+      case Backend.ErrorResponse: {
+        const err = new PostgresError(fields(buf, start, end));
+        if (err.severity === "FATAL" || err.severity === "PANIC" || req === undefined) {
+          // The server is about to close the connection (e.g. pg_terminate_backend).
+          this.#fatal = err;
+          return;
+        }
+        return req.error(err);
+      }
+      case Backend.NoticeResponse:
+        this.#options.onnotice?.(fields(buf, start, end));
+        return;
+      case Backend.ParameterStatus: {
+        const [name, value] = cstrPair(buf, start, end);
+        this.parameters.set(name, value);
+        this.#options.onparameter?.(name, value);
+        return;
+      }
+      case Backend.NotificationResponse:
+        this.#options.onnotify?.(notification(buf, start, end));
+        return;
+      case Backend.CopyInResponse:
+      case Backend.CopyOutResponse:
+      case Backend.CopyBothResponse:
+        return this.#refuseCopy(type);
+      case Backend.CopyData:
+      case Backend.CopyDone:
+        return;
+      default:
+        throw new ProtocolViolation(`unexpected message type ${String.fromCharCode(type)}`);
+    }
+  }
+
+  /**
+   * COPY is not streamed yet. COPY TO STDOUT is drained and ignored; COPY FROM
+   * STDIN is refused with CopyFail if nothing follows it in the pipeline. If
+   * something does, the server would read those messages as COPY data and the
+   * FIFO could no longer be trusted, so the connection is closed instead.
+   */
+  #refuseCopy(type: number): void {
+    if (type === Backend.CopyOutResponse) return;
+    if (this.#queue.length - this.#head > 1 || this.#writer.length > 0) {
+      throw new ProtocolViolation(
+        "COPY FROM STDIN was pipelined with other queries; it is not supported yet",
+      );
+    }
+    fe.copyFail(this.#writer, "pgpipe does not support COPY FROM STDIN yet");
+    if (!this.#flushQueued && !this.#writing) {
+      this.#flushQueued = true;
+      queueMicrotask(this.#flush);
+    }
+  }
+
+  /** Moves waiting requests into the pipeline as answers make room. */
+  #refill(): void {
+    const max = this.#options.maxPipeline;
+    while (this.#backlogHead < this.#backlog.length && this.#queue.length - this.#head < max) {
+      const req = this.#backlog[this.#backlogHead];
+      this.#backlog[this.#backlogHead++] = undefined!;
+      this.#enqueue(req);
+    }
+    if (this.#backlogHead === this.#backlog.length) {
+      this.#backlog.length = 0;
+      this.#backlogHead = 0;
+    }
+  }
+
+  #lost(e: unknown): ConnectionError {
+    const where = describeEndpoint(this.#options.endpoint);
+    if (e instanceof ConnectionError) return e;
+    if (e instanceof ProtocolViolation) {
+      return new ConnectionError("PROTOCOL_VIOLATION", e.message, { ...where, cause: e });
+    }
+    const cause = this.#fatal ?? e ?? undefined;
+    const reason = this.#fatal?.message ??
+      (e instanceof Error ? e.message : "the server closed the connection");
+    return new ConnectionError("CONNECTION_CLOSED", `connection closed: ${reason}`, {
+      ...where,
+      cause,
+    });
+  }
+
+  /** Rejects everything in flight and closes the socket. */
+  #fail(err: ConnectionError): void {
+    if (this.#closed !== null) return;
+    this.#closed = err;
+    this.#transport.close();
+    const queue = this.#queue.slice(this.#head);
+    const unsentFrom = Math.max(0, this.#unsent - this.#head);
+    const backlog = this.#backlog.slice(this.#backlogHead);
+    this.#queue = [];
+    this.#backlog = [];
+    this.#head = this.#backlogHead = 0;
+    this.#writer.reset();
+    for (let i = 0; i < queue.length; i++) {
+      // Written requests may have run; encoded-only ones certainly did not.
+      const outcome = i < unsentFrom ? "unknown" : "not-sent";
+      queue[i].fail(Object.assign(clone(err), { outcome }));
+    }
+    for (const req of backlog) {
+      req.fail(Object.assign(clone(err), { outcome: "not-sent" as const }));
+    }
+    this.#options.onclose?.(err);
+  }
+
+  /** Sends Terminate after everything in flight is answered, then closes. */
+  end(): Promise<void> {
+    if (this.#ending !== null) return this.#ending;
+    if (this.#closed !== null) return Promise.resolve();
+    this.#ending = (async () => {
+      if (this.inFlight > 0) await new Promise<void>((resolve) => this.#drained = resolve);
+      if (this.#closed !== null) return;
+      try {
+        fe.terminate(this.#writer);
+        const w = this.#writer;
+        await this.#transport.write(w.buf.subarray(0, w.length));
+      } catch {
+        // the server may already be gone; we are closing anyway
+      }
+      this.#fail(
+        new ConnectionError(
+          "CONNECTION_ENDED",
+          "the connection was ended",
+          describeEndpoint(this.#options.endpoint),
+        ),
+      );
+    })();
+    return this.#ending;
+  }
+
+  /** Closes the socket now; everything in flight rejects with CONNECTION_DESTROYED. */
+  destroy(): void {
+    this.#fail(
+      new ConnectionError(
+        "CONNECTION_DESTROYED",
+        "the connection was destroyed",
+        describeEndpoint(this.#options.endpoint),
+      ),
+    );
+  }
+}
+
+/** A fresh copy of a connection error for each request, so outcomes can differ. */
+function clone(err: ConnectionError): ConnectionError {
+  return new ConnectionError(err.code, err.message, {
+    address: err.address,
+    port: err.port,
+    cause: err.cause,
+  });
+}

@@ -1,0 +1,204 @@
+/**
+ * The request for one extended-protocol query: `[Parse Describe] Bind Execute
+ * Sync`, and the decoding of its rows as they arrive.
+ */
+import { type Column, i32, utf8 } from "../protocol/backend.ts";
+import * as fe from "../protocol/frontend.ts";
+import type { Writer } from "../protocol/writer.ts";
+import type { PostgresError } from "../errors.ts";
+import type { EncodeContext, PipelineRequest } from "./request.ts";
+import { Statement, StatementCache } from "./statement.ts";
+
+/** How rows are shaped: objects keyed by column name, arrays, or arrays of raw bytes. */
+export type RowMode = "object" | "array" | "raw";
+
+/** Where a query's rows and outcome go; the client passes its Result (an Array). */
+export interface ResultTarget {
+  /** Appends a row. */
+  push(row: unknown): number;
+  /** The command word of the completion tag (SELECT, INSERT, ...). */
+  command: string | null;
+  /** Rows affected or returned, per the completion tag. */
+  count: number | null;
+  /** The result columns. */
+  columns: Column[] | null;
+  /** The statement that ran. */
+  statement: Statement | null;
+}
+
+/** Callbacks that settle the query's promise. */
+export interface Settle {
+  /** Called once with the completed result. */
+  resolve(target: ResultTarget): void;
+  /** Called once with the reason the query failed. */
+  reject(err: Error): void;
+}
+
+/** Everything needed to run one parameterised query. */
+export interface QuerySpec {
+  /** SQL text with `$n` placeholders. */
+  text: string;
+  /** Serialised parameters (text format), null for NULL. */
+  params: (string | null)[];
+  /** Parameter type OIDs (0: inferred by the server). */
+  types: number[];
+  /** Use a cached named statement (true) or the unnamed one (false). */
+  prepare: boolean;
+  /** Row shape. */
+  mode: RowMode;
+}
+
+/** One query in the pipeline. */
+export class QueryRequest implements PipelineRequest {
+  readonly spec: QuerySpec;
+  readonly target: ResultTarget;
+  readonly settle: Settle;
+  #statement: Statement | null = null;
+  #key = "";
+  #cache: StatementCache | null = null; // set when this request sent the statement's Parse
+  #owner = false; // this request sent the statement's Parse
+  #error: Error | null = null;
+
+  constructor(spec: QuerySpec, target: ResultTarget, settle: Settle) {
+    this.spec = spec;
+    this.target = target;
+    this.settle = settle;
+  }
+
+  encode(w: Writer, ctx: EncodeContext): void {
+    const spec = this.spec;
+    const cache = ctx.statements;
+    while (cache.evicted.length > 0) fe.close(w, "S", cache.evicted.pop()!.name);
+    if (!spec.prepare) {
+      this.#statement = new Statement("", spec.text, spec.types);
+      this.#owner = true;
+      fe.parse(w, "", spec.text, spec.types);
+      fe.bind(w, "", spec.params, []);
+      fe.describe(w, "P", "");
+    } else {
+      const key = StatementCache.key(spec.text, spec.types);
+      let st = cache.get(key);
+      if (st === undefined) {
+        st = cache.create(key, spec.text, spec.types);
+        this.#owner = true;
+        this.#key = key;
+        this.#cache = cache;
+        fe.parse(w, st.name, spec.text, spec.types);
+        fe.describe(w, "S", st.name);
+      }
+      this.#statement = st;
+      fe.bind(w, st.name, spec.params, []);
+    }
+    fe.execute(w, "", 0);
+    fe.sync(w);
+  }
+
+  parseComplete(): void {}
+
+  parameterDescription(types: number[]): void {
+    this.#statement!.parameterTypes = types;
+  }
+
+  rowDescription(columns: Column[], ctx: EncodeContext): void {
+    this.#statement!.describe(columns, ctx.decode);
+  }
+
+  noData(): void {
+    const st = this.#statement!;
+    if (st.columns === null) st.columns = [];
+  }
+
+  dataRow(buf: Uint8Array, start: number, end: number): void {
+    if (this.#error !== null) return;
+    try {
+      this.target.push(this.#decode(buf, start, end));
+    } catch (e) {
+      // A value the decoders reject fails this query only, never the connection.
+      this.#error = e as Error;
+    }
+  }
+
+  #decode(buf: Uint8Array, start: number, end: number): unknown {
+    const st = this.#statement!;
+    const decoders = st.decoders;
+    const n = (buf[start] << 8) | buf[start + 1];
+    let at = start + 2;
+    const mode = this.spec.mode;
+    if (mode === "object") {
+      const keys = st.keys;
+      const row: Record<string, unknown> = {};
+      for (let i = 0; i < n; i++) {
+        const len = i32(buf, at);
+        at += 4;
+        if (len < 0) {
+          row[keys[i]] = null;
+          continue;
+        }
+        const text = utf8(buf, at, at + len);
+        at += len;
+        const decode = decoders[i];
+        row[keys[i]] = decode === null ? text : decode(text);
+      }
+      return row;
+    }
+    const row = new Array<unknown>(n);
+    for (let i = 0; i < n; i++) {
+      const len = i32(buf, at);
+      at += 4;
+      if (len < 0) {
+        row[i] = null;
+        continue;
+      }
+      if (mode === "raw") {
+        row[i] = buf.slice(at, at + len);
+      } else {
+        const text = utf8(buf, at, at + len);
+        const decode = decoders[i];
+        row[i] = decode === null ? text : decode(text);
+      }
+      at += len;
+    }
+    if (at > end) throw new RangeError("DataRow is shorter than its columns declare");
+    return row;
+  }
+
+  commandComplete(command: string, count: number | null): void {
+    this.target.command = command;
+    this.target.count = count;
+  }
+
+  emptyQuery(): void {
+    this.target.command = "";
+    this.target.count = null;
+  }
+
+  portalSuspended(): void {}
+
+  error(err: PostgresError): void {
+    const st = this.#statement;
+    if (st !== null && this.#owner && st.columns === null && st.error === null) {
+      // Parse or Describe failed: the statement does not exist, so nobody may reuse it.
+      st.error = err;
+    } else if (st !== null && !this.#owner && st.error !== null && err.code === "26000") {
+      // We bound a statement whose Parse failed earlier in the pipeline: report that cause.
+      err = st.error;
+    }
+    this.#error ??= err.attach(this.spec.text, this.spec.params);
+  }
+
+  ready(): void {
+    const st = this.#statement;
+    if (st !== null && st.error !== null && this.#cache !== null) {
+      this.#cache.forget(this.#key, st);
+    }
+    if (this.#error !== null) return this.settle.reject(this.#error);
+    const target = this.target;
+    target.columns = st?.columns ?? null;
+    target.statement = st;
+    this.settle.resolve(target);
+  }
+
+  fail(err: Error): void {
+    this.settle.reject(err);
+  }
+}

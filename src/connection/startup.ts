@@ -1,0 +1,150 @@
+/**
+ * The startup conversation: StartupMessage, authentication (cleartext, MD5,
+ * SCRAM-SHA-256), then ParameterStatus and BackendKeyData until ReadyForQuery.
+ */
+import { Auth, Backend, cstrEnd, fields, i32, utf8 } from "../protocol/backend.ts";
+import * as fe from "../protocol/frontend.ts";
+import { md5Password } from "../protocol/md5.ts";
+import { ScramClient, ScramError } from "../protocol/scram.ts";
+import type { Writer } from "../protocol/writer.ts";
+import { ConnectionError, PostgresError } from "../errors.ts";
+
+/** A password, or a function that supplies one when the server asks. */
+export type PasswordSource = string | (() => string | Promise<string>) | undefined;
+
+/** What the startup exchange needs from the connection. */
+export interface StartupIO {
+  /** Writer to encode outgoing messages into. */
+  readonly writer: Writer;
+  /** Sends what is in the writer. */
+  flush(): Promise<void>;
+  /** Waits for the next message; its body is `buf[start, end)`. */
+  next(): Promise<{ type: number; buf: Uint8Array; start: number; end: number }>;
+  /** A ParameterStatus arrived. */
+  parameter(name: string, value: string): void;
+  /** A NoticeResponse arrived. */
+  notice(fields: Record<string, string>): void;
+}
+
+/** What the server told us during startup. */
+export interface StartupResult {
+  /** Backend process ID, for CancelRequest. */
+  pid: number;
+  /** Secret key, for CancelRequest. */
+  secret: number;
+}
+
+async function resolvePassword(source: PasswordSource, method: string): Promise<string> {
+  const value = typeof source === "function" ? await source() : source;
+  if (typeof value !== "string") {
+    throw new ConnectionError(
+      "AUTH_FAILED",
+      `the server asked for a password (${method}) but none was given`,
+    );
+  }
+  return value;
+}
+
+function violation(message: string): ConnectionError {
+  return new ConnectionError("PROTOCOL_VIOLATION", message);
+}
+
+/** Runs startup and authentication to the first ReadyForQuery. */
+export async function startup(
+  io: StartupIO,
+  params: Record<string, string>,
+  password: PasswordSource,
+): Promise<StartupResult> {
+  fe.startup(io.writer, params);
+  await io.flush();
+  let scram: ScramClient | null = null;
+  let authenticated = false;
+  const result: StartupResult = { pid: 0, secret: 0 };
+  for (;;) {
+    const { type, buf, start, end } = await io.next();
+    switch (type) {
+      case Backend.Authentication: {
+        if (authenticated) throw violation("authentication request after authentication succeeded");
+        const code = i32(buf, start);
+        if (code === Auth.Ok) {
+          if (scram !== null) throw violation("authentication ended before SCRAM completed");
+          authenticated = true;
+        } else if (code === Auth.CleartextPassword) {
+          fe.password(io.writer, await resolvePassword(password, "cleartext"));
+          await io.flush();
+        } else if (code === Auth.MD5Password) {
+          if (end - start < 8) throw violation("MD5 request without salt");
+          const pw = await resolvePassword(password, "md5");
+          fe.password(io.writer, md5Password(params.user, pw, buf.slice(start + 4, start + 8)));
+          await io.flush();
+        } else if (code === Auth.SASL) {
+          const mechanisms: string[] = [];
+          for (let at = start + 4; at < end && buf[at] !== 0;) {
+            const stop = cstrEnd(buf, at, end);
+            mechanisms.push(utf8(buf, at, stop));
+            at = stop + 1;
+          }
+          if (!mechanisms.includes("SCRAM-SHA-256")) {
+            throw new ConnectionError(
+              "AUTH_UNSUPPORTED",
+              `the server offers SASL mechanisms ${
+                mechanisms.join(", ")
+              }; pgpipe supports SCRAM-SHA-256`,
+            );
+          }
+          scram = new ScramClient(await resolvePassword(password, "scram-sha-256"));
+          fe.saslInitialResponse(io.writer, "SCRAM-SHA-256", scram.start());
+          await io.flush();
+        } else if (code === Auth.SASLContinue) {
+          if (scram === null) throw violation("SASLContinue without SASL");
+          try {
+            fe.saslResponse(io.writer, await scram.respond(utf8(buf, start + 4, end)));
+          } catch (e) {
+            throw new ConnectionError("AUTH_FAILED", (e as Error).message, { cause: e });
+          }
+          await io.flush();
+        } else if (code === Auth.SASLFinal) {
+          if (scram === null) throw violation("SASLFinal without SASL");
+          try {
+            scram.verify(utf8(buf, start + 4, end));
+          } catch (e) {
+            const message = e instanceof ScramError ? e.message : String(e);
+            throw new ConnectionError("AUTH_FAILED", message, { cause: e });
+          }
+          scram = null;
+        } else {
+          const names: Record<number, string> = { 2: "Kerberos V5", 7: "GSSAPI", 9: "SSPI" };
+          throw new ConnectionError(
+            "AUTH_UNSUPPORTED",
+            `the server requires ${
+              names[code] ?? `authentication method ${code}`
+            }, which pgpipe does not support`,
+          );
+        }
+        break;
+      }
+      case Backend.ErrorResponse:
+        throw new PostgresError(fields(buf, start, end));
+      case Backend.NoticeResponse:
+        io.notice(fields(buf, start, end));
+        break;
+      case Backend.ParameterStatus: {
+        const a = cstrEnd(buf, start, end);
+        io.parameter(utf8(buf, start, a), utf8(buf, a + 1, cstrEnd(buf, a + 1, end)));
+        break;
+      }
+      case Backend.BackendKeyData:
+        result.pid = i32(buf, start);
+        result.secret = i32(buf, start + 4);
+        break;
+      case Backend.NegotiateProtocolVersion:
+        // The server supports an older minor version or ignores options we did not send.
+        break;
+      case Backend.ReadyForQuery:
+        if (!authenticated) throw violation("ReadyForQuery before authentication");
+        return result;
+      default:
+        throw violation(`unexpected message ${String.fromCharCode(type)} during startup`);
+    }
+  }
+}

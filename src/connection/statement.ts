@@ -1,0 +1,102 @@
+/**
+ * Prepared statements and the per-connection cache of them.
+ *
+ * A statement is created the moment a query first needs it and is used by
+ * later queries at once, before its Parse has even been answered: pipelining
+ * means never waiting for a round trip. The cache is LRU-bounded; evicted
+ * statements are closed on the server in the same write as the next query.
+ */
+import type { Column } from "../protocol/backend.ts";
+import type { PostgresError } from "../errors.ts";
+import { type DecodeOptions, decoderFor, type TextDecoderFn } from "../types/text_decoders.ts";
+
+/** A statement's text, parameter types and (once described) its result shape. */
+export class Statement {
+  /** Server-side name; "" for the unnamed statement. */
+  readonly name: string;
+  /** The SQL text. */
+  readonly text: string;
+  /** Parameter type OIDs sent with Parse (0: let the server infer). */
+  readonly types: readonly number[];
+  /** Result columns, known once RowDescription (or NoData: empty) arrives. */
+  columns: Column[] | null = null;
+  /** Parameter types as the server resolved them. */
+  parameterTypes: number[] | null = null;
+  /** Column names used as row keys. */
+  keys: string[] = [];
+  /** Per-column text decoders; null keeps the string. */
+  decoders: (TextDecoderFn | null)[] = [];
+  /** Set when Parse failed, so queries that relied on it report the real cause. */
+  error: PostgresError | null = null;
+
+  constructor(name: string, text: string, types: readonly number[]) {
+    this.name = name;
+    this.text = text;
+    this.types = types;
+  }
+
+  /** Records the result shape and picks a decoder for each column. */
+  describe(columns: Column[], options: DecodeOptions): void {
+    this.columns = columns;
+    const n = columns.length;
+    this.keys = new Array(n);
+    this.decoders = new Array(n);
+    for (let i = 0; i < n; i++) {
+      this.keys[i] = columns[i].name;
+      this.decoders[i] = decoderFor(columns[i].type, options);
+    }
+  }
+}
+
+/** An LRU cache of named statements keyed by text and parameter types. */
+export class StatementCache {
+  #map = new Map<string, Statement>();
+  #next = 0;
+  #max: number;
+  /** Statements evicted but not yet closed on the server. */
+  readonly evicted: Statement[] = [];
+
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  /** The cache key: text alone when every type is inferred, which is the common case. */
+  static key(text: string, types: readonly number[]): string {
+    for (let i = 0; i < types.length; i++) {
+      if (types[i] !== 0) return text + "\0" + types.join(",");
+    }
+    return text;
+  }
+
+  /** Finds a statement and marks it most recently used. */
+  get(key: string): Statement | undefined {
+    const st = this.#map.get(key);
+    if (st !== undefined && this.#map.size > 1) {
+      this.#map.delete(key);
+      this.#map.set(key, st);
+    }
+    return st;
+  }
+
+  /** Creates and caches a new named statement, evicting the least recently used past the bound. */
+  create(key: string, text: string, types: readonly number[]): Statement {
+    const st = new Statement(`pgpipe_${(this.#next++).toString(36)}`, text, types);
+    this.#map.set(key, st);
+    if (this.#map.size > this.#max) {
+      const [oldest, old] = this.#map.entries().next().value as [string, Statement];
+      this.#map.delete(oldest);
+      this.evicted.push(old);
+    }
+    return st;
+  }
+
+  /** Forgets a statement whose Parse failed (it does not exist on the server). */
+  forget(key: string, st: Statement): void {
+    if (this.#map.get(key) === st) this.#map.delete(key);
+  }
+
+  /** Number of cached statements. */
+  get size(): number {
+    return this.#map.size;
+  }
+}

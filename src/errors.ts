@@ -1,0 +1,175 @@
+/**
+ * The errors pgpipe rejects with. Every layer may import this leaf module.
+ *
+ * - {@link PostgresError}: the server refused a statement (it has a SQLSTATE `code`).
+ * - {@link ConnectionError}: the socket, TLS, startup or protocol failed; `code` is stable.
+ */
+import type { FieldMap } from "./protocol/backend.ts";
+
+/**
+ * An error reported by the PostgreSQL server, with every field it sent.
+ * Field names follow postgres.js so handlers can be shared.
+ *
+ * @example
+ * ```ts
+ * import postgres, { PostgresError } from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * try {
+ *   await sql`select 1/0`;
+ * } catch (e) {
+ *   if (e instanceof PostgresError && e.code === "22012") console.log("division by zero");
+ * }
+ * ```
+ */
+export class PostgresError extends Error {
+  /** SQLSTATE code, e.g. `23505` for a unique violation. */
+  readonly code: string;
+  /** ERROR, FATAL, PANIC (never localised). */
+  readonly severity: string;
+  /** Severity in the server's language. */
+  readonly severity_local: string;
+  /** Secondary detail, if any. */
+  readonly detail?: string;
+  /** A suggestion, if any. */
+  readonly hint?: string;
+  /** 1-based character position in the query text. */
+  readonly position?: string;
+  /** Position in an internally generated query. */
+  readonly internal_position?: string;
+  /** The internally generated query. */
+  readonly internal_query?: string;
+  /** Call stack context (e.g. inside a PL/pgSQL function). */
+  readonly where?: string;
+  /** Schema of the object involved. */
+  readonly schema_name?: string;
+  /** Table of the object involved. */
+  readonly table_name?: string;
+  /** Column involved. */
+  readonly column_name?: string;
+  /** Data type involved. */
+  readonly data_type_name?: string;
+  /** Constraint violated. */
+  readonly constraint_name?: string;
+  /** Server source file. */
+  readonly file?: string;
+  /** Server source line. */
+  readonly line?: string;
+  /** Server source routine. */
+  readonly routine?: string;
+  /** The query text (not enumerable, so logging the error does not dump it). */
+  declare readonly query?: string;
+  /** The parameters (not enumerable, they may hold secrets). */
+  declare readonly parameters?: readonly unknown[];
+
+  /** Builds the error from an ErrorResponse's fields. */
+  constructor(fields: FieldMap) {
+    super(fields.M ?? "unknown server error");
+    this.name = "PostgresError";
+    this.code = fields.C ?? "XX000";
+    this.severity = fields.V ?? fields.S ?? "ERROR";
+    this.severity_local = fields.S ?? this.severity;
+    if (fields.D !== undefined) this.detail = fields.D;
+    if (fields.H !== undefined) this.hint = fields.H;
+    if (fields.P !== undefined) this.position = fields.P;
+    if (fields.p !== undefined) this.internal_position = fields.p;
+    if (fields.q !== undefined) this.internal_query = fields.q;
+    if (fields.W !== undefined) this.where = fields.W;
+    if (fields.s !== undefined) this.schema_name = fields.s;
+    if (fields.t !== undefined) this.table_name = fields.t;
+    if (fields.c !== undefined) this.column_name = fields.c;
+    if (fields.d !== undefined) this.data_type_name = fields.d;
+    if (fields.n !== undefined) this.constraint_name = fields.n;
+    if (fields.F !== undefined) this.file = fields.F;
+    if (fields.L !== undefined) this.line = fields.L;
+    if (fields.R !== undefined) this.routine = fields.R;
+  }
+
+  /** Attaches the query text and parameters without making them enumerable. */
+  attach(query: string, parameters: readonly unknown[]): this {
+    Object.defineProperty(this, "query", { value: query, enumerable: false });
+    Object.defineProperty(this, "parameters", { value: parameters, enumerable: false });
+    return this;
+  }
+}
+
+/** Stable codes of {@link ConnectionError}. */
+export type ConnectionErrorCode =
+  | "CONNECTION_CLOSED"
+  | "CONNECTION_DESTROYED"
+  | "CONNECTION_ENDED"
+  | "CONNECT_TIMEOUT"
+  | "CONNECT_FAILED"
+  | "SSL_NOT_SUPPORTED"
+  | "SSL_FAILED"
+  | "AUTH_UNSUPPORTED"
+  | "AUTH_FAILED"
+  | "PROTOCOL_VIOLATION"
+  | "COPY_UNSUPPORTED";
+
+/**
+ * The connection could not be made or was lost. `outcome` tells, for a query
+ * that was in flight, whether the server may have run it (`"unknown"`) or
+ * certainly did not (`"not-sent"`).
+ *
+ * @example
+ * ```ts
+ * import postgres, { ConnectionError } from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres("postgres://localhost:1/db", { connect_timeout: 1 });
+ * try {
+ *   await sql`select 1`;
+ * } catch (e) {
+ *   if (e instanceof ConnectionError) console.log(e.code); // "CONNECT_FAILED"
+ * }
+ * ```
+ */
+export class ConnectionError extends Error {
+  /** A stable machine-readable reason. */
+  readonly code: ConnectionErrorCode;
+  /** Host or socket path. */
+  readonly address?: string;
+  /** TCP port, when there is one. */
+  readonly port?: number;
+  /** For a query that was in flight: could it have run on the server? */
+  outcome?: "unknown" | "not-sent";
+
+  /** Builds the error; `cause` keeps the underlying error (e.g. a FATAL from the server). */
+  constructor(
+    code: ConnectionErrorCode,
+    message: string,
+    options?: { address?: string; port?: number; cause?: unknown },
+  ) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "ConnectionError";
+    this.code = code;
+    if (options?.address !== undefined) this.address = options.address;
+    if (options?.port !== undefined) this.port = options.port;
+  }
+}
+
+/**
+ * The caller passed something that cannot be sent: an `undefined` parameter,
+ * too many parameters, a value of an unsupported type. Nothing was sent and the
+ * connection is unaffected.
+ *
+ * @example
+ * ```ts
+ * import postgres, { QueryError } from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * try {
+ *   await sql`select ${undefined}`;
+ * } catch (e) {
+ *   if (e instanceof QueryError) console.log(e.code); // "UNDEFINED_VALUE"
+ * }
+ * ```
+ */
+export class QueryError extends TypeError {
+  /** A stable machine-readable reason. */
+  readonly code: string;
+
+  /** Builds the error with a code such as `UNDEFINED_VALUE` or `MAX_PARAMETERS_EXCEEDED`. */
+  constructor(code: string, message: string) {
+    super(message);
+    this.name = "QueryError";
+    this.code = code;
+  }
+}

@@ -1,0 +1,199 @@
+/**
+ * Backend (server to client) message types and decoders. Decoders read from a
+ * byte range of the receive buffer in place; they never copy the frame.
+ */
+
+/** Backend message type bytes. */
+export const Backend = {
+  Authentication: 0x52, // R
+  BackendKeyData: 0x4b, // K
+  BindComplete: 0x32, // 2
+  CloseComplete: 0x33, // 3
+  CommandComplete: 0x43, // C
+  CopyData: 0x64, // d
+  CopyDone: 0x63, // c
+  CopyInResponse: 0x47, // G
+  CopyOutResponse: 0x48, // H
+  CopyBothResponse: 0x57, // W
+  DataRow: 0x44, // D
+  EmptyQueryResponse: 0x49, // I
+  ErrorResponse: 0x45, // E
+  NegotiateProtocolVersion: 0x76, // v
+  NoData: 0x6e, // n
+  NoticeResponse: 0x4e, // N
+  NotificationResponse: 0x41, // A
+  ParameterDescription: 0x74, // t
+  ParameterStatus: 0x53, // S
+  ParseComplete: 0x31, // 1
+  PortalSuspended: 0x73, // s
+  ReadyForQuery: 0x5a, // Z
+  RowDescription: 0x54, // T
+} as const;
+
+/** Authentication request codes carried by an Authentication message. */
+export const Auth = {
+  Ok: 0,
+  KerberosV5: 2,
+  CleartextPassword: 3,
+  MD5Password: 5,
+  GSS: 7,
+  GSSContinue: 8,
+  SSPI: 9,
+  SASL: 10,
+  SASLContinue: 11,
+  SASLFinal: 12,
+} as const;
+
+const decoder = new TextDecoder();
+
+/**
+ * Decodes UTF-8 bytes `[start, end)`. Short ASCII strings (most column values
+ * and names) are built directly, which is cheaper than a TextDecoder call.
+ */
+export function utf8(buf: Uint8Array, start: number, end: number): string {
+  if (end - start < 24) {
+    let s = "";
+    for (let i = start; i < end; i++) {
+      const c = buf[i];
+      if (c > 0x7f) return decoder.decode(buf.subarray(start, end));
+      s += String.fromCharCode(c);
+    }
+    return s;
+  }
+  return decoder.decode(buf.subarray(start, end));
+}
+
+/** Reads a big-endian signed 32-bit integer. */
+export function i32(buf: Uint8Array, at: number): number {
+  return (buf[at] << 24) | (buf[at + 1] << 16) | (buf[at + 2] << 8) | buf[at + 3];
+}
+
+/** Reads a big-endian signed 16-bit integer. */
+export function i16(buf: Uint8Array, at: number): number {
+  const v = (buf[at] << 8) | buf[at + 1];
+  return v > 0x7fff ? v - 0x10000 : v;
+}
+
+/** Index of the NUL terminating the C string at `at` (or `end` if missing). */
+export function cstrEnd(buf: Uint8Array, at: number, end: number): number {
+  const i = buf.indexOf(0, at);
+  return i === -1 || i > end ? end : i;
+}
+
+/** Thrown when the server sends bytes that do not follow the protocol. */
+export class ProtocolViolation extends Error {
+  /** Describes which rule the server's bytes broke. */
+  constructor(message: string) {
+    super(message);
+    this.name = "ProtocolViolation";
+  }
+}
+
+/**
+ * Error and notice fields by their one-letter protocol code
+ * (S severity, C code, M message, D detail, H hint, ...).
+ */
+export type FieldMap = Record<string, string>;
+
+/** Decodes an ErrorResponse or NoticeResponse body. */
+export function fields(buf: Uint8Array, start: number, end: number): FieldMap {
+  const out: FieldMap = {};
+  let at = start;
+  while (at < end && buf[at] !== 0) {
+    const code = String.fromCharCode(buf[at]);
+    const stop = cstrEnd(buf, at + 1, end);
+    out[code] = utf8(buf, at + 1, stop);
+    at = stop + 1;
+  }
+  return out;
+}
+
+/** One column of a RowDescription. */
+export interface Column {
+  /** Column name as the server reports it (alias or attribute name). */
+  name: string;
+  /** OID of the table the column comes from, or 0. */
+  table: number;
+  /** Attribute number in that table, or 0. */
+  number: number;
+  /** Data type OID. */
+  type: number;
+  /** Type size (negative for variable width). */
+  size: number;
+  /** Type modifier (e.g. varchar length), or -1. */
+  modifier: number;
+  /** 0 for text, 1 for binary. */
+  format: number;
+}
+
+/** Decodes a RowDescription body into its columns. */
+export function rowDescription(buf: Uint8Array, start: number, end: number): Column[] {
+  const n = i16(buf, start);
+  const columns: Column[] = new Array(n);
+  let at = start + 2;
+  for (let i = 0; i < n; i++) {
+    const stop = cstrEnd(buf, at, end);
+    const name = utf8(buf, at, stop);
+    at = stop + 1;
+    if (at + 18 > end) throw new ProtocolViolation("RowDescription is truncated");
+    columns[i] = {
+      name,
+      table: i32(buf, at),
+      number: i16(buf, at + 4),
+      type: i32(buf, at + 6),
+      size: i16(buf, at + 10),
+      modifier: i32(buf, at + 12),
+      format: i16(buf, at + 16),
+    };
+    at += 18;
+  }
+  return columns;
+}
+
+/** Decodes a ParameterDescription body into parameter type OIDs. */
+export function parameterDescription(buf: Uint8Array, start: number): number[] {
+  const n = i16(buf, start);
+  const out = new Array<number>(n);
+  for (let i = 0; i < n; i++) out[i] = i32(buf, start + 2 + 4 * i) >>> 0;
+  return out;
+}
+
+/** Decodes a CommandComplete tag into the command word and affected row count. */
+export function commandComplete(
+  buf: Uint8Array,
+  start: number,
+  end: number,
+): { command: string; count: number | null } {
+  const tag = utf8(buf, start, cstrEnd(buf, start, end));
+  const space = tag.lastIndexOf(" ");
+  if (space === -1) return { command: tag, count: null };
+  const last = tag.slice(space + 1);
+  const count = Number(last);
+  if (!Number.isInteger(count)) return { command: tag, count: null };
+  // "INSERT 0 5" carries a legacy OID before the count; the command is the first word.
+  const first = tag.indexOf(" ");
+  return { command: tag.slice(0, first), count };
+}
+
+/** Decodes a pair of C strings (ParameterStatus: name and value). */
+export function cstrPair(buf: Uint8Array, start: number, end: number): [string, string] {
+  const a = cstrEnd(buf, start, end);
+  const b = cstrEnd(buf, a + 1, end);
+  return [utf8(buf, start, a), utf8(buf, a + 1, b)];
+}
+
+/** A NotificationResponse: who sent it, on which channel, with what payload. */
+export interface Notification {
+  /** The notifying backend's process ID. */
+  pid: number;
+  /** The channel name. */
+  channel: string;
+  /** The payload ("" when none was given). */
+  payload: string;
+}
+
+/** Decodes a NotificationResponse body. */
+export function notification(buf: Uint8Array, start: number, end: number): Notification {
+  const [channel, payload] = cstrPair(buf, start + 4, end);
+  return { pid: i32(buf, start), channel, payload };
+}

@@ -1,0 +1,59 @@
+/**
+ * The result of a query: an Array of rows with the completion details
+ * postgres.js users expect (`count`, `command`, `columns`, `statement`).
+ */
+
+/** A result column as described by the server. */
+export interface ResultColumn {
+  /** Column name (the row key). */
+  name: string;
+  /** Type OID. */
+  type: number;
+  /** Source table OID, or 0. */
+  table: number;
+  /** Attribute number in that table, or 0. */
+  number: number;
+}
+
+/** The prepared statement a query ran as. */
+export interface ResultStatement {
+  /** Server-side name ("" for the unnamed statement). */
+  name: string;
+  /** The SQL text. */
+  text: string;
+  /** Parameter type OIDs as the server resolved them, when described. */
+  parameterTypes: number[] | null;
+  /** Result columns. */
+  columns: ResultColumn[] | null;
+}
+
+/** A row as an object keyed by column name. */
+export type Row = Record<string, unknown>;
+
+/**
+ * Rows plus completion details. It is a real Array: index it, iterate it,
+ * `map` it (which returns a plain Array).
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * const result = await sql`update users set active = true where age > ${18}`;
+ * console.log(result.command, result.count); // "UPDATE" 42
+ * ```
+ */
+export class Result<T = Row> extends Array<T> {
+  /** Rows affected (INSERT/UPDATE/DELETE) or returned (SELECT), from the completion tag. */
+  count: number | null = null;
+  /** The command word: SELECT, INSERT, UPDATE, ... */
+  command: string | null = null;
+  /** The result columns. */
+  columns: ResultColumn[] | null = null;
+  /** The statement that ran. */
+  statement: ResultStatement | null = null;
+
+  /** Derived arrays (`map`, `filter`, ...) are plain Arrays, not Results. */
+  static override get [Symbol.species](): ArrayConstructor {
+    return Array;
+  }
+}

@@ -1,0 +1,381 @@
+// Starts a throwaway PostgreSQL cluster (initdb + pg_ctl) for the test suite.
+// Everything lives in one temp dir that stop() deletes; every external command is time-bounded.
+import { dirname, join } from "node:path";
+
+export interface TestUser {
+  user: string;
+  password: string;
+}
+
+export interface ClusterInfo {
+  host: string;
+  port: number;
+  socketDir: string;
+  database: string;
+  ssl: boolean;
+  caCertPath?: string;
+  caCert?: string;
+  otherCaCert?: string;
+  users: { trust: TestUser; password: TestUser; md5: TestUser; scram: TestUser; sslonly: TestUser };
+  version: number;
+}
+
+export interface Cluster extends ClusterInfo {
+  dataDir: string;
+  stop(): Promise<void>;
+}
+
+const NOT_FOUND = "PostgreSQL server binaries (initdb, pg_ctl) not found: install them " +
+  "(Debian: apt-get install postgresql) or set DATABASE_URL";
+
+function isFile(path: string): boolean {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch {
+    return false;
+  }
+}
+
+function hasServerBins(dir: string): boolean {
+  return isFile(join(dir, "initdb")) && isFile(join(dir, "pg_ctl"));
+}
+
+/** Directory holding initdb and pg_ctl: PATH first, else the newest /usr/lib/postgresql/N/bin. */
+export function findPgBin(): string | null {
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
+    if (!dir || !hasServerBins(dir)) continue;
+    // PATH often holds symlinks (e.g. /usr/local/bin/initdb); prefer the real bin dir, which
+    // also has psql and postgres next to them.
+    try {
+      const real = dirname(Deno.realPathSync(join(dir, "initdb")));
+      if (hasServerBins(real)) return real;
+    } catch {
+      // fall through to the PATH dir itself
+    }
+    return dir;
+  }
+  let versions: string[] = [];
+  try {
+    versions = [...Deno.readDirSync("/usr/lib/postgresql")].map((e) => e.name);
+  } catch {
+    return null;
+  }
+  versions.sort((a, b) => parseFloat(b) - parseFloat(a));
+  for (const v of versions) {
+    const dir = `/usr/lib/postgresql/${v}/bin`;
+    if (hasServerBins(dir)) return dir;
+  }
+  return null;
+}
+
+interface RunOptions {
+  cwd?: string;
+  env?: Record<string, string>;
+  stdin?: string;
+  timeoutMs?: number;
+  /** initdb/postgres refuse to run as root, so when root run via `runuser -u postgres`. */
+  asServerUser?: boolean;
+}
+
+const isRoot = () => Deno.uid() === 0;
+
+/** Runs a command with a deadline; resolves to stdout, throws with stderr on failure. */
+export async function run(cmd: string, args: string[], opts: RunOptions = {}): Promise<string> {
+  const asPg = opts.asServerUser && isRoot();
+  // Drop inherited PG* variables so a developer's PGHOST/PGSSLMODE cannot redirect the harness.
+  const env = Object.fromEntries(
+    Object.entries(Deno.env.toObject()).filter(([k]) => !k.startsWith("PG")),
+  );
+  const child = new Deno.Command(asPg ? "runuser" : cmd, {
+    args: asPg ? ["-u", "postgres", "--", cmd, ...args] : args,
+    cwd: opts.cwd,
+    clearEnv: true,
+    env: { ...env, ...opts.env },
+    stdin: opts.stdin === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+  let timedOut = false;
+  const kill = (sig: Deno.Signal) => {
+    try {
+      child.kill(sig);
+    } catch { /* already gone */ }
+  };
+  // SIGTERM first because runuser forwards it to its child; SIGKILL if that is ignored.
+  let killTimer: ReturnType<typeof setTimeout> | undefined;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    kill("SIGTERM");
+    killTimer = setTimeout(() => kill("SIGKILL"), 5_000);
+  }, timeoutMs);
+  try {
+    if (opts.stdin !== undefined) {
+      const w = child.stdin.getWriter();
+      await w.write(new TextEncoder().encode(opts.stdin));
+      await w.close();
+    }
+    const out = await child.output();
+    const dec = new TextDecoder();
+    const what = `${cmd} ${args.join(" ")}`;
+    if (timedOut) throw new Error(`${what}: timed out after ${timeoutMs} ms`);
+    if (!out.success) {
+      const err = dec.decode(out.stderr).trim() || dec.decode(out.stdout).trim();
+      throw new Error(`${what}: exit code ${out.code}: ${err}`);
+    }
+    return dec.decode(out.stdout);
+  } finally {
+    clearTimeout(timer);
+    clearTimeout(killTimer);
+  }
+}
+
+function randomHex(bytes: number): string {
+  const buf = crypto.getRandomValues(new Uint8Array(bytes));
+  return [...buf].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** A free TCP port on 127.0.0.1 (bind to 0, read, close; racy but good enough with retries). */
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+// Minimal openssl config so the system openssl.cnf cannot add surprising extensions.
+const CA_CNF = `[req]
+distinguished_name = dn
+x509_extensions = v3_ca
+prompt = no
+[dn]
+CN = pgpipe test CA
+[v3_ca]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,keyCertSign,cRLSign
+subjectKeyIdentifier = hash
+`;
+
+// rustls rejects a self-signed leaf (CaUsedAsEndEntity), so the server cert is a CA-signed leaf.
+const SERVER_EXT = `basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature
+extendedKeyUsage = serverAuth
+subjectAltName = DNS:localhost,IP:127.0.0.1
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+`;
+
+/** Writes ca.crt, server.crt, server.key and other-ca.crt into dir (ECDSA P-256: fast). */
+async function makeCerts(dir: string): Promise<void> {
+  const ssl = (...args: string[]) => run("openssl", args, { cwd: dir });
+  const newKey = (name: string, cn: string) => [
+    ...["-config", "ca.cnf", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"],
+    ...["-nodes", "-subj", `/CN=${cn}`, "-keyout", `${name}.key`],
+  ];
+  await Deno.writeTextFile(join(dir, "ca.cnf"), CA_CNF);
+  await Deno.writeTextFile(join(dir, "server.ext"), SERVER_EXT);
+  const days = ["-days", "3650"];
+  await Promise.all([
+    ssl("req", "-x509", ...newKey("ca", "pgpipe test CA"), ...days, "-out", "ca.crt"),
+    ssl("req", "-x509", ...newKey("other-ca", "pgpipe other CA"), ...days, "-out", "other-ca.crt"),
+    ssl("req", "-new", ...newKey("server", "localhost"), "-out", "server.csr"),
+  ]);
+  const serial = ["-set_serial", `0x1${randomHex(8)}`];
+  const signer = ["-CA", "ca.crt", "-CAkey", "ca.key", "-extfile", "server.ext"];
+  const csr = ["-req", "-in", "server.csr", "-out", "server.crt"];
+  await ssl("x509", ...csr, ...signer, ...serial, ...days);
+  // The server refuses a key file readable by group/others.
+  await Deno.chmod(join(dir, "server.key"), 0o600);
+}
+
+const USER_NAMES = {
+  trust: "pgpipe_trust",
+  password: "pgpipe_password",
+  md5: "pgpipe_md5",
+  scram: "pgpipe_scram",
+  sslonly: "pgpipe_sslonly",
+} as const;
+
+type Users = ClusterInfo["users"];
+
+// Passwords carry a colon and a non-ASCII char (precomposed é) to exercise encoding paths.
+function makeUsers(): Users {
+  const mk = (user: string): TestUser => ({ user, password: `pw:\u00e9-${randomHex(6)}` });
+  return {
+    trust: mk(USER_NAMES.trust),
+    password: mk(USER_NAMES.password),
+    md5: mk(USER_NAMES.md5),
+    scram: mk(USER_NAMES.scram),
+    sslonly: mk(USER_NAMES.sslonly),
+  };
+}
+
+const lit = (s: string) => `'${s.replaceAll("'", "''")}'`;
+
+function setupSql(u: Users): string {
+  const role = (t: TestUser, extra: string) =>
+    `CREATE ROLE ${t.user} LOGIN ${extra} PASSWORD ${lit(t.password)};`;
+  return [
+    // PG15 no longer lets PUBLIC create in schema public; tests create tables as any user.
+    "GRANT ALL ON SCHEMA public TO PUBLIC;",
+    // Superuser so tests can pg_terminate_backend() and the like.
+    role(u.trust, "SUPERUSER"),
+    role(u.password, "CREATEDB"),
+    "SET password_encryption = 'md5';", // stored as md5 so the md5 method is really exercised
+    role(u.md5, "CREATEDB"),
+    "SET password_encryption = 'scram-sha-256';",
+    role(u.scram, "CREATEDB"),
+    role(u.sslonly, "CREATEDB"),
+    "SELECT current_setting('server_version_num');",
+  ].join("\n");
+}
+
+/** pg_hba.conf; first match wins, so the per-user lines precede the catch-all trust. */
+function hbaConf(ssl: boolean): string {
+  const lines = ["# written by the pgpipe test harness"];
+  const add = (type: string, user: string, method: string) => {
+    const nets = type === "local" ? [""] : ["127.0.0.1/32 ", "::1/128 "];
+    for (const net of nets) lines.push(`${type} all ${user} ${net}${method}`);
+  };
+  add("local", USER_NAMES.sslonly, "reject");
+  add("hostnossl", USER_NAMES.sslonly, "reject");
+  if (ssl) add("hostssl", USER_NAMES.sslonly, "scram-sha-256");
+  const methods: [string, string][] = [
+    [USER_NAMES.password, "password"],
+    [USER_NAMES.md5, "md5"],
+    [USER_NAMES.scram, "scram-sha-256"],
+    ["all", "trust"],
+  ];
+  for (const [user, method] of methods) {
+    add("local", user, method);
+    add("host", user, method);
+  }
+  return lines.join("\n") + "\n";
+}
+
+function serverConf(port: number, socketDir: string, ssl: boolean, certDir: string): string {
+  const conf: Record<string, string | number> = {
+    listen_addresses: "127.0.0.1",
+    port,
+    unix_socket_directories: socketDir,
+    max_connections: 100,
+    // Durability is pointless for a throwaway cluster; skipping it makes tests faster.
+    fsync: "off",
+    synchronous_commit: "off",
+    full_page_writes: "off",
+    ssl: ssl ? "on" : "off",
+  };
+  if (ssl) {
+    conf.ssl_cert_file = join(certDir, "server.crt");
+    conf.ssl_key_file = join(certDir, "server.key");
+  }
+  const lines = Object.entries(conf).map(([k, v]) =>
+    `${k} = ${typeof v === "number" ? v : lit(v)}`
+  );
+  return "\n# pgpipe test harness\n" + lines.join("\n") + "\n";
+}
+
+async function logTail(path: string): Promise<string> {
+  try {
+    return (await Deno.readTextFile(path)).trim().split("\n").slice(-15).join("\n");
+  } catch {
+    return "(no server log)";
+  }
+}
+
+/** Last resort when pg_ctl cannot stop the server: kill the postmaster from its pid file. */
+async function killPostmaster(dataDir: string): Promise<void> {
+  try {
+    const pid = parseInt((await Deno.readTextFile(join(dataDir, "postmaster.pid"))).split("\n")[0]);
+    if (pid > 0) Deno.kill(pid, "SIGKILL");
+  } catch {
+    // not running
+  }
+}
+
+export async function startCluster(opts: { ssl?: boolean; name?: string } = {}): Promise<Cluster> {
+  const bin = findPgBin();
+  if (!bin) throw new Error(NOT_FOUND);
+  const ssl = opts.ssl ?? false;
+  const label = opts.name ?? (ssl ? "tls" : "plain");
+  const tmp = await Deno.makeTempDir({ prefix: `pgpipe-${label}-` });
+  const dataDir = join(tmp, "data");
+  const certDir = join(tmp, "certs");
+  const logFile = join(tmp, "postgres.log");
+  const pgCtl = join(bin, "pg_ctl");
+  const asServer = { asServerUser: true, cwd: tmp };
+
+  const stop = async () => {
+    try {
+      await run(pgCtl, ["-D", dataDir, "-m", "immediate", "-w", "-t", "15", "stop"], {
+        ...asServer,
+        timeoutMs: 20_000,
+      });
+    } catch {
+      await killPostmaster(dataDir);
+    }
+    await Deno.remove(tmp, { recursive: true }).catch(() => {});
+  };
+  let stopping: Promise<void> | undefined;
+  const stopOnce = () => (stopping ??= stop());
+
+  try {
+    if (ssl) {
+      await Deno.mkdir(certDir);
+      await makeCerts(certDir);
+    }
+    // The server runs as `postgres` when we are root, so it must own everything in tmp.
+    if (isRoot()) await run("chown", ["-R", "postgres:", tmp]);
+    const initArgs = ["-D", dataDir, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"];
+    await run(join(bin, "initdb"), [...initArgs, "--locale=C"], { ...asServer, timeoutMs: 60_000 });
+    // Overwriting/appending keeps the files' owner (postgres) and mode (0600).
+    await Deno.writeTextFile(join(dataDir, "pg_hba.conf"), hbaConf(ssl));
+
+    // Another process may grab the port between freePort() and bind: retry on EADDRINUSE.
+    let port = 0;
+    for (let attempt = 1;; attempt++) {
+      port = freePort();
+      const conf = serverConf(port, tmp, ssl, certDir); // appended: the last setting wins
+      await Deno.writeTextFile(join(dataDir, "postgresql.conf"), conf, { append: true });
+      try {
+        await run(pgCtl, ["-D", dataDir, "-l", logFile, "-w", "-t", "60", "start"], {
+          ...asServer,
+          timeoutMs: 70_000,
+        });
+        break;
+      } catch (e) {
+        const log = await logTail(logFile);
+        if (attempt < 3 && /already in use/.test(log)) continue;
+        throw new Error(`${(e as Error).message}\n--- server log ---\n${log}`);
+      }
+    }
+
+    const users = makeUsers();
+    const psqlPath = isFile(join(bin, "psql")) ? join(bin, "psql") : "psql";
+    const psqlArgs = ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", tmp, "-p", `${port}`];
+    const out = await run(psqlPath, [...psqlArgs, "-U", "postgres", "-d", "postgres", "-f", "-"], {
+      stdin: setupSql(users),
+      env: { PGCLIENTENCODING: "UTF8" }, // passwords contain é
+    });
+    const version = parseInt(out.trim().split("\n").pop() ?? "", 10);
+
+    const info: ClusterInfo = {
+      host: "127.0.0.1",
+      port,
+      socketDir: tmp,
+      database: "postgres",
+      ssl,
+      users,
+      version,
+    };
+    if (ssl) {
+      info.caCertPath = join(certDir, "ca.crt");
+      info.caCert = await Deno.readTextFile(info.caCertPath);
+      info.otherCaCert = await Deno.readTextFile(join(certDir, "other-ca.crt"));
+    }
+    return { ...info, dataDir, stop: stopOnce };
+  } catch (e) {
+    await stopOnce();
+    throw e;
+  }
+}
