@@ -86,8 +86,12 @@ export class PostgresError extends Error {
 
   /** Attaches the query text and parameters without making them enumerable. */
   attach(query: string, parameters: readonly unknown[]): this {
-    Object.defineProperty(this, "query", { value: query, enumerable: false });
-    Object.defineProperty(this, "parameters", { value: parameters, enumerable: false });
+    Object.defineProperty(this, "query", { value: query, enumerable: false, configurable: true });
+    Object.defineProperty(this, "parameters", {
+      value: parameters,
+      enumerable: false,
+      configurable: true,
+    });
     return this;
   }
 }

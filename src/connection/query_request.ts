@@ -68,7 +68,6 @@ export class QueryRequest implements PipelineRequest {
   encode(w: Writer, ctx: EncodeContext): void {
     const spec = this.spec;
     const cache = ctx.statements;
-    while (cache.evicted.length > 0) fe.close(w, "S", cache.evicted.pop()!.name);
     if (!spec.prepare) {
       this.#statement = new Statement("", spec.text, spec.types);
       this.#owner = true;
@@ -83,6 +82,8 @@ export class QueryRequest implements PipelineRequest {
         this.#owner = true;
         this.#key = key;
         this.#cache = cache;
+        // Close what the new statement evicted before it is parsed, so the server never holds more than the bound.
+        while (cache.evicted.length > 0) fe.close(w, "S", cache.evicted.pop()!.name);
         fe.parse(w, st.name, spec.text, spec.types);
         fe.describe(w, "S", st.name);
       }
@@ -180,8 +181,10 @@ export class QueryRequest implements PipelineRequest {
       // Parse or Describe failed: the statement does not exist, so nobody may reuse it.
       st.error = err;
     } else if (st !== null && !this.#owner && st.error !== null && err.code === "26000") {
-      // We bound a statement whose Parse failed earlier in the pipeline: report that cause.
-      err = st.error;
+      // We bound a statement whose Parse failed earlier in the pipeline: report that
+      // cause (already attached to the same text by the query that sent the Parse).
+      this.#error ??= st.error;
+      return;
     }
     this.#error ??= err.attach(this.spec.text, this.spec.params);
   }

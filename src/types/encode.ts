@@ -1,0 +1,225 @@
+/**
+ * Parameter serialisation: JavaScript values to PostgreSQL text-format parameters,
+ * plus the type OID to declare for each value in the Parse message.
+ *
+ * @module
+ */
+
+import { QueryError } from "../errors.ts";
+import { arrayOf, Oid } from "./oids.ts";
+
+/** Machine-readable reason a value cannot be sent as a parameter. */
+export type ParameterErrorCode = "UNDEFINED_VALUE" | "UNSUPPORTED_TYPE" | "INVALID_DATE";
+
+/**
+ * Thrown by {@linkcode serialize} for values that have no PostgreSQL representation:
+ * `undefined` (`UNDEFINED_VALUE`; use `null` for SQL NULL), functions and symbols
+ * (`UNSUPPORTED_TYPE`) and invalid `Date`s (`INVALID_DATE`). It is a
+ * {@linkcode QueryError}, so callers catch one class for every bad input.
+ */
+export class ParameterError extends QueryError {
+  /** Creates an error with the given code and human-readable message. */
+  constructor(code: ParameterErrorCode, message: string) {
+    super(code, message);
+    this.name = "ParameterError";
+  }
+}
+
+/** `new Date(±8.64e15)`, the JS extremes, stand for PostgreSQL's ±infinity. */
+const MAX_TIME = 8.64e15;
+
+/** 0001-01-01T00:00:00Z and 10000-01-01T00:00:00Z: where `toISOString()` is server-readable. */
+const MIN_ISO_TIME = -62135596800000;
+const MAX_ISO_TIME = 253402300800000;
+
+/**
+ * Infers the type OID to declare for a parameter (postgres.js rules). `0` means
+ * "unspecified": the server infers the type from the query context, which is what
+ * lets strings and numbers bind to any column type and objects to json or jsonb.
+ *
+ * | value | OID |
+ * | --- | --- |
+ * | string, number, plain object, null, undefined | 0 |
+ * | bigint | 20 (int8) |
+ * | boolean | 16 (bool) |
+ * | Date | 1184 (timestamptz) |
+ * | Uint8Array | 17 (bytea) |
+ * | array | array type of its first non-null (leaf) element's OID, else 0 |
+ */
+export function inferOid(value: unknown): number {
+  switch (typeof value) {
+    case "bigint":
+      return Oid.int8;
+    case "boolean":
+      return Oid.bool;
+    case "object":
+      if (value === null) return 0;
+      if (value instanceof Date) return Oid.timestamptz;
+      if (value instanceof Uint8Array) return Oid.bytea;
+      if (Array.isArray(value)) {
+        const element = firstElementOid(value);
+        return element > 0 ? arrayOf[element] ?? 0 : 0;
+      }
+      return 0;
+    default:
+      return 0;
+  }
+}
+
+/** OID of the first non-null leaf of a (nested) array, or -1 when it has none. */
+function firstElementOid(array: readonly unknown[]): number {
+  for (let i = 0; i < array.length; i++) {
+    const element = array[i];
+    if (element === null || element === undefined) continue;
+    if (Array.isArray(element)) {
+      const oid = firstElementOid(element);
+      if (oid !== -1) return oid;
+      continue;
+    }
+    return inferOid(element);
+  }
+  return -1;
+}
+
+/**
+ * Serialises a parameter to PostgreSQL text format; `null` means SQL NULL.
+ *
+ * | value | text |
+ * | --- | --- |
+ * | null | SQL NULL |
+ * | string | unchanged |
+ * | number | `String(n)` (`NaN`, `Infinity`, `-Infinity`), and `-0` as `"-0"` |
+ * | bigint | decimal digits |
+ * | boolean | `t` / `f` |
+ * | Date | `toISOString()`; ±8.64e15 as `infinity` / `-infinity`; years outside 1..9999 as `YYYYY-MM-DDTHH:MM:SS.sssZ` with ` BC` for years ≤ 0 |
+ * | Uint8Array | bytea hex format `\x…` |
+ * | array | array literal `{…}`, nested for multi-dimensional, `NULL` for null elements |
+ * | other objects | `JSON.stringify` |
+ *
+ * @throws {ParameterError} for `undefined`, functions, symbols and invalid dates.
+ */
+export function serialize(value: unknown): string | null {
+  switch (typeof value) {
+    case "string":
+      return value;
+    case "number":
+      // String(-0) is "0"; keep the sign so float8 columns round-trip it.
+      return value === 0 && 1 / value < 0 ? "-0" : String(value);
+    case "bigint":
+      return String(value);
+    case "boolean":
+      return value ? "t" : "f";
+    case "object":
+      if (value === null) return null;
+      if (value instanceof Date) return serializeDate(value);
+      if (value instanceof Uint8Array) return serializeBytea(value);
+      if (Array.isArray(value)) return serializeArray(value);
+      return serializeJson(value);
+    case "undefined":
+      throw new ParameterError(
+        "UNDEFINED_VALUE",
+        "Undefined values are not allowed as parameters; use null for SQL NULL",
+      );
+    default:
+      throw new ParameterError(
+        "UNSUPPORTED_TYPE",
+        `Values of type ${typeof value} cannot be sent as parameters`,
+      );
+  }
+}
+
+function serializeDate(date: Date): string {
+  const time = date.getTime();
+  if (time >= MIN_ISO_TIME && time < MAX_ISO_TIME) return date.toISOString();
+  if (time !== time) throw new ParameterError("INVALID_DATE", "Invalid Date parameter");
+  if (time === MAX_TIME) return "infinity";
+  if (time === -MAX_TIME) return "-infinity";
+  // toISOString() writes extended years ("+012345-…", "-000043-…") that the server rejects;
+  // it accepts plain 5+ digit years and the " BC" era suffix instead.
+  const year = date.getUTCFullYear();
+  const iso = date.toISOString();
+  const rest = iso.slice(iso.indexOf("-", 1)); // from the '-' before the month
+  if (year > 0) return String(year) + rest;
+  return String(1 - year).padStart(4, "0") + rest + " BC";
+}
+
+/** Two lowercase hex digits for every byte value; used when `toHex` is missing. */
+const HEX_PAIRS: string[] = [];
+for (let i = 0; i < 256; i++) HEX_PAIRS.push((i < 16 ? "0" : "") + i.toString(16));
+
+/** Native `Uint8Array.prototype.toHex` (ES2026), when the runtime has it. */
+const nativeToHex: ((this: Uint8Array) => string) | undefined =
+  typeof (Uint8Array.prototype as any).toHex === "function"
+    ? (Uint8Array.prototype as any).toHex
+    : undefined;
+
+function serializeBytea(bytes: Uint8Array): string {
+  if (nativeToHex !== undefined) return "\\x" + nativeToHex.call(bytes);
+  let out = "\\x";
+  for (let i = 0; i < bytes.length; i++) out += HEX_PAIRS[bytes[i]];
+  return out;
+}
+
+function serializeJson(value: object): string {
+  const json = JSON.stringify(value);
+  // JSON.stringify returns undefined when toJSON() yields undefined or a function.
+  if (json === undefined) {
+    throw new ParameterError("UNSUPPORTED_TYPE", "Object parameter has no JSON representation");
+  }
+  return json;
+}
+
+/** Builds an array literal; nested arrays become sub-arrays of a multi-dimensional array. */
+function serializeArray(array: readonly unknown[]): string {
+  const length = array.length;
+  if (length === 0) return "{}";
+  let out = "{";
+  for (let i = 0; i < length; i++) {
+    if (i > 0) out += ",";
+    const element = array[i];
+    if (element === null) {
+      out += "NULL";
+    } else if (Array.isArray(element)) {
+      out += serializeArray(element);
+    } else {
+      // Not null here, and undefined throws, so the result is a string.
+      out += quoteArrayElement(serialize(element) as string);
+    }
+  }
+  return out + "}";
+}
+
+/**
+ * Quotes an array element when `array_in` would otherwise misread it: empty strings,
+ * the word NULL in any case, and anything containing braces, quotes, commas,
+ * backslashes or whitespace. Inside quotes only `"` and `\` need a backslash.
+ */
+function quoteArrayElement(text: string): string {
+  const length = text.length;
+  if (length === 0) return '""';
+  let quote = length === 4 && (text.charCodeAt(0) | 32) === 110 && // n
+    (text.charCodeAt(1) | 32) === 117 && // u
+    (text.charCodeAt(2) | 32) === 108 && // l
+    (text.charCodeAt(3) | 32) === 108; // l
+  let escape = false;
+  for (let i = 0; i < length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34 || c === 92) { // " \
+      escape = true;
+      break;
+    }
+    if (c === 123 || c === 125 || c === 44 || c === 32 || (c >= 9 && c <= 13)) quote = true;
+  }
+  if (!escape) return quote ? '"' + text + '"' : text;
+
+  let out = '"';
+  let start = 0;
+  for (let i = 0; i < length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34 || c === 92) {
+      out += text.slice(start, i) + "\\";
+      start = i; // the quote or backslash itself starts the next run
+    }
+  }
+  return out + text.slice(start) + '"';
+}

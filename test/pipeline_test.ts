@@ -1,0 +1,323 @@
+/**
+ * The pipeline against a real server: FIFO matching, error isolation, one
+ * write per tick, statement caching, out-of-band messages, connection loss.
+ */
+import assert from "node:assert/strict";
+import postgres, { ConnectionError, PostgresError, QueryError } from "../mod.ts";
+import { databaseUrl } from "./harness/env.ts";
+
+const url = databaseUrl();
+const quiet = { onnotice: () => {} };
+
+/** A distinct template object per call, as distinct call sites would make. */
+function template(...parts: string[]): TemplateStringsArray {
+  return Object.assign([...parts], { raw: [...parts] }) as unknown as TemplateStringsArray;
+}
+
+Deno.test("1000 concurrent queries on one connection each get their own answer", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  const results = await Promise.all(
+    Array.from({ length: 1000 }, (_, i) => sql`select ${i}::int as i, ${"v" + i}::text as t`),
+  );
+  for (let i = 0; i < 1000; i++) assert.deepEqual([...results[i]], [{ i, t: "v" + i }]);
+  const [{ n }] =
+    await sql`select count(*)::int as n from pg_stat_activity where application_name = 'pgpipe' and backend_type = 'client backend' and pid = pg_backend_pid()`;
+  assert.equal(n, 1);
+});
+
+Deno.test("every 10th of 100 concurrent queries fails: exactly those reject", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  const settled = await Promise.allSettled(
+    Array.from(
+      { length: 100 },
+      (_, i) => i % 10 === 9 ? sql`select 1/${i - i}::int as x` : sql`select ${i}::int as x`,
+    ),
+  );
+  for (let i = 0; i < 100; i++) {
+    const s = settled[i];
+    if (i % 10 === 9) {
+      assert.equal(s.status, "rejected");
+      assert.ok(s.reason instanceof PostgresError);
+      assert.equal(s.reason.code, "22012"); // division by zero
+    } else {
+      assert.equal(s.status, "fulfilled");
+      assert.equal(s.value[0].x, i);
+    }
+  }
+  const [{ ok }] = await sql`select true as ok`;
+  assert.equal(ok, true);
+});
+
+Deno.test("a statement that fails to parse fails every query that shares it, with the real cause", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  const bad = () => sql`selec ${1}`;
+  const settled = await Promise.allSettled([bad(), sql`select 2 as x`, bad(), bad()]);
+  for (const i of [0, 2, 3]) {
+    const s = settled[i] as PromiseRejectedResult;
+    assert.ok(s.reason instanceof PostgresError);
+    assert.equal(s.reason.code, "42601", `query ${i}: ${s.reason.message}`);
+  }
+  assert.equal((settled[1] as PromiseFulfilledResult<Record<string, unknown>[]>).value[0].x, 2);
+  // The failed statement was forgotten: the next use prepares it again (and fails again).
+  await assert.rejects(bad(), (e: PostgresError) => e.code === "42601");
+});
+
+Deno.test("queries issued in one tick leave in one write", async () => {
+  // A loopback proxy counts the chunks the driver writes after startup.
+  const target = new URL(url.replace(/^postgres(ql)?:/, "http:"));
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  let chunks = 0;
+  let counting = false;
+  const pumps: Promise<void>[] = [];
+  const accept = (async () => {
+    for await (const client of listener) {
+      const server = await Deno.connect({ hostname: target.hostname, port: Number(target.port) });
+      const up = async () => {
+        const buf = new Uint8Array(1 << 20);
+        for (;;) {
+          const n = await client.read(buf).catch(() => null);
+          if (n === null) break;
+          if (counting) chunks++;
+          await server.write(buf.subarray(0, n)).catch(() => {});
+        }
+        server.close();
+      };
+      pumps.push(
+        up(),
+        client.readable.constructor && server.readable.pipeTo(client.writable).catch(() => {}),
+      );
+    }
+  })();
+  const port = (listener.addr as Deno.NetAddr).port;
+  const sql = postgres(url.replace(/@[^/]+\//, `@127.0.0.1:${port}/`), {
+    max: 1,
+    ssl: false,
+    ...quiet,
+  });
+  try {
+    await sql`select 1`; // connect and prepare
+    counting = true;
+    const rows = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => sql`select ${i}::int as i`),
+    );
+    counting = false;
+    assert.equal(rows[199][0].i, 199);
+    // 200 queries of ~60 bytes each: one write from the driver (TCP may split a segment, rarely).
+    assert.ok(chunks >= 1 && chunks <= 2, `expected one write, the proxy saw ${chunks} chunks`);
+  } finally {
+    await sql.end();
+    listener.close();
+    await accept.catch(() => {});
+    await Promise.allSettled(pumps);
+  }
+});
+
+Deno.test("queries are lazy: nothing runs until awaited or executed", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  await sql`create temp table lazy (x int)`;
+  const q = sql`insert into lazy values (1)`;
+  await sql`select 1`;
+  assert.equal((await sql`select count(*)::int as n from lazy`)[0].n, 0);
+  q.execute();
+  await q;
+  await q; // awaiting again does not run it twice
+  assert.equal((await sql`select count(*)::int as n from lazy`)[0].n, 1);
+});
+
+Deno.test("fragments compose and parameters are renumbered", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  const cond = sql`x > ${2} and x < ${5}`;
+  const rows =
+    await sql`select x from generate_series(${1}::int, ${10}::int) x where ${cond} order by x`;
+  assert.deepEqual(rows.map((r) => r.x), [3, 4]);
+  const nested = sql`select ${sql`${"a"}::text || ${sql`${"b"}::text`}`} as s`;
+  assert.equal((await nested)[0].s, "ab");
+  // A value that looks like SQL stays a parameter.
+  const evil = "'; drop table pg_class; --";
+  assert.equal((await sql`select ${evil}::text as s`)[0].s, evil);
+});
+
+Deno.test("result: count, command, columns, values()", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  const r = await sql`select g as a, g * 2 as b from generate_series(1, 3) g`;
+  assert.equal(r.count, 3);
+  assert.equal(r.command, "SELECT");
+  assert.deepEqual(r.columns?.map((c) => c.name), ["a", "b"]);
+  assert.equal(r.columns?.[0].type, 23);
+  assert.ok(Array.isArray(r));
+  const values = await sql`select 1 as a, 'x' as b`.values();
+  assert.deepEqual([...values], [[1, "x"]]);
+  await sql`create temp table counted (x int)`;
+  const ins = await sql`insert into counted select generate_series(1, 5)`;
+  assert.equal(ins.command, "INSERT");
+  assert.equal(ins.count, 5);
+  const upd = await sql`update counted set x = x + 1 where x > 3`;
+  assert.equal(upd.command, "UPDATE");
+  assert.equal(upd.count, 2);
+  const empty = await sql`select 1 where false`;
+  assert.equal(empty.length, 0);
+  assert.equal(empty.count, 0);
+  const raw = await sql`select 'ab'::text as t, null as n`.raw();
+  assert.deepEqual([...raw], [[new Uint8Array([97, 98]), null]]);
+});
+
+Deno.test("PostgresError carries the server's fields and the query, not enumerably", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  await sql`create temp table uniq (id int constraint uniq_pk primary key)`;
+  await sql`insert into uniq values (1)`;
+  const err = await sql`insert into uniq values (${1})`.then(() => null, (e: unknown) => e);
+  assert.ok(err instanceof PostgresError);
+  assert.equal(err.code, "23505");
+  assert.equal(err.severity, "ERROR");
+  assert.equal(err.constraint_name, "uniq_pk");
+  assert.equal(err.table_name, "uniq");
+  assert.match(err.detail ?? "", /Key \(id\)=\(1\) already exists/);
+  assert.ok(err.file && err.line && err.routine);
+  assert.equal(err.query, "insert into uniq values ($1)");
+  assert.deepEqual(err.parameters, ["1"]);
+  assert.ok(!Object.keys(err).includes("query"));
+  assert.ok(!Object.keys(err).includes("parameters"));
+  const syntax = await sql`select from from`.then(() => null, (e) => e as PostgresError);
+  assert.equal(syntax?.code, "42601");
+  assert.equal(syntax?.position, "13");
+});
+
+Deno.test("bad input is refused before anything is sent; the connection stays usable", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  await assert.rejects(
+    sql`select ${undefined}`,
+    (e) => e instanceof QueryError && e.code === "UNDEFINED_VALUE",
+  );
+  await assert.rejects(
+    sql`select ${() => 1}`,
+    (e) => e instanceof QueryError && e.code === "UNSUPPORTED_TYPE",
+  );
+  await assert.rejects(
+    sql`select ${new Date(NaN)}`,
+    (e) => e instanceof QueryError && e.code === "INVALID_DATE",
+  );
+  await assert.rejects(
+    sql`select 'a\0b'`,
+    (e) => e instanceof QueryError && e.code === "NUL_IN_QUERY",
+  );
+  const many = Array.from({ length: 65536 }, (_, i) => i);
+  await assert.rejects(
+    sql(template("select 1", ...many.map(() => ",")), ...many),
+    (e) => e instanceof QueryError && e.code === "MAX_PARAMETERS_EXCEEDED",
+  );
+  assert.throws(
+    () => (sql as unknown as (s: string) => unknown)("select 1"),
+    (e) => e instanceof QueryError && e.code === "NOT_TAGGED_TEMPLATE",
+  );
+  assert.equal((await sql`select 7 as x`)[0].x, 7);
+});
+
+Deno.test("notices, parameter changes and notifications are routed by type amid pipelined queries", async () => {
+  const notices: string[] = [];
+  const parameters: [string, string][] = [];
+  const notifications: string[] = [];
+  await using sql = postgres(url, {
+    max: 1,
+    onnotice: (n) => notices.push(n.M),
+    onparameter: (k, v) => parameters.push([k, v]),
+    onnotify: (n) => notifications.push(`${n.channel}:${n.payload}`),
+  });
+  const [a, , b, , , c] = await Promise.all([
+    sql`select 1 as x`,
+    sql`do $$ begin raise notice 'hello %', 42; end $$`,
+    sql`select 2 as x`,
+    sql`set application_name = 'pgpipe-test'`,
+    sql`listen pgpipe_chan`,
+    sql`select 3 as x`,
+  ]);
+  assert.deepEqual([a[0].x, b[0].x, c[0].x], [1, 2, 3]);
+  await Promise.all([sql`notify pgpipe_chan, 'p1'`, sql`select pg_notify('pgpipe_chan', 'p2')`]);
+  await sql`select 1`;
+  assert.deepEqual(notices, ["hello 42"]);
+  assert.ok(parameters.some(([k, v]) => k === "application_name" && v === "pgpipe-test"));
+  assert.deepEqual(notifications, ["pgpipe_chan:p1", "pgpipe_chan:p2"]);
+});
+
+Deno.test("past max_pipeline, requests wait locally and all complete in order", async () => {
+  await using sql = postgres(url, { max: 1, max_pipeline: 7, ...quiet });
+  const rows = await Promise.all(Array.from({ length: 100 }, (_, i) => sql`select ${i}::int as i`));
+  assert.deepEqual(rows.map((r) => r[0].i), Array.from({ length: 100 }, (_, i) => i));
+});
+
+Deno.test("the statement cache is bounded and closes evicted statements on the server", async () => {
+  await using sql = postgres(url, { max: 1, max_statements: 5, ...quiet });
+  for (let round = 0; round < 3; round++) {
+    const rows = await Promise.all(
+      Array.from(
+        { length: 20 },
+        (_, i) => sql<{ v: number }[]>(template(`select ${i} + `, "::int as v"), round),
+      ),
+    );
+    assert.deepEqual(rows.map((r) => r[0].v), Array.from({ length: 20 }, (_, i) => i + round));
+  }
+  const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from pg_prepared_statements`;
+  assert.ok(n <= 5, `${n} statements prepared on the server`);
+  assert.ok(n >= 1);
+});
+
+Deno.test("prepare: false uses the unnamed statement and still pipelines", async () => {
+  await using sql = postgres(url, { max: 1, prepare: false, ...quiet });
+  const rows = await Promise.all(Array.from({ length: 50 }, (_, i) => sql`select ${i}::int as i`));
+  assert.deepEqual(rows.map((r) => r[0].i), Array.from({ length: 50 }, (_, i) => i));
+  const [{ n }] = await sql`select count(*)::int as n from pg_prepared_statements`;
+  assert.equal(n, 0);
+});
+
+Deno.test("a terminated backend rejects everything in flight with a typed error; the next query reconnects", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  await using admin = postgres(url, { max: 1, ...quiet });
+  const [{ pid }] = await sql`select pg_backend_pid() as pid`;
+  const inflight = Array.from(
+    { length: 200 },
+    (_, i) => sql`select pg_sleep(0.001), ${i}::int as i`,
+  );
+  const settled = Promise.allSettled(inflight);
+  await admin`select pg_terminate_backend(${pid})`;
+  const outcomes = await settled;
+  let rejected = 0;
+  for (const [i, s] of outcomes.entries()) {
+    if (s.status === "fulfilled") assert.equal(s.value[0].i, i);
+    else {
+      rejected++;
+      assert.ok(s.reason instanceof ConnectionError, String(s.reason));
+      assert.equal(s.reason.code, "CONNECTION_CLOSED");
+      assert.ok(s.reason.outcome === "unknown" || s.reason.outcome === "not-sent");
+    }
+  }
+  assert.ok(rejected > 0, "the backend was terminated while queries were in flight");
+  const [{ pid: next }] = await sql`select pg_backend_pid() as pid`;
+  assert.notEqual(next, pid);
+});
+
+Deno.test("end() waits for queries in flight; later queries reject with CONNECTION_ENDED", async () => {
+  const sql = postgres(url, { max: 1, ...quiet });
+  const pending = Array.from({ length: 20 }, (_, i) => sql`select ${i}::int as i`.execute());
+  const done = Promise.all(pending);
+  await sql.end();
+  assert.equal((await done)[19][0].i, 19);
+  await assert.rejects(
+    sql`select 1`,
+    (e) => e instanceof ConnectionError && e.code === "CONNECTION_ENDED",
+  );
+});
+
+Deno.test("startup errors reject with the server's error", async () => {
+  const sql = postgres(url.replace(/\/[^/?]*(\?|$)/, "/no_such_database$1"), { max: 1, ...quiet });
+  try {
+    await assert.rejects(sql`select 1`, (e) => e instanceof PostgresError && e.code === "3D000");
+  } finally {
+    await sql.end();
+  }
+});
+
+Deno.test("empty query", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  const r = await sql``;
+  assert.equal(r.length, 0);
+  assert.equal(r.command, "");
+});
