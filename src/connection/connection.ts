@@ -55,6 +55,14 @@ export interface ConnectionOptions {
   onclose?: (err: ConnectionError | null) => void;
 }
 
+/** Messages that may arrive at any time, not as part of a request's answer. */
+const OUT_OF_BAND = new Set<number>([
+  Backend.NoticeResponse,
+  Backend.ParameterStatus,
+  Backend.NotificationResponse,
+  Backend.ErrorResponse, // a FATAL when the server shuts the session down
+]);
+
 function describeEndpoint(e: Endpoint): { address: string; port: number } {
   return { address: e.host, port: e.port };
 }
@@ -264,6 +272,11 @@ export class Connection implements EncodeContext {
 
   #dispatch(type: number, buf: Uint8Array, start: number, end: number): void {
     const req = this.#queue[this.#head];
+    if (req === undefined && !OUT_OF_BAND.has(type)) {
+      throw new ProtocolViolation(
+        `the server sent ${String.fromCharCode(type)} with no query in flight`,
+      );
+    }
     switch (type) {
       case Backend.DataRow:
         return req.dataRow(buf, start, end);
