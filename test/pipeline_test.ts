@@ -321,3 +321,14 @@ Deno.test("empty query", async () => {
   assert.equal(r.length, 0);
   assert.equal(r.command, "");
 });
+
+Deno.test("past max_pipeline_bytes, requests wait locally; a request larger than the bound still goes", async () => {
+  await using sql = postgres(url, { max: 1, max_pipeline_bytes: 1000, ...quiet });
+  const big = "x".repeat(300);
+  const rows = await Promise.all(
+    Array.from({ length: 50 }, (_, i) => sql`select ${i}::int as i, length(${big + i}) as n`),
+  );
+  assert.deepEqual(rows.map((r) => r[0].i), Array.from({ length: 50 }, (_, i) => i));
+  const [{ n }] = await sql`select length(${"y".repeat(5000)}) as n`;
+  assert.equal(n, 5000);
+});

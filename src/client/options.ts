@@ -49,6 +49,8 @@ export interface Options {
   prepare?: boolean;
   /** Most requests in flight on one connection; more wait locally. Default 1000. */
   max_pipeline?: number;
+  /** Most bytes of requests in flight on one connection; more wait locally. Default 16 MiB. */
+  max_pipeline_bytes?: number;
   /** Most prepared statements cached per connection (LRU). Default 1000. */
   max_statements?: number;
   /** Return int8 (bigint) columns as BigInt instead of string. Default false. */
@@ -78,6 +80,7 @@ export interface ResolvedOptions {
   connectTimeout: number;
   prepare: boolean;
   maxPipeline: number;
+  maxPipelineBytes: number;
   maxStatements: number;
   bigint: boolean;
   params: Record<string, string>;
@@ -252,6 +255,7 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     connectTimeout: connectTimeout * 1000,
     prepare: options.prepare ?? q.get("prepare") !== "false",
     maxPipeline,
+    maxPipelineBytes: options.max_pipeline_bytes ?? 16 * 1024 * 1024,
     maxStatements: options.max_statements ?? 1000,
     bigint: options.bigint ?? false,
     params,

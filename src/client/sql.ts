@@ -78,6 +78,7 @@ export function createSql(url?: string, options?: Options): Sql {
     password: resolved.password,
     connectTimeout: resolved.connectTimeout,
     maxPipeline: resolved.maxPipeline,
+    maxPipelineBytes: resolved.maxPipelineBytes,
     maxStatements: resolved.maxStatements,
     decode: { bigint: resolved.bigint },
     onnotice: resolved.onnotice,

@@ -41,6 +41,8 @@ export interface ConnectionOptions {
   connectTimeout: number;
   /** Most requests written and not yet answered; more wait locally. */
   maxPipeline: number;
+  /** Most bytes written and not yet answered; past it, requests wait locally (one always goes). */
+  maxPipelineBytes: number;
   /** Most named statements cached on this connection. */
   maxStatements: number;
   /** Value decoding options. */
@@ -87,6 +89,8 @@ export class Connection implements EncodeContext {
   #writing = false;
   #flushQueued = false;
   #queue: PipelineRequest[] = []; // written or encoded, awaiting answers
+  #sizes: number[] = []; // encoded bytes of each queued request, for the byte bound
+  #queuedBytes = 0;
   #head = 0;
   #unsent = 0; // queue index from which requests are still only in #writer
   #backlog: PipelineRequest[] = []; // waiting for room in the pipeline
@@ -215,15 +219,26 @@ export class Connection implements EncodeContext {
       req.fail(Object.assign(clone(err), { outcome: "not-sent" as const }));
       return;
     }
-    if (this.#queue.length - this.#head >= this.#options.maxPipeline) {
+    if (this.#backlogHead < this.#backlog.length || !this.#hasRoom()) {
       this.#backlog.push(req);
       return;
     }
     this.#enqueue(req);
   }
 
+  /** Whether the pipeline bounds allow one more request (an empty pipeline always does). */
+  #hasRoom(): boolean {
+    const n = this.#queue.length - this.#head;
+    return n === 0 ||
+      (n < this.#options.maxPipeline && this.#queuedBytes < this.#options.maxPipelineBytes);
+  }
+
   #enqueue(req: PipelineRequest): void {
+    const before = this.#writer.length;
     req.encode(this.#writer, this);
+    const size = this.#writer.length - before;
+    this.#queuedBytes += size;
+    this.#sizes.push(size);
     this.#queue.push(req);
     if (!this.#flushQueued && !this.#writing) {
       this.#flushQueued = true;
@@ -286,11 +301,14 @@ export class Connection implements EncodeContext {
       }
       case Backend.ReadyForQuery: {
         this.status = buf[start];
+        this.#queuedBytes -= this.#sizes[this.#head];
         this.#queue[this.#head++] = undefined!;
         if (this.#head === this.#queue.length) {
           this.#queue.length = 0;
+          this.#sizes.length = 0;
           this.#head = 0;
           this.#unsent = 0;
+          this.#queuedBytes = 0;
         }
         req.ready();
         this.#refill();
@@ -367,8 +385,7 @@ export class Connection implements EncodeContext {
 
   /** Moves waiting requests into the pipeline as answers make room. */
   #refill(): void {
-    const max = this.#options.maxPipeline;
-    while (this.#backlogHead < this.#backlog.length && this.#queue.length - this.#head < max) {
+    while (this.#backlogHead < this.#backlog.length && this.#hasRoom()) {
       const req = this.#backlog[this.#backlogHead];
       this.#backlog[this.#backlogHead++] = undefined!;
       this.#enqueue(req);
@@ -403,6 +420,8 @@ export class Connection implements EncodeContext {
     const unsentFrom = Math.max(0, this.#unsent - this.#head);
     const backlog = this.#backlog.slice(this.#backlogHead);
     this.#queue = [];
+    this.#sizes = [];
+    this.#queuedBytes = 0;
     this.#backlog = [];
     this.#head = this.#backlogHead = 0;
     this.#writer.reset();
