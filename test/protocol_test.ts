@@ -80,7 +80,7 @@ Deno.test("frontend: startup, parse, bind, describe, execute", () => {
     0,
     0,
     0,
-    29,
+    26,
     0,
     ...ascii("s1"),
     0,

@@ -474,7 +474,21 @@ Deno.test("serialize: bytea hex", () => {
 Deno.test("serialize: objects become JSON", () => {
   assert.equal(serialize({ a: 1, b: [true, null], c: "x" }), '{"a":1,"b":[true,null],"c":"x"}');
   assert.equal(serialize({}), "{}");
-  assert.equal(serialize(new Map()), "{}");
+  // JSON.stringify would turn these into "{}": they are refused instead.
+  for (
+    const v of [
+      new Map(),
+      new Set(),
+      new ArrayBuffer(2),
+      new Uint16Array(2),
+      new DataView(new ArrayBuffer(1)),
+    ]
+  ) {
+    assert.throws(
+      () => serialize(v),
+      (e: unknown) => e instanceof ParameterError && e.code === "UNSUPPORTED_TYPE",
+    );
+  }
   assert.equal(serialize({ toJSON: () => "custom" }), '"custom"');
 });
 

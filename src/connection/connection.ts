@@ -126,8 +126,9 @@ export class Connection implements EncodeContext {
     const where = describeEndpoint(options.endpoint);
     let timer: ReturnType<typeof setTimeout> | undefined;
     let timedOut = false;
+    const abort = new AbortController();
     const work = (async () => {
-      c.#transport = await openTransport(options.endpoint, tryTls);
+      c.#transport = await openTransport(options.endpoint, tryTls, abort.signal);
       if (timedOut) c.#transport.close();
       const result = await startup(c.#startupIO(), options.params, options.password);
       c.pid = result.pid;
@@ -138,6 +139,7 @@ export class Connection implements EncodeContext {
         const timeout = new Promise<never>((_, reject) => {
           timer = setTimeout(() => {
             timedOut = true;
+            abort.abort();
             c.#transport?.close();
             reject(
               new ConnectionError(

@@ -35,7 +35,18 @@ export interface StartupResult {
 }
 
 async function resolvePassword(source: PasswordSource, method: string): Promise<string> {
-  const value = typeof source === "function" ? await source() : source;
+  let value: unknown = source;
+  if (typeof source === "function") {
+    try {
+      value = await source();
+    } catch (e) {
+      throw new ConnectionError(
+        "AUTH_FAILED",
+        `the password function failed: ${(e as Error)?.message ?? e}`,
+        { cause: e },
+      );
+    }
+  }
   if (typeof value !== "string") {
     throw new ConnectionError(
       "AUTH_FAILED",

@@ -2,10 +2,9 @@
  * Opens the byte stream to the server: TCP or a unix socket, with TLS per
  * libpq's sslmode rules.
  *
- * `verify-full` uses Deno's native TLS (which always checks the chain and the
- * host name). The modes that must not check everything (`allow`, `prefer`,
- * `require` without a CA, `verify-ca`) use `node:tls`, since `Deno.startTls`
- * cannot skip verification.
+ * TLS goes through `node:tls`: `Deno.startTls` cannot skip verification (which
+ * `prefer`, `require` and `verify-ca` need) and its handshake cannot be cut
+ * short by a connect timeout without leaving the TCP socket open.
  */
 import * as net from "node:net";
 import * as tls from "node:tls";
@@ -154,23 +153,22 @@ function denoConnect(endpoint: Endpoint): Promise<Deno.Conn> {
   return tcpConnect(endpoint);
 }
 
-async function readExactly(conn: Deno.Conn, n: number): Promise<Uint8Array> {
-  const out = new Uint8Array(n);
-  let got = 0;
-  while (got < n) {
-    const r = await conn.read(out.subarray(got));
-    if (r === null) throw new Error("server closed the connection during TLS negotiation");
-    got += r;
-  }
-  return out;
-}
-
 /** Sends SSLRequest on a Deno socket and returns the server's one-byte answer. */
 async function negotiateDeno(conn: Deno.Conn): Promise<number> {
   const w = new Writer(8);
   sslRequest(w);
   await conn.write(w.buf.subarray(0, w.length));
-  return (await readExactly(conn, 1))[0];
+  const answer = new Uint8Array(64);
+  const n = await conn.read(answer);
+  if (n === null) throw new Error("server closed the connection during TLS negotiation");
+  // Bytes after the answer would be unencrypted injection (CVE-2021-23222).
+  if (n > 1) {
+    throw new ConnectionError(
+      "PROTOCOL_VIOLATION",
+      "server sent unexpected data after its SSL answer",
+    );
+  }
+  return answer[0];
 }
 
 /** Sends SSLRequest on a node socket; returns the answer and any bytes that followed it. */
@@ -179,8 +177,14 @@ function negotiateNode(socket: net.Socket): Promise<number> {
     const onData = (chunk: Uint8Array) => {
       cleanup();
       // Bytes after the answer would be unencrypted injection (CVE-2021-23222).
-      if (chunk.length > 1) reject(new Error("server sent unexpected data after its SSL answer"));
-      else resolve(chunk[0]);
+      if (chunk.length > 1) {
+        reject(
+          new ConnectionError(
+            "PROTOCOL_VIOLATION",
+            "server sent unexpected data after its SSL answer",
+          ),
+        );
+      } else resolve(chunk[0]);
     };
     const onError = (e: Error) => {
       cleanup();
@@ -220,17 +224,18 @@ function nodeConnect(endpoint: Endpoint): Promise<net.Socket> {
 function nodeTls(
   socket: net.Socket,
   endpoint: Endpoint,
-  verifyChain: boolean,
+  verify: "none" | "chain" | "full",
 ): Promise<tls.TLSSocket> {
   return new Promise((resolve, reject) => {
     const isIp = net.isIP(endpoint.host) !== 0;
     const secure = tls.connect({
       socket,
+      host: endpoint.host,
       ...(isIp ? {} : { servername: endpoint.host }),
-      rejectUnauthorized: verifyChain,
+      rejectUnauthorized: verify !== "none",
       ...(endpoint.ca ? { ca: endpoint.ca } : {}),
       // verify-ca checks the chain but, unlike verify-full, not the host name.
-      checkServerIdentity: () => undefined,
+      ...(verify === "full" ? {} : { checkServerIdentity: () => undefined }),
     });
     secure.once("secureConnect", () => {
       secure.off("error", reject);
@@ -241,84 +246,127 @@ function nodeTls(
 }
 
 /**
+ * Endpoints that answered an SSLRequest with "S". `prefer` asks on a native
+ * socket first (so plain servers keep the faster native transport) and, when
+ * the server offers TLS, reconnects through node:tls; remembering the answer
+ * spares later connections that extra connect.
+ */
+const offersTls = new Set<string>();
+
+/** Closes whatever socket is being negotiated when the signal fires. */
+class Negotiation {
+  #close: (() => void) | null = null;
+  #signal?: AbortSignal;
+  constructor(signal?: AbortSignal) {
+    this.#signal = signal;
+    signal?.addEventListener("abort", () => this.#close?.(), { once: true });
+  }
+  /** Tracks `socket` as the one to close on abort (closing it at once if already aborted). */
+  track<T>(socket: T, close: (s: T) => void): T {
+    this.#close = () => {
+      try {
+        close(socket);
+      } catch {
+        // already closed
+      }
+    };
+    if (this.#signal?.aborted) this.#close();
+    return socket;
+  }
+  /** Negotiation is over: the caller owns the socket now. */
+  done(): void {
+    this.#close = null;
+  }
+}
+
+async function tlsViaNode(
+  endpoint: Endpoint,
+  n: Negotiation,
+  where: { address: string; port: number },
+): Promise<Transport> {
+  const mode = endpoint.sslmode;
+  const socket = n.track(await nodeConnect(endpoint), (s) => s.destroy());
+  const answer = await negotiateNode(socket).catch((e) => {
+    socket.destroy();
+    throw e;
+  });
+  if (answer === 0x4e) {
+    offersTls.delete(`${endpoint.host}:${endpoint.port}`);
+    socket.destroy();
+    throw new ConnectionError(
+      "SSL_NOT_SUPPORTED",
+      `the server does not support TLS, but sslmode=${mode} requires it`,
+      where,
+    );
+  }
+  if (answer !== 0x53) {
+    socket.destroy();
+    throw new ConnectionError(
+      "PROTOCOL_VIOLATION",
+      `invalid answer to SSLRequest: ${answer}`,
+      where,
+    );
+  }
+  // require with a CA behaves like verify-ca (libpq: a root certificate turns verification on).
+  const verify = mode === "verify-full"
+    ? "full"
+    : mode === "verify-ca" || (mode === "require" && endpoint.ca !== undefined)
+    ? "chain"
+    : "none";
+  try {
+    return new NodeTransport(await nodeTls(socket, endpoint, verify), true);
+  } catch (e) {
+    socket.destroy();
+    throw new ConnectionError("SSL_FAILED", `TLS handshake failed: ${(e as Error).message}`, {
+      ...where,
+      cause: e,
+    });
+  }
+}
+
+/**
  * Connects and negotiates TLS as `endpoint.sslmode` says. `allow` is handled
  * by the caller (a plain attempt first, TLS on a second attempt). Unix sockets
- * never use TLS, as in libpq.
+ * never use TLS, as in libpq. Aborting `signal` closes the socket being
+ * negotiated, so a connect timeout never leaves one behind.
  */
-export async function openTransport(endpoint: Endpoint, tryTls: boolean): Promise<Transport> {
+export async function openTransport(
+  endpoint: Endpoint,
+  tryTls: boolean,
+  signal?: AbortSignal,
+): Promise<Transport> {
   const where = describe(endpoint);
   const mode = endpoint.sslmode;
   const unix = endpoint.host.startsWith("/");
+  const n = new Negotiation(signal);
   try {
     if (unix || !tryTls || mode === "disable") {
-      return new DenoTransport(await denoConnect(endpoint), false);
+      const conn = n.track(await denoConnect(endpoint), (c) => c.close());
+      n.done();
+      return new DenoTransport(conn, false);
     }
-    const required = mode !== "prefer" && mode !== "allow";
-    if (mode === "verify-full") {
-      const conn = await tcpConnect(endpoint);
+    const key = `${endpoint.host}:${endpoint.port}`;
+    if ((mode === "prefer" || mode === "allow") && !offersTls.has(key)) {
+      const conn = n.track(await tcpConnect(endpoint), (c) => c.close());
       const answer = await negotiateDeno(conn).catch((e) => {
         conn.close();
         throw e;
       });
+      if (answer === 0x4e) {
+        n.done();
+        return new DenoTransport(conn, false);
+      }
+      conn.close();
       if (answer !== 0x53) {
-        conn.close();
         throw new ConnectionError(
-          "SSL_NOT_SUPPORTED",
-          "the server does not support TLS, but sslmode=verify-full requires it",
+          "PROTOCOL_VIOLATION",
+          `invalid answer to SSLRequest: ${answer}`,
           where,
         );
       }
-      try {
-        const secure = await Deno.startTls(conn, { hostname: endpoint.host, caCerts: endpoint.ca });
-        await secure.handshake();
-        return new DenoTransport(secure, true);
-      } catch (e) {
-        try {
-          conn.close();
-        } catch {
-          // startTls may already have closed it
-        }
-        throw new ConnectionError("SSL_FAILED", `TLS handshake failed: ${(e as Error).message}`, {
-          ...where,
-          cause: e,
-        });
-      }
+      offersTls.add(key);
     }
-    const socket = await nodeConnect(endpoint);
-    const answer = await negotiateNode(socket).catch((e) => {
-      socket.destroy();
-      throw e;
-    });
-    if (answer === 0x4e) {
-      if (required) {
-        socket.destroy();
-        throw new ConnectionError(
-          "SSL_NOT_SUPPORTED",
-          `the server does not support TLS, but sslmode=${mode} requires it`,
-          where,
-        );
-      }
-      return new NodeTransport(socket, false);
-    }
-    if (answer !== 0x53) {
-      socket.destroy();
-      throw new ConnectionError(
-        "PROTOCOL_VIOLATION",
-        `invalid answer to SSLRequest: ${answer}`,
-        where,
-      );
-    }
-    // require with a CA behaves like verify-ca (libpq: a root certificate turns verification on).
-    const verifyChain = mode === "verify-ca" || (mode === "require" && endpoint.ca !== undefined);
-    try {
-      return new NodeTransport(await nodeTls(socket, endpoint, verifyChain), true);
-    } catch (e) {
-      socket.destroy();
-      throw new ConnectionError("SSL_FAILED", `TLS handshake failed: ${(e as Error).message}`, {
-        ...where,
-        cause: e,
-      });
-    }
+    return await tlsViaNode(endpoint, n, where);
   } catch (e) {
     if (e instanceof ConnectionError) throw e;
     throw new ConnectionError(
@@ -328,5 +376,7 @@ export async function openTransport(endpoint: Endpoint, tryTls: boolean): Promis
       }: ${(e as Error).message}`,
       { ...where, cause: e },
     );
+  } finally {
+    n.done();
   }
 }

@@ -113,6 +113,16 @@ export function serialize(value: unknown): string | null {
       if (value === null) return null;
       if (value instanceof Date) return serializeDate(value);
       if (value instanceof Uint8Array) return serializeBytea(value);
+      if (
+        ArrayBuffer.isView(value) || value instanceof ArrayBuffer || value instanceof Map ||
+        value instanceof Set
+      ) {
+        // JSON.stringify would silently turn these into "{}"; refuse instead of storing garbage.
+        throw new ParameterError(
+          "UNSUPPORTED_TYPE",
+          `${value.constructor.name} cannot be sent as a parameter; use a Uint8Array for bytea`,
+        );
+      }
       if (Array.isArray(value)) return serializeArray(value);
       return serializeJson(value);
     case "undefined":

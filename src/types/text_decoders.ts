@@ -176,10 +176,15 @@ function parseDateTime(text: string, clock: number): Date {
   if (text.charCodeAt(len - 1) === 67 && text.charCodeAt(len - 2) === 66) year = 1 - year;
 
   if (clock === CLOCK_LOCAL) {
-    const date = new Date(year, month, day, hour, minute, second, ms);
-    // The Date constructor reads years 0..99 as 1900..1999; set the real year afterwards.
-    if (year >= 0 && year < 100) date.setFullYear(year, month, day);
-    return date;
+    if (year >= 0 && year < 100) {
+      // The Date constructor reads years 0..99 as 1900..1999. Set the date first, then the
+      // time: building the 19xx wall time could land in a DST gap of that year and shift it.
+      const date = new Date(0);
+      date.setFullYear(year, month, day);
+      date.setHours(hour, minute, second, ms);
+      return date;
+    }
+    return new Date(year, month, day, hour, minute, second, ms);
   }
   // Own day arithmetic: ~3x faster than Date.UTC, and free of its 0..99 -> 1900s quirk.
   const time = daysFromCivil(year, month, day) * 864e5 + hour * 3600000 + minute * 60000 +

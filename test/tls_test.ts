@@ -1,0 +1,325 @@
+// Every sslmode against the TLS cluster and the plain cluster, with libpq's semantics:
+// which modes encrypt, which verify the chain, which verify the host name, and which fall back.
+import assert from "node:assert/strict";
+import postgres, { ConnectionError, type Options, PostgresError, type SslOption } from "../mod.ts";
+import type { ClusterInfo } from "./harness/cluster.ts";
+import { hasClusters, plainCluster, tlsCluster } from "./harness/env.ts";
+
+const quiet = { onnotice: () => {} };
+
+/** Connects, asks who we are and whether TLS is on, and always ends the client. */
+async function session(target: Options | string): Promise<{ user: string; ssl: boolean }> {
+  const sql = typeof target === "string"
+    ? postgres(target, quiet)
+    : postgres({ ...quiet, ...target });
+  try {
+    const [row] = await sql`
+      select current_user::text as who,
+        coalesce((select ssl from pg_stat_ssl where pid = pg_backend_pid()), false)::text as ssl`;
+    return { user: row.who as string, ssl: row.ssl === "true" };
+  } finally {
+    await sql.end();
+  }
+}
+
+/** Connects and runs a query that must fail; returns the error. Always ends the client. */
+async function failure(target: Options): Promise<unknown> {
+  const sql = postgres({ ...quiet, ...target });
+  try {
+    await sql`select 1`;
+  } catch (e) {
+    return e;
+  } finally {
+    await sql.end();
+  }
+  assert.fail("expected the connection to fail");
+}
+
+function assertConnectionError(e: unknown, code: string): ConnectionError {
+  assert.ok(e instanceof ConnectionError, `expected a ConnectionError, got ${e}`);
+  assert.equal(e.code, code, e.message);
+  return e;
+}
+
+function clusterTest(
+  name: string,
+  c: ClusterInfo | undefined,
+  fn: (c: ClusterInfo) => Promise<void>,
+): void {
+  Deno.test({ name, ignore: !hasClusters || !c, fn: () => fn(c!) });
+}
+
+const tls = tlsCluster();
+const plain = plainCluster();
+
+/** The trust user (or another) over TCP with the given ssl option. */
+function via(c: ClusterInfo, ssl: SslOption, host = c.host, kind: "trust" | "sslonly" = "trust") {
+  const u = c.users[kind];
+  return {
+    host,
+    port: c.port,
+    database: c.database,
+    user: u.user,
+    password: u.password,
+    ssl,
+    connect_timeout: 10,
+  } satisfies Options;
+}
+
+const ca = (c: ClusterInfo) => c.caCert!;
+const otherCa = (c: ClusterInfo) => c.otherCaCert!;
+
+// ---------------------------------------------------------------------------------------------
+// Against the TLS cluster
+
+const tlsExpect = [
+  ["disable", false], // never tries TLS
+  ["allow", false], // plain first, and plain succeeds
+  ["prefer", true],
+  ["require", true],
+] as const;
+
+for (const [mode, encrypted] of tlsExpect) {
+  clusterTest(
+    `tls cluster: sslmode=${mode} → ${encrypted ? "" : "un"}encrypted`,
+    tls,
+    async (c) => {
+      const u = c.users.trust;
+      assert.deepEqual(await session(via(c, mode)), { user: u.user, ssl: encrypted });
+      // The URL form means the same.
+      const url = `postgres://${u.user}@${c.host}:${c.port}/${c.database}?sslmode=${mode}`;
+      assert.deepEqual(await session(url), { user: u.user, ssl: encrypted });
+    },
+  );
+}
+
+clusterTest("tls cluster: ssl: true is require, ssl: false is disable", tls, async (c) => {
+  assert.equal((await session(via(c, true))).ssl, true);
+  assert.equal((await session(via(c, false))).ssl, false);
+});
+
+clusterTest(
+  "tls cluster: verify-ca with the right CA (host 127.0.0.1) → encrypted",
+  tls,
+  async (c) => {
+    assert.equal((await session(via(c, { mode: "verify-ca", ca: ca(c) }))).ssl, true);
+  },
+);
+
+for (const host of ["localhost", "127.0.0.1"]) {
+  clusterTest(
+    `tls cluster: verify-full with the right CA (host ${host}) → encrypted`,
+    tls,
+    async (c) => {
+      assert.equal((await session(via(c, { mode: "verify-full", ca: ca(c) }, host))).ssl, true);
+    },
+  );
+}
+
+clusterTest("tls cluster: { ca } alone means verify-full; ca may be a list", tls, async (c) => {
+  assert.equal((await session(via(c, { ca: ca(c) }, "localhost"))).ssl, true);
+  assert.equal((await session(via(c, { ca: [otherCa(c), ca(c)] }, "localhost"))).ssl, true);
+});
+
+clusterTest("tls cluster: verify-full via URL with sslrootcert", tls, async (c) => {
+  const u = c.users.trust;
+  const url = `postgres://${u.user}@localhost:${c.port}/${c.database}` +
+    `?sslmode=verify-full&sslrootcert=${encodeURIComponent(c.caCertPath!)}`;
+  assert.deepEqual(await session(url), { user: u.user, ssl: true });
+});
+
+for (const mode of ["verify-ca", "verify-full"] as const) {
+  clusterTest(`tls cluster: ${mode} with an unrelated CA → SSL_FAILED`, tls, async (c) => {
+    const host = mode === "verify-full" ? "localhost" : c.host;
+    assertConnectionError(await failure(via(c, { mode, ca: otherCa(c) }, host)), "SSL_FAILED");
+  });
+  clusterTest(`tls cluster: ${mode} with the system roots → SSL_FAILED`, tls, async (c) => {
+    const host = mode === "verify-full" ? "localhost" : c.host;
+    assertConnectionError(await failure(via(c, mode, host)), "SSL_FAILED");
+  });
+}
+
+clusterTest("tls cluster: require with a CA verifies the chain, as libpq does", tls, async (c) => {
+  assert.equal((await session(via(c, { mode: "require", ca: ca(c) }))).ssl, true);
+  assertConnectionError(await failure(via(c, { mode: "require", ca: otherCa(c) })), "SSL_FAILED");
+});
+
+clusterTest("tls cluster: prefer and require do not verify the certificate", tls, async (c) => {
+  for (const mode of ["prefer", "require"] as const) {
+    // A host name the certificate does not name and no CA: still encrypted, not verified.
+    assert.equal((await session(via(c, mode, "localhost"))).ssl, true);
+  }
+});
+
+clusterTest(
+  "tls cluster: allow with the sslonly user → plain is rejected, TLS retry works",
+  tls,
+  async (c) => {
+    const u = c.users.sslonly;
+    assert.deepEqual(await session(via(c, "allow", c.host, "sslonly")), {
+      user: u.user,
+      ssl: true,
+    });
+  },
+);
+
+clusterTest("tls cluster: prefer with the sslonly user → TLS at once", tls, async (c) => {
+  assert.equal((await session(via(c, "prefer", c.host, "sslonly"))).ssl, true);
+});
+
+clusterTest("tls cluster: disable with the sslonly user → 28000", tls, async (c) => {
+  const e = await failure(via(c, "disable", c.host, "sslonly"));
+  assert.ok(e instanceof PostgresError && e.code === "28000", `${e}`);
+});
+
+clusterTest(
+  "tls cluster: the unix socket never uses TLS, even with require (libpq)",
+  tls,
+  async (c) => {
+    assert.equal((await session(via(c, "require", c.socketDir))).ssl, false);
+  },
+);
+
+// ---------------------------------------------------------------------------------------------
+// Host name checks through another loopback address: a proxy on 127.0.0.2 forwards to the
+// server on 127.0.0.1, so the certificate (localhost, 127.0.0.1) does not name the host we dial.
+
+/** A byte-for-byte TCP forwarder from `hostname:<port>` to `to`; close() cleans up everything. */
+function proxy(hostname: string, to: { hostname: string; port: number }) {
+  const listener = Deno.listen({ hostname, port: 0 });
+  const conns = new Set<Deno.Conn>();
+  const pumps: Promise<void>[] = [];
+  const closeAll = (...cs: Deno.Conn[]) => {
+    for (const c of cs) {
+      try {
+        c.close();
+      } catch {
+        // already closed
+      }
+    }
+  };
+  const pump = async (from: Deno.Conn, into: Deno.Conn) => {
+    const buf = new Uint8Array(16384);
+    try {
+      for (;;) {
+        const n = await from.read(buf);
+        if (n === null) break;
+        for (let off = 0; off < n;) off += await into.write(buf.subarray(off, n));
+      }
+    } catch {
+      // one side went away
+    } finally {
+      closeAll(from, into);
+    }
+  };
+  const loop = (async () => {
+    for (;;) {
+      let client: Deno.Conn;
+      try {
+        client = await listener.accept();
+      } catch {
+        return;
+      }
+      conns.add(client);
+      try {
+        const upstream = await Deno.connect(to);
+        conns.add(upstream);
+        pumps.push(pump(client, upstream), pump(upstream, client));
+      } catch {
+        closeAll(client);
+      }
+    }
+  })();
+  return {
+    port: (listener.addr as Deno.NetAddr).port,
+    async close() {
+      listener.close();
+      await loop;
+      closeAll(...conns);
+      await Promise.all(pumps);
+    },
+  };
+}
+
+function canListenOn(hostname: string): boolean {
+  try {
+    Deno.listen({ hostname, port: 0 }).close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Linux routes all of 127/8 to loopback; elsewhere 127.0.0.2 may not exist. */
+const ALT_HOST = "127.0.0.2";
+const altHostWorks = canListenOn(ALT_HOST);
+
+function altTest(name: string, fn: (c: ClusterInfo, port: number) => Promise<void>): void {
+  Deno.test({
+    name,
+    ignore: !hasClusters || !tls || !altHostWorks,
+    async fn() {
+      const c = tls!;
+      const p = proxy(ALT_HOST, { hostname: c.host, port: c.port });
+      try {
+        await fn(c, p.port);
+      } finally {
+        await p.close();
+      }
+    },
+  });
+}
+
+altTest(
+  "tls cluster: verify-full to a host the certificate does not name → SSL_FAILED",
+  async (c, port) => {
+    const e = assertConnectionError(
+      await failure({ ...via(c, { mode: "verify-full", ca: ca(c) }, ALT_HOST), port }),
+      "SSL_FAILED",
+    );
+    assert.match(String(e.cause ?? e.message), /not valid for|NotValidForName|name/i);
+  },
+);
+
+altTest(
+  "tls cluster: verify-ca to a host the certificate does not name → encrypted",
+  async (c, port) => {
+    const s = await session({ ...via(c, { mode: "verify-ca", ca: ca(c) }, ALT_HOST), port });
+    assert.equal(s.ssl, true);
+    // The chain is still checked.
+    assertConnectionError(
+      await failure({ ...via(c, { mode: "verify-ca", ca: otherCa(c) }, ALT_HOST), port }),
+      "SSL_FAILED",
+    );
+  },
+);
+
+// ---------------------------------------------------------------------------------------------
+// Against the plain cluster
+
+for (const mode of ["disable", "allow", "prefer"] as const) {
+  clusterTest(`plain cluster: sslmode=${mode} → unencrypted`, plain, async (c) => {
+    assert.deepEqual(await session(via(c, mode)), { user: c.users.trust.user, ssl: false });
+  });
+}
+
+for (const mode of ["require", "verify-ca", "verify-full"] as const) {
+  clusterTest(`plain cluster: sslmode=${mode} → SSL_NOT_SUPPORTED`, plain, async (c) => {
+    // A CA is given so that only the server's refusal can be the reason.
+    const e = assertConnectionError(
+      await failure(via(c, { mode, ca: tls?.caCert ?? "" }, "127.0.0.1")),
+      "SSL_NOT_SUPPORTED",
+    );
+    assert.equal(e.port, c.port);
+    assertConnectionError(await failure(via(c, mode, "localhost")), "SSL_NOT_SUPPORTED");
+  });
+}
+
+clusterTest(
+  "plain cluster: allow with the sslonly user → rejected on both attempts (28000)",
+  plain,
+  async (c) => {
+    const e = await failure(via(c, "allow", c.host, "sslonly"));
+    assert.ok(e instanceof PostgresError && e.code === "28000", `${e}`);
+  },
+);
