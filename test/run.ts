@@ -69,16 +69,40 @@ async function main(): Promise<number> {
       args: ["test", "-A", ...testArgs(Deno.args)],
       env,
       stdin: "inherit",
-      stdout: "inherit",
+      stdout: "piped",
       stderr: "inherit",
     }).spawn();
-    return (await child.status).code;
+    const summary = await relay(child.stdout);
+    const code = (await child.status).code;
+    // One plain closing line that any CI log reader understands.
+    if (summary) console.log(`tests: ${summary}`);
+    return code;
   } catch (e) {
     console.error(`test: ${(e as Error).message}`);
     return 1;
   } finally {
     await cleanup();
   }
+}
+
+/**
+ * Copies the child's output through unchanged and returns its totals as
+ * "N passed, N failed[, N skipped]" (from Deno's "ok | N passed | N failed" line).
+ */
+async function relay(stream: ReadableStream<Uint8Array>): Promise<string | null> {
+  const decoder = new TextDecoder();
+  let tail = "";
+  let summary: string | null = null;
+  for await (const chunk of stream) {
+    await Deno.stdout.write(chunk);
+    tail = (tail + decoder.decode(chunk, { stream: true })).slice(-4096);
+    // deno-lint-ignore no-control-regex
+    const plain = tail.replace(/\x1b\[[0-9;]*m/g, "");
+    const m = /(\d+) passed \| (\d+) failed(?: \((?:[^)]*)\))?/.exec(plain);
+    const ignored = /(\d+) ignored/.exec(plain);
+    if (m) summary = `${m[1]} passed, ${m[2]} failed${ignored ? `, ${ignored[1]} skipped` : ""}`;
+  }
+  return summary;
 }
 
 Deno.exit(await main());
