@@ -1,0 +1,346 @@
+// One interface over pgpipe and its peers, so every suite runs the very same workload on each.
+// Peers are loaded by dynamic import with a non-literal specifier: a peer that cannot be fetched
+// (JSR is unreachable on some machines) is skipped at run time instead of breaking `deno check`.
+// Run directly (`deno run -A --no-lock bench/drivers.ts`) it prints which drivers load, as JSON:
+// bench/run.ts probes in a child process so its own process never writes a deno.lock.
+import postgres from "../mod.ts";
+
+/** postgres.js, pinned: the newest 3.x on npm when this bench was written. */
+export const POSTGRES_JS = "npm:postgres@3.4.9";
+/** deno-postgres, pinned. */
+export const DENO_POSTGRES = "jsr:@db/postgres@0.19.5";
+
+/** Statements run inside a transaction (which the adapter always rolls back). */
+export interface Tx {
+  /** Creates the temp table `bench_insert (a text, b boolean, c integer)`. */
+  createInsertTable(): Promise<void>;
+  /** Inserts one row with three parameters. */
+  insertRow(a: string, b: boolean, c: number): Promise<void>;
+  /** `select count(*) from bench_insert`, as seen inside the transaction. */
+  countInserted(): Promise<number>;
+}
+
+/** An open client of one driver. */
+export interface Adapter {
+  /** `select * from pg_type`; resolves to the number of rows received. */
+  selectPgType(): Promise<number>;
+  /** `select $1::int`; resolves to the value the server sent back. */
+  selectInt(x: number): Promise<number>;
+  /** Runs fn in a transaction on one session, then rolls it back (also when fn throws). */
+  rolledBack(fn: (tx: Tx) => Promise<void>): Promise<void>;
+  /** Closes every connection of this client. */
+  close(): Promise<void>;
+}
+
+/** How to connect: the bench always wants plain TCP and a known number of connections. */
+export interface ConnectOptions {
+  /** Connections behind the client (default 1). */
+  connections?: number;
+  /** application_name, so a suite can count this client's backends in pg_stat_activity. */
+  applicationName?: string;
+}
+
+/** A driver the suites can run. */
+export interface Driver {
+  /** Display name (also the key in PGPIPE_BENCH_DRIVERS). */
+  name: string;
+  /** What was loaded (file or package specifier), for the report. */
+  source: string;
+  /** Opens a client and runs one warm-up query, so suites never time connection set-up. */
+  connect(url: string, options?: ConnectOptions): Promise<Adapter>;
+}
+
+/** A peer that could not be loaded, and why. */
+export interface Skipped {
+  name: string;
+  source: string;
+  reason: string;
+}
+
+function check(ok: boolean, what: string): void {
+  if (!ok) throw new Error(`wrong answer: ${what}`);
+}
+
+/** Thrown from postgres.js's sql.begin callback to make it roll back. */
+class Rollback extends Error {}
+
+// ---------------------------------------------------------------- pgpipe
+
+const pgpipe: Driver = {
+  name: "pgpipe",
+  source: "mod.ts (this repository)",
+  async connect(url, options = {}) {
+    const sql = postgres(url, {
+      max: options.connections ?? 1,
+      ssl: false,
+      application_name: options.applicationName,
+      onnotice: () => {},
+    });
+    const [{ x }] = await sql`select 1::int as x`;
+    check(x === 1, `pgpipe warm-up returned ${x}`);
+    // pgpipe has no sql.begin yet: with max 1 every statement goes down the one session, in
+    // order, so begin / statements / rollback issued as plain queries form one transaction.
+    const tx: Tx = {
+      async createInsertTable() {
+        await sql`create temp table bench_insert (a text, b boolean, c integer)`;
+      },
+      async insertRow(a, b, c) {
+        await sql`insert into bench_insert (a, b, c) values (${a}, ${b}, ${c})`;
+      },
+      async countInserted() {
+        const [{ n }] = await sql`select count(*)::int as n from bench_insert`;
+        return n as number;
+      },
+    };
+    return {
+      async selectPgType() {
+        return (await sql`select * from pg_type`).length;
+      },
+      async selectInt(v) {
+        const [{ x }] = await sql`select ${v}::int as x`;
+        return x as number;
+      },
+      async rolledBack(fn) {
+        if ((options.connections ?? 1) !== 1) throw new Error("pgpipe transactions need max: 1");
+        await sql`begin`;
+        try {
+          await fn(tx);
+        } finally {
+          await sql`rollback`;
+        }
+      },
+      close: () => sql.end(),
+    };
+  },
+};
+
+// ---------------------------------------------------------------- postgres.js
+
+// The slice of postgres.js's API the bench uses (its own types are not loaded statically).
+type PgJsResult = Record<string, unknown>[] & { count: number };
+interface PgJsSql {
+  (strings: TemplateStringsArray, ...values: unknown[]): Promise<PgJsResult>;
+  begin(fn: (sql: PgJsSql) => Promise<unknown>): Promise<unknown>;
+  end(options?: { timeout?: number }): Promise<void>;
+}
+type PgJsFactory = (url: string, options: Record<string, unknown>) => PgJsSql;
+
+function postgresJs(factory: PgJsFactory): Driver {
+  return {
+    name: "postgres.js",
+    source: POSTGRES_JS,
+    async connect(url, options = {}) {
+      const sql = factory(url, {
+        max: options.connections ?? 1,
+        ssl: false,
+        onnotice: () => {},
+        connection: options.applicationName
+          ? { application_name: options.applicationName }
+          : undefined,
+      });
+      const [{ x }] = await sql`select 1::int as x`;
+      check(x === 1, `postgres.js warm-up returned ${x}`);
+      const wrap = (t: PgJsSql): Tx => ({
+        async createInsertTable() {
+          await t`create temp table bench_insert (a text, b boolean, c integer)`;
+        },
+        async insertRow(a, b, c) {
+          await t`insert into bench_insert (a, b, c) values (${a}, ${b}, ${c})`;
+        },
+        async countInserted() {
+          const [{ n }] = await t`select count(*)::int as n from bench_insert`;
+          return n as number;
+        },
+      });
+      return {
+        async selectPgType() {
+          return (await sql`select * from pg_type`).length;
+        },
+        async selectInt(v) {
+          const [{ x }] = await sql`select ${v}::int as x`;
+          return x as number;
+        },
+        async rolledBack(fn) {
+          // sql.begin is postgres.js's supported way to pin a transaction to one connection;
+          // throwing from the callback is how it is told to roll back.
+          try {
+            await sql.begin(async (t) => {
+              await fn(wrap(t));
+              throw new Rollback();
+            });
+          } catch (e) {
+            if (!(e instanceof Rollback)) throw e;
+          }
+        },
+        close: () => sql.end({ timeout: 5 }),
+      };
+    },
+  };
+}
+
+// ---------------------------------------------------------------- deno-postgres
+
+// The slice of deno-postgres's Client the bench uses.
+interface DpClient {
+  connect(): Promise<void>;
+  queryArray(text: string, args?: unknown[]): Promise<{ rows: unknown[][] }>;
+  end(): Promise<void>;
+}
+type DpClientClass = new (url: string) => DpClient;
+
+function withApplicationName(url: string, name: string | undefined): string {
+  if (!name) return url;
+  const u = new URL(url);
+  u.searchParams.set("application_name", name);
+  return u.toString();
+}
+
+function denoPostgres(Client: DpClientClass): Driver {
+  return {
+    name: "deno-postgres",
+    source: DENO_POSTGRES,
+    async connect(url, options = {}) {
+      // A deno-postgres Client is one connection; several are used round-robin.
+      const clients: DpClient[] = [];
+      try {
+        for (let i = 0; i < (options.connections ?? 1); i++) {
+          const c = new Client(withApplicationName(url, options.applicationName));
+          await c.connect();
+          clients.push(c);
+        }
+      } catch (e) {
+        await Promise.allSettled(clients.map((c) => c.end()));
+        throw e;
+      }
+      let turn = 0;
+      const next = () => clients[turn++ % clients.length];
+      const [[x]] = (await next().queryArray("select 1::int")).rows;
+      check(x === 1, `deno-postgres warm-up returned ${x}`);
+      const tx = (c: DpClient): Tx => ({
+        async createInsertTable() {
+          await c.queryArray("create temp table bench_insert (a text, b boolean, c integer)");
+        },
+        async insertRow(a, b, v) {
+          await c.queryArray("insert into bench_insert (a, b, c) values ($1, $2, $3)", [
+            a,
+            b,
+            v,
+          ]);
+        },
+        async countInserted() {
+          const [[n]] = (await c.queryArray("select count(*)::int from bench_insert")).rows;
+          return n as number;
+        },
+      });
+      return {
+        async selectPgType() {
+          return (await next().queryArray("select * from pg_type")).rows.length;
+        },
+        async selectInt(v) {
+          const [[x]] = (await next().queryArray("select $1::int", [v])).rows;
+          return x as number;
+        },
+        async rolledBack(fn) {
+          const c = clients[0];
+          await c.queryArray("begin");
+          try {
+            await fn(tx(c));
+          } finally {
+            await c.queryArray("rollback");
+          }
+        },
+        async close() {
+          await Promise.allSettled(clients.map((c) => c.end()));
+        },
+      };
+    },
+  };
+}
+
+// ---------------------------------------------------------------- loading
+
+/** Every driver the bench knows, in report order (pgpipe first: it is the baseline). */
+export const DRIVER_NAMES = ["pgpipe", "postgres.js", "deno-postgres"] as const;
+
+// Dynamic import through a variable: not analysed ahead of time, so a failure is catchable.
+const load = (specifier: string): Promise<Record<string, unknown>> => import(specifier);
+
+async function loadPeer(name: string): Promise<Driver> {
+  if (name === "postgres.js") {
+    const mod = await load(POSTGRES_JS);
+    return postgresJs(mod.default as PgJsFactory);
+  }
+  if (name === "deno-postgres") {
+    const mod = await load(DENO_POSTGRES);
+    return denoPostgres(mod.Client as DpClientClass);
+  }
+  throw new Error(`unknown driver ${name}`);
+}
+
+/** The bench's one line for a peer that did not load. */
+export function skipLine(s: Skipped): string {
+  const hint = s.source.startsWith("jsr:") ? " (JSR unreachable?)" : "";
+  return `skipped ${s.name}: ${s.source} could not be loaded${hint}: ${s.reason}`;
+}
+
+/**
+ * Loads the named drivers (default: all). A peer that fails to load is returned in `skipped`;
+ * pgpipe is imported statically and always loads.
+ */
+export async function loadDrivers(
+  names: readonly string[] = DRIVER_NAMES,
+): Promise<{ drivers: Driver[]; skipped: Skipped[] }> {
+  const drivers: Driver[] = [];
+  const skipped: Skipped[] = [];
+  for (const name of DRIVER_NAMES) {
+    if (!names.includes(name)) continue;
+    if (name === "pgpipe") {
+      drivers.push(pgpipe);
+      continue;
+    }
+    const source = name === "postgres.js" ? POSTGRES_JS : DENO_POSTGRES;
+    try {
+      drivers.push(await loadPeer(name));
+    } catch (e) {
+      const reason = (e as Error).message.split("\n")[0];
+      skipped.push({ name, source, reason });
+    }
+  }
+  return { drivers, skipped };
+}
+
+/**
+ * The drivers a suite should run: those bench/run.ts found loadable (PGPIPE_BENCH_DRIVERS), or,
+ * when a suite runs on its own, every driver that loads (printing the skip lines itself).
+ * A driver that run.ts found loadable but that fails here is an error, not a silent skip.
+ */
+export async function suiteDrivers(): Promise<Driver[]> {
+  const listed = Deno.env.get("PGPIPE_BENCH_DRIVERS");
+  if (listed) {
+    const { drivers, skipped } = await loadDrivers(listed.split(","));
+    if (skipped.length) throw new Error(skipped.map(skipLine).join("\n"));
+    return drivers;
+  }
+  const { drivers, skipped } = await loadDrivers();
+  for (const s of skipped) console.error(skipLine(s));
+  return drivers;
+}
+
+if (import.meta.main) {
+  const { drivers, skipped } = await loadDrivers();
+  console.log(JSON.stringify({
+    drivers: drivers.map((d) => ({ name: d.name, source: d.source })),
+    skipped,
+  }));
+}
+
+/** The row count `select * from pg_type` must return, asked once with count(*) (answers are checked against it). */
+export async function pgTypeCount(url: string): Promise<number> {
+  const sql = postgres(url, { max: 1, ssl: false });
+  try {
+    const [{ n }] = await sql`select count(*)::int as n from pg_type`;
+    return n as number;
+  } finally {
+    await sql.end();
+  }
+}

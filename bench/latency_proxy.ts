@@ -1,0 +1,135 @@
+// Suite 3: the suite-1 workloads through a proxy that adds network delay (default 5 ms each
+// way, `--delay=5`). On loopback a round trip costs microseconds, so pipelining hardly shows;
+// across regions it costs milliseconds, and a driver that sends n queries one round trip at a
+// time pays n of them where a pipelining driver pays about one.
+import { type Adapter, pgTypeCount, suiteDrivers } from "./drivers.ts";
+import { benchUrl, isQuick, numberFlag } from "./env.ts";
+import { startDelayProxyWorker } from "./proxy.ts";
+import { emitReport, fmt, formatRatio, type Ratio, type Table } from "./report.ts";
+import { median } from "./stats.ts";
+
+const quick = isQuick();
+const url = benchUrl();
+const delayMs = numberFlag("delay", "PGPIPE_BENCH_DELAY", 5);
+const SELECT_NS = [1, 10, 50];
+const INSERT_NS = [1, 10, 100, 200];
+const ITERATIONS = quick ? 2 : 5;
+/** Per case and driver: stop repeating (keeping at least one sample) once this much time went. */
+const CASE_BUDGET_MS = quick ? 5_000 : 20_000;
+
+interface Case {
+  label: string;
+  /** Runs the workload once; resolves to the milliseconds of its timed part. */
+  once(a: Adapter, driver: string): Promise<number>;
+}
+
+function cases(types: number): Case[] {
+  const selects = SELECT_NS.map((n): Case => ({
+    label: `select n=${n}`,
+    async once(a, driver) {
+      const t0 = performance.now();
+      const counts = await Promise.all(Array.from({ length: n }, () => a.selectPgType()));
+      const ms = performance.now() - t0;
+      for (const c of counts) {
+        if (c !== types) throw new Error(`${driver}: pg_type gave ${c} rows, not ${types}`);
+      }
+      return ms;
+    },
+  }));
+  const inserts = INSERT_NS.map((n): Case => ({
+    label: `insert n=${n}`,
+    async once(a, driver) {
+      let ms = 0;
+      await a.rolledBack(async (tx) => {
+        await tx.createInsertTable();
+        const t0 = performance.now();
+        await Promise.all(
+          Array.from({ length: n }, (_, k) => tx.insertRow(`row ${k}`, k % 2 === 0, k)),
+        );
+        ms = performance.now() - t0;
+        const count = await tx.countInserted();
+        if (count !== n) throw new Error(`${driver}: ${n} inserts left ${count} rows`);
+      });
+      return ms;
+    },
+  }));
+  return [...selects, ...inserts];
+}
+
+/** One warm-up run (statements get prepared), then the median of up to ITERATIONS runs. */
+async function time(c: Case, a: Adapter, driver: string): Promise<number> {
+  await c.once(a, driver);
+  const samples: number[] = [];
+  const stop = performance.now() + CASE_BUDGET_MS;
+  while (samples.length < ITERATIONS && (samples.length === 0 || performance.now() < stop)) {
+    samples.push(await c.once(a, driver));
+  }
+  return median(samples);
+}
+
+async function main(): Promise<void> {
+  const drivers = await suiteDrivers();
+  const types = await pgTypeCount(url);
+  const target = new URL(url);
+  const proxy = await startDelayProxyWorker(
+    {
+      hostname: target.hostname.replace(/^\[|\]$/g, "") || "127.0.0.1",
+      port: Number(target.port) || 5432,
+    },
+    delayMs,
+  );
+  const all = cases(types);
+  // medians[caseIndex][driverIndex], in milliseconds
+  const medians: number[][] = all.map(() => []);
+  try {
+    const viaProxy = new URL(url);
+    viaProxy.hostname = "127.0.0.1";
+    viaProxy.port = String(proxy.port);
+    for (const [d, driver] of drivers.entries()) {
+      const a = await driver.connect(viaProxy.toString());
+      try {
+        for (const [i, c] of all.entries()) {
+          medians[i][d] = await time(c, a, driver.name);
+          console.log(`latency: ${driver.name}: ${c.label}: ${fmt(medians[i][d], 1)} ms`);
+        }
+      } finally {
+        await a.close();
+      }
+    }
+  } finally {
+    await proxy.close();
+  }
+
+  const peers = drivers.slice(1);
+  const ratios: Ratio[] = [];
+  for (const [i, c] of all.entries()) {
+    for (const [p, peer] of peers.entries()) {
+      ratios.push({
+        suite: "latency",
+        label: `${c.label} (${delayMs} ms each way)`,
+        peer: peer.name,
+        value: medians[i][p + 1] / medians[i][0],
+      });
+    }
+  }
+  const table: Table = {
+    title: `Through a ${delayMs} ms-each-way proxy (median ms of ${ITERATIONS} runs)`,
+    head: [
+      "case",
+      ...drivers.map((d) => `${d.name} ms`),
+      ...peers.map((p) => `pgpipe vs ${p.name}`),
+    ],
+    rows: all.map((c, i) => [
+      c.label,
+      ...drivers.map((_, d) => fmt(medians[i][d], 1)),
+      ...peers.map((_, p) => formatRatio(medians[i][p + 1] / medians[i][0])),
+    ]),
+  };
+  const notes = [
+    `One round trip through the proxy costs at least ${2 * delayMs} ms; n queries sent one ` +
+    `round trip at a time cost at least n x ${2 * delayMs} ms.`,
+  ];
+  await emitReport({ suite: "latency", tables: [table], ratios, notes });
+}
+
+await main();

@@ -1,0 +1,89 @@
+// What a suite hands back to bench/run.ts: tables to print and ratios for the summary. Suites
+// that run as child processes write it as JSON to the file named by PGPIPE_BENCH_REPORT.
+import { targetFor } from "./targets.ts";
+
+/** A table, rendered as Markdown (which also reads well in a terminal). */
+export interface Table {
+  title: string;
+  head: string[];
+  rows: string[][];
+}
+
+/** "pgpipe is `value` times faster than `peer` on `label`" (above 1: pgpipe wins). */
+export interface Ratio {
+  suite: string;
+  label: string;
+  peer: string;
+  value: number;
+}
+
+/** One suite's results. */
+export interface SuiteReport {
+  suite: string;
+  tables: Table[];
+  ratios: Ratio[];
+  notes: string[];
+}
+
+/** Renders a Markdown table with padded columns (first column left, others right-aligned). */
+export function renderTable(t: Table): string {
+  const widths = t.head.map((h, i) =>
+    Math.max(h.length, ...t.rows.map((r) => (r[i] ?? "").length))
+  );
+  const line = (cells: string[]) =>
+    "| " + cells.map((c, i) => i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i])).join(" | ") +
+    " |";
+  const rule = "|" +
+    widths.map((w, i) => i === 0 ? "-".repeat(w + 2) : "-".repeat(w + 1) + ":").join("|") + "|";
+  return [`### ${t.title}`, "", line(t.head), rule, ...t.rows.map(line)].join("\n");
+}
+
+/** "2.31x", or "-" when there is nothing to compare. */
+export function formatRatio(value: number): string {
+  return Number.isFinite(value) ? `${value.toFixed(2)}x` : "-";
+}
+
+/** The summary table: every ratio, with the issue's target next to it where one exists. */
+export function summaryTable(ratios: readonly Ratio[]): Table {
+  const rows = ratios.map((r) => {
+    const target = targetFor(r.suite, r.label, r.peer);
+    const verdict = target ? (r.value >= target.min ? "met" : "not met") : "";
+    return [
+      `${r.suite}: ${r.label}`,
+      r.peer,
+      formatRatio(r.value),
+      target ? `>= ${target.min}x` : "",
+      verdict,
+    ];
+  });
+  return {
+    title: "Summary: how many times faster pgpipe is than each peer",
+    head: ["case", "peer", "pgpipe speed-up", "target", "vs target"],
+    rows,
+  };
+}
+
+/** Prints the suite's tables and notes, then hands the report to bench/run.ts if it started us. */
+export async function emitReport(report: SuiteReport): Promise<void> {
+  console.log(renderSuite(report));
+  const path = Deno.env.get("PGPIPE_BENCH_REPORT");
+  if (path) await Deno.writeTextFile(path, JSON.stringify(report));
+  else console.log("\n" + renderTable(summaryTable(report.ratios)));
+}
+
+/** A suite's tables and notes as Markdown. */
+export function renderSuite(report: SuiteReport): string {
+  const parts = report.tables.map(renderTable);
+  const notes = report.notes.filter((n) => n !== "");
+  if (notes.length) parts.push(notes.map((n) => `- ${n}`).join("\n"));
+  return "\n" + parts.join("\n\n");
+}
+
+/** Formats a number with a fixed count of decimals and thousands separators. */
+export function fmt(value: number, decimals = 0): string {
+  if (!Number.isFinite(value)) return "-";
+  return value.toLocaleString("en-US", {
+    minimumFractionDigits: decimals,
+    maximumFractionDigits: decimals,
+  });
+}

@@ -1,0 +1,71 @@
+// bench/RESULTS.md: the tables of a run together with what they were measured on, the date and
+// the exact command, so a reader can judge the numbers and reproduce them.
+import { skipLine, type Skipped } from "./drivers.ts";
+import type { Machine } from "./machine.ts";
+import { renderSuite, renderTable, type SuiteReport, summaryTable } from "./report.ts";
+import { TARGETS } from "./targets.ts";
+
+/** Everything RESULTS.md is written from. */
+export interface Run {
+  /** The command line that produced the run. */
+  command: string;
+  quick: boolean;
+  machine: Machine;
+  reports: SuiteReport[];
+  failures: string[];
+  skipped: Skipped[];
+  /** Each driver that ran and what was loaded for it. */
+  drivers: { name: string; source: string }[];
+  /** True when bench/run.ts started its own throwaway server (false: DATABASE_URL). */
+  ownServer: boolean;
+  startedAt: Date;
+  seconds: number;
+}
+
+export function resultsMarkdown(
+  run: Run,
+): string {
+  const { command, quick, machine, reports, failures, skipped, drivers } = run;
+  const lines = [
+    "# pgpipe benchmark results",
+    "",
+    `Written by \`${command}\` (bench/run.ts) on ${run.startedAt.toISOString()}, ` +
+    `in ${Math.round(run.seconds)} s. Regenerate with the same command.`,
+    "",
+    "## Machine",
+    "",
+    `- CPU: ${machine.cpu}, ${machine.cores} cores; memory ${machine.memory}`,
+    `- OS: ${machine.os}`,
+    `- Deno ${machine.deno} (V8 ${machine.v8})`,
+    `- Server: ${machine.server}`,
+    run.ownServer
+      ? "- Setup: a throwaway cluster started by bench/run.ts (fsync=off), on this machine, " +
+        "reached over TCP 127.0.0.1 without TLS"
+      : "- Setup: DATABASE_URL, reached without TLS",
+    `- pgpipe: ${machine.pgpipe}`,
+    ...drivers.slice(1).map((d) => `- ${d.name}: \`${d.source}\`, default options except max`),
+    ...(quick ? ["- --quick: few iterations, smoke run only"] : []),
+    ...skipped.map((s) => `- ${skipLine(s)}`),
+    "- The machine may be shared with other work: expect noise of tens of percent on the small " +
+    "cases, and compare ratios within one run rather than absolute numbers across runs.",
+    "- postgres.js keeps at most `max_pipeline` (default 100) queries in flight per connection " +
+    "and queues the rest; pgpipe's default `max_pipeline` is 1000.",
+    "",
+    "## Summary",
+    "",
+    "Ratios are how many times faster pgpipe is (above 1x pgpipe wins). Targets from issue 3 " +
+    "are shown next to them, not enforced:",
+    ...TARGETS.map((t) => `- ${t.text}`),
+    "",
+    renderTable(summaryTable(reports.flatMap((r) => r.ratios))),
+    "",
+  ];
+  if (failures.length) lines.push("## Failures", "", ...failures.map((f) => `- ${f}`), "");
+  const titles: Record<string, string> = {
+    driver: "Suite 1: concurrent queries on one connection (deno bench)",
+    throughput: "Suite 2: throughput and serial latency",
+    latency: "Suite 3: through a delaying proxy",
+  };
+  for (const r of reports) lines.push(`## ${titles[r.suite] ?? r.suite}`, renderSuite(r), "");
+  return lines.join("\n");
+}

@@ -1,0 +1,46 @@
+// Keeps one CPU core busy from a worker thread. On an otherwise idle virtual machine a strictly
+// serial round trip can be dominated by cores waking from idle (~100 µs instead of ~20 µs seen
+// here), so suite 2 measures serial latency both as is and with a core kept awake by this.
+
+/** A running spinner; stop() ends it (it also ends by itself after its time limit). */
+export interface Spinner {
+  stop(): Promise<void>;
+}
+
+// A busy loop in slices that checks a shared stop flag: worker.terminate() does not interrupt
+// a busy loop here, so the flag (and the time limit) is what ends it.
+const SOURCE = `
+self.onmessage = (e) => {
+  const { flag, maxMs } = e.data;
+  const stop = new Int32Array(flag);
+  const end = performance.now() + maxMs;
+  let x = 0;
+  self.postMessage("spinning");
+  while (Atomics.load(stop, 0) === 0 && performance.now() < end) {
+    for (let i = 0; i < 1e4; i++) x += i;
+  }
+  self.postMessage(x > 0 ? "stopped" : "stopped.");
+};
+`;
+
+/** Starts spinning one core for at most maxMs; resolves once the worker is spinning. */
+export async function startSpinner(maxMs: number): Promise<Spinner> {
+  const url = URL.createObjectURL(new Blob([SOURCE], { type: "text/javascript" }));
+  const worker = new Worker(url, { type: "module" });
+  const flag = new SharedArrayBuffer(4);
+  const messages: ((m: string) => void)[] = [];
+  worker.onmessage = (e) => messages.shift()?.(e.data);
+  const next = () => new Promise<string>((r) => messages.push(r));
+  const spinning = next();
+  worker.postMessage({ flag, maxMs });
+  await spinning;
+  return {
+    async stop() {
+      const stopped = next();
+      Atomics.store(new Int32Array(flag), 0, 1);
+      await stopped;
+      worker.terminate();
+      URL.revokeObjectURL(url);
+    },
+  };
+}
