@@ -2,63 +2,20 @@
 // socket), plus fake servers for what a real one will not do: stay silent, send garbage, ask
 // for an unsupported method, or fake its SCRAM proof. The sslmode matrix is in tls_test.ts.
 import assert from "node:assert/strict";
-import postgres, { ConnectionError, type Options, PostgresError } from "../mod.ts";
+import { ConnectionError, type Options, PostgresError } from "../mod.ts";
 import type { ClusterInfo } from "./harness/cluster.ts";
 import { hasClusters, plainCluster, tlsCluster } from "./harness/env.ts";
+import {
+  assertConnectionError,
+  assertPostgresError,
+  failure,
+  quiet,
+  session,
+} from "./harness/connect.ts";
 import { ScramClient } from "../src/protocol/scram.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
-
-const quiet = { onnotice: () => {} };
-
-interface Session {
-  user: string;
-  ssl: boolean;
-}
-
-/** Connects, asks who we are and whether TLS is on, and always ends the client. */
-async function session(target: Options | string, extra: Options = {}): Promise<Session> {
-  const sql = typeof target === "string"
-    ? postgres(target, { ...quiet, ...extra })
-    : postgres({ ...quiet, ...target, ...extra });
-  try {
-    const [row] = await sql`
-      select current_user::text as who,
-        coalesce((select ssl from pg_stat_ssl where pid = pg_backend_pid()), false)::text as ssl`;
-    return { user: row.who as string, ssl: row.ssl === "true" };
-  } finally {
-    await sql.end();
-  }
-}
-
-/** Connects and runs a query that must fail; returns the error. Always ends the client. */
-async function failure(target: Options | string, extra: Options = {}): Promise<unknown> {
-  const sql = typeof target === "string"
-    ? postgres(target, { ...quiet, ...extra })
-    : postgres({ ...quiet, ...target, ...extra });
-  try {
-    await sql`select 1`;
-  } catch (e) {
-    return e;
-  } finally {
-    await sql.end();
-  }
-  assert.fail("expected the connection to fail");
-}
-
-function assertConnectionError(e: unknown, code: string | string[]): ConnectionError {
-  assert.ok(e instanceof ConnectionError, `expected a ConnectionError, got ${e}`);
-  const codes = Array.isArray(code) ? code : [code];
-  assert.ok(codes.includes(e.code), `expected ${codes.join(" or ")}, got ${e.code}: ${e.message}`);
-  return e;
-}
-
-function assertPostgresError(e: unknown, code: string): PostgresError {
-  assert.ok(e instanceof PostgresError, `expected a PostgresError, got ${e}`);
-  assert.equal(e.code, code, e.message);
-  return e;
-}
 
 /** The password must not leak through the message, the cause chain or inspection. */
 function assertNoSecret(e: unknown, secret: string): void {

@@ -1,45 +1,10 @@
 // Every sslmode against the TLS cluster and the plain cluster, with libpq's semantics:
 // which modes encrypt, which verify the chain, which verify the host name, and which fall back.
 import assert from "node:assert/strict";
-import postgres, { ConnectionError, type Options, PostgresError, type SslOption } from "../mod.ts";
+import { type Options, PostgresError, type SslOption } from "../mod.ts";
 import type { ClusterInfo } from "./harness/cluster.ts";
 import { hasClusters, plainCluster, tlsCluster } from "./harness/env.ts";
-
-const quiet = { onnotice: () => {} };
-
-/** Connects, asks who we are and whether TLS is on, and always ends the client. */
-async function session(target: Options | string): Promise<{ user: string; ssl: boolean }> {
-  const sql = typeof target === "string"
-    ? postgres(target, quiet)
-    : postgres({ ...quiet, ...target });
-  try {
-    const [row] = await sql`
-      select current_user::text as who,
-        coalesce((select ssl from pg_stat_ssl where pid = pg_backend_pid()), false)::text as ssl`;
-    return { user: row.who as string, ssl: row.ssl === "true" };
-  } finally {
-    await sql.end();
-  }
-}
-
-/** Connects and runs a query that must fail; returns the error. Always ends the client. */
-async function failure(target: Options): Promise<unknown> {
-  const sql = postgres({ ...quiet, ...target });
-  try {
-    await sql`select 1`;
-  } catch (e) {
-    return e;
-  } finally {
-    await sql.end();
-  }
-  assert.fail("expected the connection to fail");
-}
-
-function assertConnectionError(e: unknown, code: string): ConnectionError {
-  assert.ok(e instanceof ConnectionError, `expected a ConnectionError, got ${e}`);
-  assert.equal(e.code, code, e.message);
-  return e;
-}
+import { assertConnectionError, failure, quiet, session } from "./harness/connect.ts";
 
 function clusterTest(
   name: string,
