@@ -5,13 +5,7 @@ import assert from "node:assert/strict";
 import { ConnectionError, type Options, PostgresError } from "../mod.ts";
 import type { ClusterInfo } from "./harness/cluster.ts";
 import { hasClusters, plainCluster, tlsCluster } from "./harness/env.ts";
-import {
-  assertConnectionError,
-  assertPostgresError,
-  failure,
-  quiet,
-  session,
-} from "./harness/connect.ts";
+import { assertConnectionError, assertPostgresError, failure, session } from "./harness/connect.ts";
 import { ScramClient } from "../src/protocol/scram.ts";
 
 // ---------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { type Options, PostgresError, type SslOption } from "../mod.ts";
 import type { ClusterInfo } from "./harness/cluster.ts";
 import { hasClusters, plainCluster, tlsCluster } from "./harness/env.ts";
-import { assertConnectionError, failure, quiet, session } from "./harness/connect.ts";
+import { assertConnectionError, failure, session } from "./harness/connect.ts";
 
 function clusterTest(
   name: string,
