@@ -23,7 +23,14 @@ import type { Options } from "./src/client/options.ts";
 
 export type { Options, SslOption } from "./src/client/options.ts";
 export type { PasswordSource } from "./src/connection/startup.ts";
-export type { PublicOptions, Sql } from "./src/client/sql.ts";
+export type {
+  PublicOptions,
+  ReservedSql,
+  Sql,
+  SqlTag,
+  Transaction,
+  TransactionSql,
+} from "./src/client/sql.ts";
 export { Query, type QueryMode } from "./src/query/query.ts";
 export { Result, type ResultColumn, type ResultStatement, type Row } from "./src/query/result.ts";
 export {

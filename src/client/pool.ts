@@ -1,21 +1,35 @@
 /**
  * The connections behind one `sql`: opened lazily, up to `max`. A request goes
- * to the open connection with the fewest requests in flight, so every
+ * to the shared connection with the fewest requests in flight, so every
  * connection keeps pipelining while load spreads; a new connection is opened
  * only while every open one is busy and `max` allows.
+ *
+ * A connection can be reserved (for a transaction or `sql.reserve()`): until it
+ * is released no other caller's request goes to it. Requests with nowhere to
+ * go wait here, in order, and leave as soon as a connection is free.
  */
 import { Connection, type ConnectionOptions } from "../connection/connection.ts";
+import { QueryRequest } from "../connection/query_request.ts";
 import type { PipelineRequest } from "../connection/request.ts";
 import { ConnectionError } from "../errors.ts";
+
+const IDLE = 0x49; // ReadyForQuery status outside a transaction block
+
+interface Reserver {
+  resolve(c: Connection): void;
+  reject(e: Error): void;
+}
 
 /** A set of pipelined connections sharing one configuration. */
 export class Pool {
   #options: ConnectionOptions;
   #max: number;
   #open: Connection[] = [];
+  #reserved = new Set<Connection>();
   #opening = 0;
   #openings = new Set<Promise<void>>(); // settle after their handlers ran
-  #waiting: PipelineRequest[] = []; // sent while no connection was open yet
+  #waiting: PipelineRequest[] = []; // no shared connection could take them yet
+  #reservers: Reserver[] = [];
   #ended: ConnectionError | null = null;
 
   constructor(options: ConnectionOptions, max: number) {
@@ -23,24 +37,83 @@ export class Pool {
     this.#max = Math.max(1, max);
   }
 
-  /** Routes a request to a connection, opening one if needed. */
-  send(req: PipelineRequest): void {
-    if (this.#ended !== null) {
-      req.fail(Object.assign(new ConnectionError(this.#ended.code, this.#ended.message), {
-        outcome: "not-sent" as const,
-      }));
-      return;
-    }
+  #endedError(): ConnectionError {
+    const e = new ConnectionError(this.#ended!.code, this.#ended!.message);
+    e.outcome = "not-sent";
+    return e;
+  }
+
+  /** The open, shared (unreserved) connection with the fewest requests in flight. */
+  #leastBusy(): Connection | null {
     let best: Connection | null = null;
     for (const c of this.#open) {
-      if (!c.closed && (best === null || c.inFlight < best.inFlight)) best = c;
+      if (c.closed || this.#reserved.has(c)) continue;
+      if (best === null || c.inFlight < best.inFlight) best = c;
     }
-    if (best !== null && (best.inFlight === 0 || this.#open.length + this.#opening >= this.#max)) {
-      return best.send(req);
+    return best;
+  }
+
+  #canOpen(): boolean {
+    return this.#open.length + this.#opening < this.#max;
+  }
+
+  /** Routes a request to a shared connection, opening one if needed. */
+  send(req: PipelineRequest): void {
+    if (this.#ended !== null) return req.fail(this.#endedError());
+    if (this.#waiting.length > 0) {
+      this.#waiting.push(req); // keep order behind those already waiting
+      return;
     }
-    if (this.#open.length + this.#opening < this.#max) this.#connect();
+    const best = this.#leastBusy();
+    if (best !== null && (best.inFlight === 0 || !this.#canOpen())) return best.send(req);
+    if (this.#canOpen()) this.#connect();
     if (best !== null) return best.send(req);
     this.#waiting.push(req);
+  }
+
+  /**
+   * Takes a connection for one caller alone. An idle connection is preferred,
+   * then a new one; at `max`, a busy shared one is taken (what it already has
+   * in flight finishes first), else the caller waits for a release.
+   */
+  reserve(): Promise<Connection> {
+    if (this.#ended !== null) return Promise.reject(this.#endedError());
+    return new Promise((resolve, reject) => {
+      const best = this.#leastBusy();
+      if (best !== null && (best.inFlight === 0 || !this.#canOpen())) {
+        this.#reserved.add(best);
+        return resolve(best);
+      }
+      this.#reservers.push({ resolve, reject });
+      if (this.#canOpen()) this.#connect();
+    });
+  }
+
+  /** Returns a reserved connection; one left inside a transaction is rolled back first. */
+  release(c: Connection): void {
+    if (!this.#reserved.delete(c) || c.closed) return this.#forget();
+    if (c.status !== IDLE) {
+      c.send(
+        new QueryRequest(
+          { text: "rollback", params: [], types: [], prepare: false, mode: "array" },
+          { push: () => 0, command: null, count: null, columns: null, statement: null },
+          { resolve: () => {}, reject: () => {} },
+        ),
+      );
+    }
+    this.#available(c);
+  }
+
+  /** A connection became available: hand it to a waiting reserver, or to waiting requests. */
+  #available(c: Connection): void {
+    const reserver = this.#reservers.shift();
+    if (reserver !== undefined) {
+      this.#reserved.add(c);
+      return reserver.resolve(c);
+    }
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    for (const req of waiting) c.send(req);
   }
 
   #connect(): void {
@@ -52,18 +125,19 @@ export class Pool {
       (c) => {
         this.#opening--;
         this.#open.push(c);
-        const waiting = this.#waiting;
-        this.#waiting = [];
-        for (const req of waiting) c.send(req);
+        this.#available(c);
       },
       (err: Error) => {
         this.#opening--;
         // Nothing is open to take the waiting requests: they fail with the reason.
         if (this.#opening > 0 || this.#open.some((c) => !c.closed)) return;
-        const waiting = this.#waiting;
-        this.#waiting = [];
         if (err instanceof ConnectionError) err.outcome = "not-sent";
+        const waiting = this.#waiting;
+        const reservers = this.#reservers;
+        this.#waiting = [];
+        this.#reservers = [];
         for (const req of waiting) req.fail(err);
+        for (const r of reservers) r.reject(err);
       },
     ).finally(() => this.#openings.delete(opening));
     this.#openings.add(opening);
@@ -71,6 +145,11 @@ export class Pool {
 
   #forget(): void {
     this.#open = this.#open.filter((c) => !c.closed);
+    for (const c of this.#reserved) if (c.closed) this.#reserved.delete(c);
+    // Work waiting for a connection must not strand when one goes away.
+    if ((this.#waiting.length > 0 || this.#reservers.length > 0) && this.#canOpen()) {
+      if (this.#ended === null) this.#connect();
+    }
   }
 
   /** Open connections (for tests and stats). */
@@ -81,6 +160,7 @@ export class Pool {
   /** Stops accepting requests; waits for in-flight ones, up to `timeout` seconds. */
   async end(timeout?: number): Promise<void> {
     this.#ended ??= new ConnectionError("CONNECTION_ENDED", "the client was ended with sql.end()");
+    for (const r of this.#reservers.splice(0)) r.reject(this.#endedError());
     // Requests waiting for a connection that is still opening are sent and answered first.
     const all = Promise.allSettled([...this.#openings])
       .then(() => Promise.all(this.#open.map((c) => c.end())));

@@ -46,28 +46,59 @@ export interface QuerySpec {
   prepare: boolean;
   /** Row shape. */
   mode: RowMode;
+  /**
+   * Send as a simple-protocol Query (no parameters; several statements allowed,
+   * each with its own result).
+   */
+  simple?: boolean;
 }
 
 /** One query in the pipeline. */
 export class QueryRequest implements PipelineRequest {
   readonly spec: QuerySpec;
-  readonly target: ResultTarget;
+  target: ResultTarget;
   readonly settle: Settle;
   #statement: Statement | null = null;
   #key = "";
   #cache: StatementCache | null = null; // set when this request sent the statement's Parse
   #owner = false; // this request sent the statement's Parse
   #error: Error | null = null;
+  #targets: ResultTarget[] | null = null; // simple protocol: one result per statement
+  #makeTarget: (() => ResultTarget) | null;
 
-  constructor(spec: QuerySpec, target: ResultTarget, settle: Settle) {
+  /** `makeTarget` makes the result of each further statement of a simple-protocol query. */
+  constructor(
+    spec: QuerySpec,
+    target: ResultTarget,
+    settle: Settle,
+    makeTarget?: () => ResultTarget,
+  ) {
     this.spec = spec;
     this.target = target;
     this.settle = settle;
+    this.#makeTarget = makeTarget ?? null;
+  }
+
+  /** The simple protocol's next statement starts: give it its own statement and result. */
+  #nextStatement(): void {
+    const targets = this.#targets!;
+    const last = targets[targets.length - 1];
+    if (last.command !== null && this.#makeTarget !== null) {
+      this.target = this.#makeTarget();
+      targets.push(this.target);
+    }
+    this.#statement = new Statement("", this.spec.text, []);
   }
 
   encode(w: Writer, ctx: EncodeContext): void {
     const spec = this.spec;
     const cache = ctx.statements;
+    if (spec.simple) {
+      this.#targets = [this.target];
+      this.#statement = new Statement("", spec.text, []);
+      fe.query(w, spec.text);
+      return;
+    }
     if (!spec.prepare) {
       this.#statement = new Statement("", spec.text, spec.types);
       this.#owner = true;
@@ -101,6 +132,7 @@ export class QueryRequest implements PipelineRequest {
   }
 
   rowDescription(columns: Column[], ctx: EncodeContext): void {
+    if (this.#targets !== null) this.#nextStatement();
     this.#statement!.describe(columns, ctx.decode);
   }
 
@@ -112,7 +144,9 @@ export class QueryRequest implements PipelineRequest {
   dataRow(buf: Uint8Array, start: number, end: number): void {
     if (this.#error !== null) return;
     try {
-      this.target.push(this.#decode(buf, start, end));
+      const row = this.#decode(buf, start, end);
+      const transform = this.#statement!.rowTransform;
+      this.target.push(transform === null || this.spec.mode === "raw" ? row : transform(row));
     } catch (e) {
       // A value the decoders reject fails this query only, never the connection.
       this.#error = e as Error;
@@ -164,13 +198,25 @@ export class QueryRequest implements PipelineRequest {
   }
 
   commandComplete(command: string, count: number | null): void {
-    this.target.command = command;
-    this.target.count = count;
+    const target = this.#complete();
+    target.command = command;
+    target.count = count;
   }
 
   emptyQuery(): void {
-    this.target.command = "";
-    this.target.count = null;
+    const target = this.#complete();
+    target.command = "";
+    target.count = null;
+  }
+
+  /** The result a completion belongs to (a statement without rows gets its own in simple mode). */
+  #complete(): ResultTarget {
+    if (this.#targets !== null && this.target.command !== null) this.#nextStatement();
+    const target = this.target;
+    const st = this.#statement;
+    target.columns = st?.columns ?? null;
+    target.statement = st;
+    return target;
   }
 
   portalSuspended(): void {}
@@ -195,9 +241,16 @@ export class QueryRequest implements PipelineRequest {
       this.#cache.forget(this.#key, st);
     }
     if (this.#error !== null) return this.settle.reject(this.#error);
+    const targets = this.#targets;
+    if (targets !== null && targets.length > 1) {
+      // Several statements: postgres.js resolves with one result per statement.
+      return this.settle.resolve(targets as unknown as ResultTarget);
+    }
     const target = this.target;
-    target.columns = st?.columns ?? null;
-    target.statement = st;
+    if (target.command === null) {
+      target.columns = st?.columns ?? null;
+      target.statement = st;
+    }
     this.settle.resolve(target);
   }
 

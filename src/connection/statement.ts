@@ -26,6 +26,8 @@ export class Statement {
   keys: string[] = [];
   /** Per-column text decoders; null keeps the string. */
   decoders: (TextDecoderFn | null)[] = [];
+  /** Maps each finished row (the `transform.row` option), or null. */
+  rowTransform: ((row: unknown) => unknown) | null = null;
   /** Set when Parse failed, so queries that relied on it report the real cause. */
   error: PostgresError | null = null;
 
@@ -41,10 +43,20 @@ export class Statement {
     const n = columns.length;
     this.keys = new Array(n);
     this.decoders = new Array(n);
+    const rename = options.column;
+    const custom = options.parsers;
+    const value = options.value;
     for (let i = 0; i < n; i++) {
-      this.keys[i] = columns[i].name;
-      this.decoders[i] = decoderFor(columns[i].type, options);
+      const { name, type } = columns[i];
+      this.keys[i] = rename === undefined ? name : rename(name);
+      let decode = custom?.get(type) ?? decoderFor(type, options);
+      if (value !== undefined) {
+        const inner = decode;
+        decode = inner === null ? value : (text: string) => value(inner(text));
+      }
+      this.decoders[i] = decode;
     }
+    this.rowTransform = options.row ?? null;
   }
 }
 

@@ -21,6 +21,14 @@ export type TextDecoderFn = (text: string) => unknown;
 export interface DecodeOptions {
   /** Decode `int8` (and `int8[]` elements) as `bigint` instead of leaving them strings. */
   bigint: boolean;
+  /** Maps a result column name to its row key (e.g. snake_case to camelCase). */
+  column?: (name: string) => string;
+  /** Maps each decoded non-null value. */
+  value?: (value: unknown) => unknown;
+  /** Maps each finished row. */
+  row?: (row: unknown) => unknown;
+  /** Custom decoders by type OID; they win over the built-in ones. */
+  parsers?: ReadonlyMap<number, TextDecoderFn>;
 }
 
 /** Largest and smallest instants a JS `Date` can hold; PostgreSQL ±infinity maps to them. */
