@@ -23,6 +23,7 @@ import type { Options } from "./src/client/options.ts";
 
 export type { Options, SslOption } from "./src/client/options.ts";
 export type { PasswordSource } from "./src/connection/startup.ts";
+export type { ListenHandle, NotifyHandler } from "./src/client/listen.ts";
 export type {
   PublicOptions,
   ReservedSql,
@@ -30,6 +31,7 @@ export type {
   SqlTag,
   Transaction,
   TransactionSql,
+  UnwrapQueries,
 } from "./src/client/sql.ts";
 export { Query, type QueryMode } from "./src/query/query.ts";
 export { Result, type ResultColumn, type ResultStatement, type Row } from "./src/query/result.ts";

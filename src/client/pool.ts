@@ -9,9 +9,9 @@
  * go wait here, in order, and leave as soon as a connection is free.
  */
 import { Connection, type ConnectionOptions } from "../connection/connection.ts";
-import { QueryRequest } from "../connection/query_request.ts";
 import type { PipelineRequest } from "../connection/request.ts";
 import { ConnectionError } from "../errors.ts";
+import { exec } from "./exec.ts";
 
 const IDLE = 0x49; // ReadyForQuery status outside a transaction block
 
@@ -31,6 +31,11 @@ export class Pool {
   #waiting: PipelineRequest[] = []; // no shared connection could take them yet
   #reservers: Reserver[] = [];
   #ended: ConnectionError | null = null;
+
+  /** The options every connection of this pool is opened with. */
+  get options(): ConnectionOptions {
+    return this.#options;
+  }
 
   constructor(options: ConnectionOptions, max: number) {
     this.#options = options;
@@ -92,15 +97,8 @@ export class Pool {
   /** Returns a reserved connection; one left inside a transaction is rolled back first. */
   release(c: Connection): void {
     if (!this.#reserved.delete(c) || c.closed) return this.#forget();
-    if (c.status !== IDLE) {
-      c.send(
-        new QueryRequest(
-          { text: "rollback", params: [], types: [], prepare: false, mode: "array" },
-          { push: () => 0, command: null, count: null, columns: null, statement: null },
-          { resolve: () => {}, reject: () => {} },
-        ),
-      );
-    }
+    // Queued ahead of anything else, so the next user starts outside any transaction.
+    if (c.status !== IDLE) exec(c, "rollback").catch(() => {});
     this.#available(c);
   }
 

@@ -13,6 +13,8 @@ import { Result, type Row } from "../query/result.ts";
 import { inferOid, serialize } from "../types/encode.ts";
 import { type Options, resolveOptions } from "./options.ts";
 import { Pool } from "./pool.ts";
+import { quoteIdentifier } from "./exec.ts";
+import { Listener, type ListenHandle, type NotifyHandler } from "./listen.ts";
 
 /** The most parameters one statement can carry (a 16-bit count in Bind). */
 const MAX_PARAMETERS = 65535;
@@ -57,6 +59,14 @@ export interface SqlTag {
 }
 
 /**
+ * What a transaction callback's result resolves to: an array of queries
+ * (pipelined together) becomes the array of their results.
+ */
+export type UnwrapQueries<T> = T extends readonly unknown[]
+  ? { -readonly [K in keyof T]: Awaited<T[K]> }
+  : Awaited<T>;
+
+/**
  * A transaction's `sql`: queries go to the transaction's connection, in
  * order, pipelined.
  *
@@ -74,9 +84,12 @@ export interface SqlTag {
  */
 export interface TransactionSql extends SqlTag {
   /** Runs `fn` inside a savepoint: released on success, rolled back to on a throw (which is rethrown). */
-  savepoint<T>(fn: (sql: TransactionSql) => T | Promise<T>): Promise<Awaited<T>>;
+  savepoint<T>(fn: (sql: TransactionSql) => T | Promise<T>): Promise<UnwrapQueries<T>>;
   /** Same, with a savepoint name. */
-  savepoint<T>(name: string, fn: (sql: TransactionSql) => T | Promise<T>): Promise<Awaited<T>>;
+  savepoint<T>(
+    name: string,
+    fn: (sql: TransactionSql) => T | Promise<T>,
+  ): Promise<UnwrapQueries<T>>;
 }
 
 /**
@@ -141,13 +154,21 @@ export interface Sql extends SqlTag {
    * resolves, rolled back (and the error rethrown) when it throws. If `fn`
    * returns an array of queries they are awaited together (pipelined).
    */
-  begin<T>(fn: (sql: TransactionSql) => T | Promise<T>): Promise<Awaited<T>>;
+  begin<T>(fn: (sql: TransactionSql) => T | Promise<T>): Promise<UnwrapQueries<T>>;
   /** Same, with transaction modes, e.g. `"isolation level serializable"` or `"read only"`. */
-  begin<T>(options: string, fn: (sql: TransactionSql) => T | Promise<T>): Promise<Awaited<T>>;
+  begin<T>(options: string, fn: (sql: TransactionSql) => T | Promise<T>): Promise<UnwrapQueries<T>>;
   /** Opens a transaction to use with `await using`; see {@link Transaction}. */
   begin(options?: string): Promise<Transaction>;
   /** Reserves a connection for this caller alone until `release()`. */
   reserve(): Promise<ReservedSql>;
+  /**
+   * Calls `fn` with each notification's payload on `channel`. Listening uses
+   * one dedicated connection, reopened (and every channel listened to again)
+   * if it is lost; `onlisten` is called each time listening (re)starts.
+   */
+  listen(channel: string, fn: NotifyHandler, onlisten?: () => void): Promise<ListenHandle>;
+  /** Sends a notification (`pg_notify`), the payload as a parameter. */
+  notify(channel: string, payload: string): Promise<void>;
   /** Waits for queries in flight, then closes every connection; with `timeout` (seconds), destroys them after it. */
   end(options?: { timeout?: number }): Promise<void>;
   /** Same as `end()`, for `await using sql = postgres()`. */
@@ -234,15 +255,15 @@ function transactionSql(prepare: boolean, conn: Connection): TransactionSql {
     value: async <T>(
       nameOrFn: string | ((sql: TransactionSql) => T | Promise<T>),
       maybeFn?: (sql: TransactionSql) => T | Promise<T>,
-    ): Promise<Awaited<T>> => {
+    ): Promise<UnwrapQueries<T>> => {
       const fn = typeof nameOrFn === "function" ? nameOrFn : maybeFn!;
       const name = typeof nameOrFn === "string" ? nameOrFn : `s${++savepoints}`;
-      const quoted = '"' + name.replaceAll('"', '""') + '"';
+      const quoted = quoteIdentifier(name);
       await run(tx, `savepoint ${quoted}`);
       try {
         const result = await settleAll(await fn(tx));
         await run(tx, `release savepoint ${quoted}`);
-        return result as Awaited<T>;
+        return result as UnwrapQueries<T>;
       } catch (e) {
         await run(tx, `rollback to savepoint ${quoted}`);
         throw e;
@@ -282,6 +303,7 @@ export function createSql(url?: string, options?: Options): Sql {
   }, resolved.max);
   const prepare = resolved.prepare;
   const sql = makeTag(makeRunner(pool, prepare)) as Sql;
+  const listener = new Listener(pool.options);
 
   async function open(modes: string): Promise<{ conn: Connection; tx: TransactionSql }> {
     if (!TRANSACTION_MODES.test(modes)) {
@@ -366,8 +388,18 @@ export function createSql(url?: string, options?: Options): Sql {
     options: { value: publicOptions, enumerable: true },
     begin: { value: begin },
     reserve: { value: reserve },
-    end: { value: (o?: { timeout?: number }) => pool.end(o?.timeout) },
-    [Symbol.asyncDispose]: { value: () => pool.end() },
+    listen: { value: listener.listen.bind(listener) },
+    notify: {
+      value: async (channel: string, payload: string) => {
+        await sql`select pg_notify(${channel}, ${payload})`;
+      },
+    },
+    end: {
+      value: async (o?: { timeout?: number }) => {
+        await Promise.all([pool.end(o?.timeout), listener.end()]);
+      },
+    },
+    [Symbol.asyncDispose]: { value: () => Promise.all([pool.end(), listener.end()]) },
   });
   return sql;
 }

@@ -1,0 +1,27 @@
+/** Runs fixed, parameterless SQL (LISTEN, ROLLBACK, ...) on a connection or pool. */
+import { QueryRequest } from "../connection/query_request.ts";
+import type { PipelineRequest } from "../connection/request.ts";
+
+/** Anything requests can be sent to. */
+export interface Sink {
+  /** Sends a request. */
+  send(req: PipelineRequest): void;
+}
+
+/** Sends `text` with the simple protocol; resolves when the server answered, rejects on error. */
+export function exec(sink: Sink, text: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    sink.send(
+      new QueryRequest(
+        { text, params: [], types: [], prepare: false, mode: "array", simple: true },
+        { push: () => 0, command: null, count: null, columns: null, statement: null },
+        { resolve: () => resolve(), reject },
+      ),
+    );
+  });
+}
+
+/** Quotes an identifier (channel, savepoint) for splicing into SQL. */
+export function quoteIdentifier(name: string): string {
+  return '"' + name.replaceAll('"', '""') + '"';
+}

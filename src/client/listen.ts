@@ -1,0 +1,138 @@
+/**
+ * LISTEN/NOTIFY on a dedicated connection (not counted in `max`, as in
+ * postgres.js). Listeners survive reconnects: when the connection is lost it
+ * is reopened with backoff and every channel is listened to again.
+ */
+import { Connection, type ConnectionOptions } from "../connection/connection.ts";
+import type { Notification } from "../protocol/backend.ts";
+import { exec, quoteIdentifier } from "./exec.ts";
+
+/** Called with each notification's payload on a channel. */
+export type NotifyHandler = (payload: string, notification: Notification) => void;
+
+/**
+ * What `sql.listen` resolves to.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * const { unlisten } = await sql.listen("jobs", (payload) => console.log(payload));
+ * await sql.notify("jobs", "hello");
+ * await unlisten();
+ * ```
+ */
+export interface ListenHandle {
+  /** The listening connection's state. */
+  state: { pid: number };
+  /** Stops this handler; the channel is unlistened when its last handler goes. */
+  unlisten(): Promise<void>;
+}
+
+interface Channel {
+  handlers: Set<NotifyHandler>;
+  onlisten: Set<() => void>;
+}
+
+const MAX_BACKOFF_MS = 5000;
+
+/** The listening connection and its channels. */
+export class Listener {
+  #options: ConnectionOptions;
+  #channels = new Map<string, Channel>();
+  #conn: Promise<Connection> | null = null;
+  #ended = false;
+  #backoff = 0;
+  #retry: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(options: ConnectionOptions) {
+    this.#options = options;
+  }
+
+  #connect(): Promise<Connection> {
+    return this.#conn ??= (async () => {
+      const conn = await Connection.open({
+        ...this.#options,
+        onnotify: (n) => this.#dispatch(n),
+        onclose: () => this.#lost(),
+      });
+      // A reconnect listens to every channel again, in one pipelined batch.
+      const channels = [...this.#channels.keys()];
+      await Promise.all(channels.map((c) => exec(conn, `listen ${quoteIdentifier(c)}`)));
+      this.#backoff = 0;
+      for (const c of channels) for (const f of this.#channels.get(c)?.onlisten ?? []) f();
+      return conn;
+    })().catch((e) => {
+      this.#conn = null;
+      throw e;
+    });
+  }
+
+  #dispatch(n: Notification): void {
+    for (const handler of this.#channels.get(n.channel)?.handlers ?? []) {
+      try {
+        handler(n.payload, n);
+      } catch (e) {
+        // A throwing handler must not stop the others or the connection.
+        queueMicrotask(() => {
+          throw e;
+        });
+      }
+    }
+  }
+
+  #lost(): void {
+    this.#conn = null;
+    if (this.#ended || this.#channels.size === 0) return;
+    this.#backoff = Math.min(MAX_BACKOFF_MS, this.#backoff === 0 ? 50 : this.#backoff * 2);
+    this.#retry = setTimeout(() => {
+      this.#retry = undefined;
+      if (!this.#ended && this.#channels.size > 0) this.#connect().catch(() => this.#lost());
+    }, this.#backoff);
+  }
+
+  /** Adds a handler; resolves once the server listens on the channel. */
+  async listen(channel: string, fn: NotifyHandler, onlisten?: () => void): Promise<ListenHandle> {
+    const conn = await this.#connect();
+    // Registered after connecting: the connect step re-listens only channels from before.
+    let entry = this.#channels.get(channel);
+    const first = entry === undefined;
+    if (entry === undefined) {
+      entry = { handlers: new Set(), onlisten: new Set() };
+      this.#channels.set(channel, entry);
+    }
+    entry.handlers.add(fn);
+    if (onlisten) entry.onlisten.add(onlisten);
+    if (first) {
+      try {
+        await exec(conn, `listen ${quoteIdentifier(channel)}`);
+      } catch (e) {
+        this.#channels.delete(channel);
+        throw e;
+      }
+    }
+    onlisten?.();
+    return {
+      state: { pid: conn.pid },
+      unlisten: () => this.#unlisten(channel, fn, onlisten),
+    };
+  }
+
+  async #unlisten(channel: string, fn: NotifyHandler, onlisten?: () => void): Promise<void> {
+    const entry = this.#channels.get(channel);
+    if (entry === undefined || !entry.handlers.delete(fn)) return;
+    if (onlisten) entry.onlisten.delete(onlisten);
+    if (entry.handlers.size > 0) return;
+    this.#channels.delete(channel);
+    const conn = await this.#conn?.catch(() => null);
+    if (conn && !conn.closed) await exec(conn, `unlisten ${quoteIdentifier(channel)}`);
+  }
+
+  /** Closes the listening connection; no reconnects after this. */
+  async end(): Promise<void> {
+    this.#ended = true;
+    clearTimeout(this.#retry);
+    const conn = await this.#conn?.catch(() => null);
+    await conn?.end();
+  }
+}
