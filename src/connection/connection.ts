@@ -24,9 +24,10 @@ import * as fe from "../protocol/frontend.ts";
 import { Writer } from "../protocol/writer.ts";
 import { ConnectionError, PostgresError } from "../errors.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
-import type { EncodeContext, PipelineRequest } from "./request.ts";
+import type { EncodeContext, PipelineRequest, RequestIO } from "./request.ts";
 import { type PasswordSource, startup } from "./startup.ts";
 import { StatementCache } from "./statement.ts";
+import { sendCancel } from "./cancel.ts";
 import { type Endpoint, openTransport, type Transport } from "./transport.ts";
 
 /** Everything one connection needs to know. */
@@ -56,6 +57,8 @@ export interface ConnectionOptions {
   /** Called once when the connection closes, with the reason if it failed. */
   onclose?: (err: ConnectionError | null) => void;
 }
+
+const IDLE = 0x49; // ReadyForQuery status outside a transaction block
 
 /** Messages that may arrive at any time, not as part of a request's answer. */
 const OUT_OF_BAND = new Set<number>([
@@ -95,6 +98,34 @@ export class Connection implements EncodeContext {
   #unsent = 0; // queue index from which requests are still only in #writer
   #backlog: PipelineRequest[] = []; // waiting for room in the pipeline
   #backlogHead = 0;
+  #barriers = 0; // barrier requests in the queue: while any is, nothing else is written
+  #paused: (() => void) | null = null; // resolves a paused read loop
+  #pausing = false;
+  #flushWaiters: (() => void)[] = [];
+  #io: RequestIO = {
+    write: (encode) => {
+      if (this.#closed !== null) return;
+      encode(this.#writer);
+      this.#scheduleFlush();
+    },
+    flushed: () =>
+      this.#writer.length === 0 && !this.#writing
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => this.#flushWaiters.push(resolve)),
+    pauseReading: () => {
+      this.#pausing = true;
+    },
+    resumeReading: () => {
+      this.#pausing = false;
+      const wake = this.#paused;
+      this.#paused = null;
+      wake?.();
+    },
+  };
+  #cancelWhenHead = new Set<PipelineRequest>(); // cancel asked while others ran ahead of it
+  #cancelled = new Set<PipelineRequest>(); // requests a CancelRequest was sent for
+  #cancelsPending = 0; // CancelRequests sent whose effect has not been seen
+  #bystander: PipelineRequest | null = null; // hit by a cancel meant for another: re-sent
   #closed: ConnectionError | null = null;
   #fatal: PostgresError | null = null;
   #ending: Promise<void> | null = null;
@@ -232,7 +263,8 @@ export class Connection implements EncodeContext {
   #hasRoom(): boolean {
     const n = this.#queue.length - this.#head;
     return n === 0 ||
-      (n < this.#options.maxPipeline && this.#queuedBytes < this.#options.maxPipelineBytes);
+      (this.#barriers === 0 && n < this.#options.maxPipeline &&
+        this.#queuedBytes < this.#options.maxPipelineBytes);
   }
 
   #enqueue(req: PipelineRequest): void {
@@ -242,6 +274,12 @@ export class Connection implements EncodeContext {
     this.#queuedBytes += size;
     this.#sizes.push(size);
     this.#queue.push(req);
+    if (req.barrier) this.#barriers++;
+    req.attach?.(this.#io);
+    this.#scheduleFlush();
+  }
+
+  #scheduleFlush(): void {
     if (!this.#flushQueued && !this.#writing) {
       this.#flushQueued = true;
       queueMicrotask(this.#flush);
@@ -269,6 +307,9 @@ export class Connection implements EncodeContext {
       this.#fail(this.#lost(e));
     } finally {
       this.#writing = false;
+      const waiters = this.#flushWaiters;
+      this.#flushWaiters = [];
+      for (const wake of waiters) wake();
     }
   };
 
@@ -276,7 +317,11 @@ export class Connection implements EncodeContext {
     const framer = this.#framer;
     try {
       for (;;) {
-        while (framer.next()) this.#dispatch(framer.type, framer.buf, framer.start, framer.end);
+        while (framer.next()) {
+          this.#dispatch(framer.type, framer.buf, framer.start, framer.end);
+          // A slow COPY or cursor consumer holds the connection: stop reading until it catches up.
+          if (this.#pausing) await new Promise<void>((resolve) => this.#paused = resolve);
+        }
         const n = await this.#transport.read(framer.space());
         if (n === null) break;
         framer.advance(n);
@@ -302,8 +347,10 @@ export class Connection implements EncodeContext {
         return req.commandComplete(tag.command, tag.count);
       }
       case Backend.ReadyForQuery: {
+        const before = this.status;
         this.status = buf[start];
         this.#queuedBytes -= this.#sizes[this.#head];
+        if (req.barrier) this.#barriers--;
         this.#queue[this.#head++] = undefined!;
         if (this.#head === this.#queue.length) {
           this.#queue.length = 0;
@@ -312,7 +359,16 @@ export class Connection implements EncodeContext {
           this.#unsent = 0;
           this.#queuedBytes = 0;
         }
-        req.ready();
+        this.#cancelled.delete(req);
+        if (req === this.#bystander) {
+          this.#bystander = null;
+          this.status = before;
+          this.#enqueue(req);
+        } else {
+          req.ready();
+        }
+        const next = this.#queue[this.#head];
+        if (next !== undefined && this.#cancelWhenHead.delete(next)) this.#cancelNow(next);
         this.#refill();
         if (this.#drained !== null && this.inFlight === 0) this.#drained();
         return;
@@ -339,6 +395,15 @@ export class Connection implements EncodeContext {
           this.#fatal = err;
           return;
         }
+        if (err.code === "57014" && this.#cancelsPending > 0 && /user request/.test(err.message)) {
+          this.#cancelsPending--;
+          // A cancel that arrived after its target finished hit this request instead: outside
+          // a transaction block it is safe to run it again.
+          if (!this.#cancelled.has(req) && this.status === IDLE && req.restart?.() === true) {
+            this.#bystander = req;
+            return;
+          }
+        }
         return req.error(err);
       }
       case Backend.NoticeResponse:
@@ -354,22 +419,26 @@ export class Connection implements EncodeContext {
         this.#options.onnotify?.(notification(buf, start, end));
         return;
       case Backend.CopyInResponse:
+        return req.copyIn ? req.copyIn() : this.#refuseCopy(type);
       case Backend.CopyOutResponse:
+        return req.copyOut ? req.copyOut() : this.#refuseCopy(type);
       case Backend.CopyBothResponse:
         return this.#refuseCopy(type);
       case Backend.CopyData:
+        return req.copyData?.(buf, start, end);
       case Backend.CopyDone:
-        return;
+        return req.copyDone?.();
       default:
         throw new ProtocolViolation(`unexpected message type ${String.fromCharCode(type)}`);
     }
   }
 
   /**
-   * COPY is not streamed yet. COPY TO STDOUT is drained and ignored; COPY FROM
-   * STDIN is refused with CopyFail if nothing follows it in the pipeline. If
-   * something does, the server would read those messages as COPY data and the
-   * FIFO could no longer be trusted, so the connection is closed instead.
+   * COPY issued as an ordinary query (not through `readable()`/`writable()`).
+   * COPY TO STDOUT is drained and ignored; COPY FROM STDIN is refused with
+   * CopyFail if nothing follows it in the pipeline. If something does, the
+   * server would read those messages as COPY data and the FIFO could no longer
+   * be trusted, so the connection is closed instead.
    */
   #refuseCopy(type: number): void {
     if (type === Backend.CopyOutResponse) return;
@@ -383,6 +452,29 @@ export class Connection implements EncodeContext {
       this.#flushQueued = true;
       queueMicrotask(this.#flush);
     }
+  }
+
+  /**
+   * Cancels a request: one still waiting locally is dropped (rejected with
+   * `reason`); one in the pipeline gets a CancelRequest when it is the one the
+   * server is running, so the cancel does not hit its neighbours.
+   */
+  cancel(req: PipelineRequest, reason: Error): void {
+    const waiting = this.#backlog.indexOf(req, this.#backlogHead);
+    if (waiting !== -1) {
+      this.#backlog.splice(waiting, 1);
+      return req.fail(reason);
+    }
+    const at = this.#queue.indexOf(req, this.#head);
+    if (at === -1) return; // already answered
+    if (at === this.#head) this.#cancelNow(req);
+    else this.#cancelWhenHead.add(req);
+  }
+
+  #cancelNow(req: PipelineRequest): void {
+    this.#cancelled.add(req);
+    this.#cancelsPending++;
+    sendCancel(this.#options.endpoint, this.pid, this.secret);
   }
 
   /** Moves waiting requests into the pipeline as answers make room. */
@@ -422,6 +514,9 @@ export class Connection implements EncodeContext {
     const unsentFrom = Math.max(0, this.#unsent - this.#head);
     const backlog = this.#backlog.slice(this.#backlogHead);
     this.#queue = [];
+    this.#barriers = 0;
+    this.#io.resumeReading();
+    for (const wake of this.#flushWaiters.splice(0)) wake();
     this.#sizes = [];
     this.#queuedBytes = 0;
     this.#backlog = [];

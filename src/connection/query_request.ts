@@ -16,6 +16,8 @@ export type RowMode = "object" | "array" | "raw";
 export interface ResultTarget {
   /** Appends a row. */
   push(row: unknown): number;
+  /** Row count (set to 0 to discard rows before a retry). */
+  length: number;
   /** The command word of the completion tag (SELECT, INSERT, ...). */
   command: string | null;
   /** Rows affected or returned, per the completion tag. */
@@ -62,7 +64,8 @@ export class QueryRequest implements PipelineRequest {
   #key = "";
   #cache: StatementCache | null = null; // set when this request sent the statement's Parse
   #owner = false; // this request sent the statement's Parse
-  #error: Error | null = null;
+  /** The first error of this request (server, decoding); settles it as a rejection. */
+  protected failure: Error | null = null;
   #targets: ResultTarget[] | null = null; // simple protocol: one result per statement
   #makeTarget: (() => ResultTarget) | null;
 
@@ -77,6 +80,16 @@ export class QueryRequest implements PipelineRequest {
     this.target = target;
     this.settle = settle;
     this.#makeTarget = makeTarget ?? null;
+  }
+
+  /** Forgets the partial outcome so the request can be sent again (bystander of a cancel). */
+  restart(): boolean {
+    if (this.#targets !== null && this.#targets.length > 1) return false;
+    this.failure = null;
+    this.target.length = 0;
+    this.target.command = null;
+    this.target.count = null;
+    return true;
   }
 
   /** The simple protocol's next statement starts: give it its own statement and result. */
@@ -121,6 +134,11 @@ export class QueryRequest implements PipelineRequest {
       this.#statement = st;
       fe.bind(w, st.name, spec.params, []);
     }
+    this.encodeExecute(w);
+  }
+
+  /** The tail of the segment: run the portal to completion and Sync. */
+  protected encodeExecute(w: Writer): void {
     fe.execute(w, "", 0);
     fe.sync(w);
   }
@@ -142,14 +160,14 @@ export class QueryRequest implements PipelineRequest {
   }
 
   dataRow(buf: Uint8Array, start: number, end: number): void {
-    if (this.#error !== null) return;
+    if (this.failure !== null) return;
     try {
       const row = this.#decode(buf, start, end);
       const transform = this.#statement!.rowTransform;
       this.target.push(transform === null || this.spec.mode === "raw" ? row : transform(row));
     } catch (e) {
       // A value the decoders reject fails this query only, never the connection.
-      this.#error = e as Error;
+      this.failure = e as Error;
     }
   }
 
@@ -229,10 +247,10 @@ export class QueryRequest implements PipelineRequest {
     } else if (st !== null && !this.#owner && st.error !== null && err.code === "26000") {
       // We bound a statement whose Parse failed earlier in the pipeline: report that
       // cause (already attached to the same text by the query that sent the Parse).
-      this.#error ??= st.error;
+      this.failure ??= st.error;
       return;
     }
-    this.#error ??= err.attach(this.spec.text, this.spec.params);
+    this.failure ??= err.attach(this.spec.text, this.spec.params);
   }
 
   ready(): void {
@@ -240,7 +258,7 @@ export class QueryRequest implements PipelineRequest {
     if (st !== null && st.error !== null && this.#cache !== null) {
       this.#cache.forget(this.#key, st);
     }
-    if (this.#error !== null) return this.settle.reject(this.#error);
+    if (this.failure !== null) return this.settle.reject(this.failure);
     const targets = this.#targets;
     if (targets !== null && targets.length > 1) {
       // Several statements: postgres.js resolves with one result per statement.

@@ -17,8 +17,44 @@ export interface EncodeContext {
   readonly decode: DecodeOptions;
 }
 
+/**
+ * What a request that holds the connection (a cursor, a COPY) may do while it
+ * is in flight: write more messages, wait for them to be sent, and pause
+ * reading while its consumer is behind.
+ */
+export interface RequestIO {
+  /** Encodes more messages now; they leave with the next flush (this tick). */
+  write(encode: (w: Writer) => void): void;
+  /** Resolves when everything encoded so far has been handed to the socket. */
+  flushed(): Promise<void>;
+  /** Stops reading from the socket (backpressure from a slow consumer). */
+  pauseReading(): void;
+  /** Resumes reading. */
+  resumeReading(): void;
+}
+
 /** One Sync-terminated segment in the pipeline. */
 export interface PipelineRequest {
+  /**
+   * A barrier holds the connection from when it is written until its
+   * ReadyForQuery: requests sent meanwhile wait locally (cursors, COPY).
+   */
+  readonly barrier?: boolean;
+  /** Called once when the request is encoded, for requests that write again later. */
+  attach?(io: RequestIO): void;
+  /**
+   * Prepares the request to be sent again after a cancel meant for another
+   * request hit it; false if it cannot be (it then fails with that error).
+   */
+  restart?(): boolean;
+  /** CopyInResponse: the server waits for CopyData, then CopyDone or CopyFail. */
+  copyIn?(): void;
+  /** CopyOutResponse: CopyData messages follow, then CopyDone. */
+  copyOut?(): void;
+  /** One CopyData body in `buf[start, end)`, valid only during the call. */
+  copyData?(buf: Uint8Array, start: number, end: number): void;
+  /** CopyDone from the server. */
+  copyDone?(): void;
   /** Appends this request's messages, ending with Sync. */
   encode(w: Writer, ctx: EncodeContext): void;
   /** ParseComplete. */
