@@ -20,6 +20,22 @@
  */
 import { createSql, type Sql } from "./src/client/sql.ts";
 import type { Options } from "./src/client/options.ts";
+import { BigIntType, type PostgresType } from "./src/query/custom_types.ts";
+import { PostgresError } from "./src/errors.ts";
+import {
+  camel,
+  type CaseBoth,
+  type CaseFrom,
+  type CaseTo,
+  fromCamel,
+  fromKebab,
+  fromPascal,
+  kebab,
+  pascal,
+  toCamel,
+  toKebab,
+  toPascal,
+} from "./src/query/transform.ts";
 
 export type { Options, SslOption } from "./src/client/options.ts";
 export type { PasswordSource } from "./src/connection/startup.ts";
@@ -34,6 +50,18 @@ export type {
   UnwrapQueries,
 } from "./src/client/sql.ts";
 export { Query, type QueryMode } from "./src/query/query.ts";
+export { Identifier } from "./src/query/identifier.ts";
+export { Helper } from "./src/query/helpers.ts";
+export { Parameter } from "./src/types/encode.ts";
+export type { UnsafeOptions } from "./src/query/raw.ts";
+export type { PostgresType, Typed } from "./src/query/custom_types.ts";
+export type {
+  CaseBoth,
+  CaseFrom,
+  CaseTo,
+  Transform,
+  TransformColumn,
+} from "./src/query/transform.ts";
 export { Result, type ResultColumn, type ResultStatement, type Row } from "./src/query/result.ts";
 export {
   ConnectionError,
@@ -45,32 +73,94 @@ export type { SslMode } from "./src/connection/transport.ts";
 export type { FieldMap, Notification } from "./src/protocol/backend.ts";
 
 /**
- * Creates a client. With no URL, libpq's `PG*` environment variables and
- * defaults apply; options override the URL, which overrides the environment.
+ * The `postgres` function: creates clients, and carries postgres.js's statics
+ * (case transforms for the `transform` option, `BigInt`, `PostgresError`).
  *
  * @example
  * ```ts
  * import postgres from "jsr:@pgpipe/pgpipe";
- * const sql = postgres("postgres://user:pass@localhost/db?sslmode=require");
+ * const sql = postgres("postgres://app@localhost/app", { transform: postgres.camel });
+ * const [{ userId }] = await sql`select 1 as user_id`;
+ * await sql.end();
+ * ```
+ */
+export interface Postgres {
+  /**
+   * Creates a client. With no URL, libpq's `PG*` environment variables and
+   * defaults apply; options override the URL, which overrides the environment.
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres("postgres://user:pass@localhost/db?sslmode=require");
+   * const rows = await sql`select now() as now`;
+   * await sql.end();
+   * ```
+   */
+  (url?: string, options?: Options): Sql;
+  /**
+   * Creates a client from options alone.
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres({ host: "localhost", database: "app", user: "app" });
+   * ```
+   */
+  (options?: Options): Sql;
+  /** Two-way camelCase transform: result columns and json keys to camelCase, helper names to snake_case. */
+  readonly camel: CaseBoth;
+  /** Two-way PascalCase transform. */
+  readonly pascal: CaseBoth;
+  /** Two-way kebab-case transform. */
+  readonly kebab: CaseBoth;
+  /** snake_case to camelCase (a function, and a result-only transform). */
+  readonly toCamel: CaseFrom;
+  /** camelCase to snake_case (a function, and a helper-names-only transform). */
+  readonly fromCamel: CaseTo;
+  /** snake_case to PascalCase (a function, and a result-only transform). */
+  readonly toPascal: CaseFrom;
+  /** PascalCase to snake_case (a function, and a helper-names-only transform). */
+  readonly fromPascal: CaseTo;
+  /** snake_case to kebab-case (a function, and a result-only transform). */
+  readonly toKebab: CaseFrom;
+  /** kebab-case to snake_case (a function, and a helper-names-only transform). */
+  readonly fromKebab: CaseTo;
+  /** The custom type for `types: { bigint: postgres.BigInt }`: int8 as `bigint`. */
+  readonly BigInt: PostgresType<bigint>;
+  /** The class of errors reported by the server. */
+  readonly PostgresError: typeof PostgresError;
+}
+
+function create(urlOrOptions?: string | Options, options?: Options): Sql {
+  if (typeof urlOrOptions === "string") return createSql(urlOrOptions, options);
+  return createSql(undefined, urlOrOptions ?? options);
+}
+
+/**
+ * Creates a client; see {@linkcode Postgres} for the forms and the statics.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres("postgres://user:pass@localhost/db");
  * const rows = await sql`select now() as now`;
  * await sql.end();
  * ```
  */
-function postgres(url?: string, options?: Options): Sql;
-/**
- * Creates a client from options alone.
- *
- * @example
- * ```ts
- * import postgres from "jsr:@pgpipe/pgpipe";
- * const sql = postgres({ host: "localhost", database: "app", user: "app" });
- * ```
- */
-function postgres(options?: Options): Sql;
-function postgres(urlOrOptions?: string | Options, options?: Options): Sql {
-  if (typeof urlOrOptions === "string") return createSql(urlOrOptions, options);
-  return createSql(undefined, urlOrOptions ?? options);
-}
+const postgres: Postgres = Object.assign(create, {
+  camel,
+  pascal,
+  kebab,
+  toCamel,
+  fromCamel,
+  toPascal,
+  fromPascal,
+  toKebab,
+  fromKebab,
+  BigInt: BigIntType,
+  PostgresError,
+});
 
 export default postgres;
 export { postgres };

@@ -7,6 +7,8 @@
 import type { FieldMap, Notification } from "../protocol/backend.ts";
 import type { SslMode } from "../connection/transport.ts";
 import type { PasswordSource } from "../connection/startup.ts";
+import { type CustomTypes, customTypes, type PostgresType } from "../query/custom_types.ts";
+import { normalizeTransform, type Transform, type Transforms } from "../query/transform.ts";
 
 /** TLS settings: a mode, or a mode with trusted CA certificates. */
 export type SslOption = boolean | SslMode | { mode?: SslMode; ca?: string | string[] };
@@ -55,6 +57,18 @@ export interface Options {
   max_statements?: number;
   /** Return int8 (bigint) columns as BigInt instead of string. Default false. */
   bigint?: boolean;
+  /**
+   * Result and helper transforms (postgres.js): `column`, `value`, `row` hooks
+   * (a function, or `{ from?, to? }`), `undefined` (sent instead of undefined
+   * values), or a preset such as `postgres.camel`.
+   */
+  transform?: Transform;
+  /**
+   * Custom types by name (postgres.js): `{ to, from, serialize, parse }`; each
+   * also becomes `sql.typed.<name>(value)`. `{ bigint: postgres.BigInt }`
+   * returns int8 as `bigint`.
+   */
+  types?: Record<string, PostgresType>;
   /** Reported to the server as application_name. Default: `PGAPPNAME` or "pgpipe". */
   application_name?: string;
   /** Extra startup parameters (e.g. `{ search_path: "app" }`). */
@@ -83,6 +97,8 @@ export interface ResolvedOptions {
   maxPipelineBytes: number;
   maxStatements: number;
   bigint: boolean;
+  transform: Transforms;
+  types: CustomTypes;
   params: Record<string, string>;
   onnotice: (notice: FieldMap) => void;
   onparameter?: (name: string, value: string) => void;
@@ -258,6 +274,8 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     maxPipelineBytes: options.max_pipeline_bytes ?? 16 * 1024 * 1024,
     maxStatements: options.max_statements ?? 1000,
     bigint: options.bigint ?? false,
+    transform: normalizeTransform(options.transform),
+    types: customTypes(options.types),
     params,
     onnotice: options.onnotice ?? logNotice,
     onparameter: options.onparameter,

@@ -30,6 +30,7 @@ export class Pool {
   #openings = new Set<Promise<void>>(); // settle after their handlers ran
   #waiting: PipelineRequest[] = []; // no shared connection could take them yet
   #reservers: Reserver[] = [];
+  #routes = new WeakMap<PipelineRequest, Connection>(); // where each request went, for cancel
   #ended: ConnectionError | null = null;
 
   /** The options every connection of this pool is opened with. */
@@ -70,10 +71,25 @@ export class Pool {
       return;
     }
     const best = this.#leastBusy();
-    if (best !== null && (best.inFlight === 0 || !this.#canOpen())) return best.send(req);
+    if (best !== null && (best.inFlight === 0 || !this.#canOpen())) return this.#route(best, req);
     if (this.#canOpen()) this.#connect();
-    if (best !== null) return best.send(req);
+    if (best !== null) return this.#route(best, req);
     this.#waiting.push(req);
+  }
+
+  #route(c: Connection, req: PipelineRequest): void {
+    this.#routes.set(req, c);
+    c.send(req);
+  }
+
+  /** Cancels a request: dropped if still waiting here, else cancelled on its connection. */
+  cancel(req: PipelineRequest, reason: Error): void {
+    const at = this.#waiting.indexOf(req);
+    if (at !== -1) {
+      this.#waiting.splice(at, 1);
+      return req.fail(reason);
+    }
+    this.#routes.get(req)?.cancel(req, reason);
   }
 
   /**
@@ -111,7 +127,7 @@ export class Pool {
     }
     const waiting = this.#waiting;
     this.#waiting = [];
-    for (const req of waiting) c.send(req);
+    for (const req of waiting) this.#route(c, req);
   }
 
   #connect(): void {

@@ -4,13 +4,34 @@
  * transaction and for a reserved connection; only where requests go differs.
  */
 import type { Connection } from "../connection/connection.ts";
-import { QueryRequest, type ResultTarget } from "../connection/query_request.ts";
+import { QueryRequest, type QuerySpec, type ResultTarget } from "../connection/query_request.ts";
+import { CursorRequest } from "../connection/cursor_request.ts";
+import { CopyInRequest, CopyOutRequest } from "../connection/copy_request.ts";
 import type { PipelineRequest } from "../connection/request.ts";
 import { QueryError } from "../errors.ts";
 import { compile } from "../query/compile.ts";
-import { Query, type QueryRunner } from "../query/query.ts";
+import { clientDecode, type QueryConfig, queryConfig } from "../query/config.ts";
+import type { Typed } from "../query/custom_types.ts";
+import { readQueryFile } from "../query/file.ts";
+import { Helper } from "../query/helpers.ts";
+import { Identifier } from "../query/identifier.ts";
+import {
+  type CursorSource,
+  type DescribedStatement,
+  Query,
+  type QueryRunner,
+  type RunControl,
+} from "../query/query.ts";
+import { fileQuery, type UnsafeOptions, unsafeQuery } from "../query/raw.ts";
 import { Result, type Row } from "../query/result.ts";
-import { inferOid, serialize } from "../types/encode.ts";
+import { array, json } from "../query/typed_values.ts";
+import {
+  inferOid,
+  Parameter,
+  serialize,
+  serializeCustom,
+  serializeParameter,
+} from "../types/encode.ts";
 import { type Options, resolveOptions } from "./options.ts";
 import { Pool } from "./pool.ts";
 import { quoteIdentifier } from "./exec.ts";
@@ -41,13 +62,16 @@ export interface PublicOptions {
 
 /**
  * The tagged template shared by a client, a transaction and a reserved
- * connection: call it to build a query, await the query to run it.
+ * connection: call it to build a query, await the query to run it. Called as a
+ * plain function it makes identifiers and helpers to interpolate.
  *
  * @example
  * ```ts
  * import postgres from "jsr:@pgpipe/pgpipe";
  * const sql = postgres();
  * const rows = await sql`select * from users where id = ${1}`;
+ * await sql`insert into users ${sql({ name: "Ada", age: 36 })}`;
+ * await sql`select ${sql(["name", "age"])} from ${sql("public.users")}`;
  * ```
  */
 export interface SqlTag {
@@ -56,6 +80,43 @@ export interface SqlTag {
     strings: TemplateStringsArray,
     ...values: unknown[]
   ): Query<T>;
+  /** An escaped identifier: `sql("public.users")` is `"public"."users"`. */
+  (name: string): Identifier;
+  /** A list of escaped identifiers: `sql("a", "b")` is `"a","b"`. */
+  (name: string, ...names: string[]): Helper;
+  /** An insert/update/select/values helper over an object or rows, with the columns to use (default: all keys of the first). */
+  <T extends object>(value: T | readonly T[], ...columns: (keyof T & string)[]): Helper;
+  /** Same, with the columns as one array. */
+  <T extends object>(value: T | readonly T[], columns: readonly (keyof T & string)[]): Helper;
+  /** A list of values (after `in` or `values`) or of column names (after `select`). */
+  (values: readonly unknown[]): Helper;
+  /**
+   * Raw SQL with its own `$n` placeholders. Without arguments it uses the simple
+   * protocol (several statements allowed: one result each); `prepare` defaults to false.
+   */
+  unsafe<T extends readonly unknown[] = Row[]>(
+    text: string,
+    args?: readonly unknown[],
+    options?: UnsafeOptions,
+  ): Query<T>;
+  /** Same, with options and no arguments. */
+  unsafe<T extends readonly unknown[] = Row[]>(text: string, options: UnsafeOptions): Query<T>;
+  /** Like `unsafe`, with the text read from a file when the query runs. */
+  file<T extends readonly unknown[] = Row[]>(
+    path: string | URL,
+    args?: readonly unknown[],
+    options?: UnsafeOptions,
+  ): Query<T>;
+  /** Same, with options and no arguments. */
+  file<T extends readonly unknown[] = Row[]>(path: string | URL, options: UnsafeOptions): Query<T>;
+  /** A jsonb parameter: the value's JSON text (even for a string). */
+  json(value: unknown): Parameter;
+  /** An array parameter of an element type OID (or an array type OID); see the README. */
+  array(values: readonly unknown[], type?: number): Parameter;
+  /** A parameter of a type OID; `sql.typed.<name>(value)` for each custom type. */
+  readonly typed: Typed;
+  /** The same as `typed` (postgres.js has both). */
+  readonly types: Typed;
 }
 
 /**
@@ -178,6 +239,7 @@ export interface Sql extends SqlTag {
 /** Where a tag's requests go: the pool or one reserved connection. */
 interface Sink {
   send(req: PipelineRequest): void;
+  cancel(req: PipelineRequest, reason: Error): void;
 }
 
 function isTemplate(value: unknown): value is TemplateStringsArray {
@@ -185,42 +247,150 @@ function isTemplate(value: unknown): value is TemplateStringsArray {
 }
 
 /** Turns queries into requests for one sink. */
-function makeRunner(sink: Sink, prepare: boolean): QueryRunner {
+function makeRunner(sink: Sink, prepare: boolean, config: QueryConfig): QueryRunner {
+  const undef = config.undefinedValue;
+  const serializers = config.serializers;
+  const newResult = () => new Result<unknown>() as unknown as ResultTarget;
+
+  /** Serialises a compiled query into a request spec; throws a QueryError on bad input. */
+  function toSpec(query: Query<readonly unknown[]>, text: string, values: readonly unknown[]) {
+    const n = values.length;
+    if (n > MAX_PARAMETERS) {
+      throw new QueryError(
+        "MAX_PARAMETERS_EXCEEDED",
+        `a query can have at most ${MAX_PARAMETERS} parameters; this one has ${n}`,
+      );
+    }
+    if (text.includes("\0")) {
+      throw new QueryError("NUL_IN_QUERY", "the query text contains a NUL byte");
+    }
+    const simple = query.isSimple;
+    if (simple && n > 0) {
+      throw new QueryError(
+        "SIMPLE_QUERY_PARAMETERS",
+        `the simple protocol cannot send parameters; this query has ${n}`,
+      );
+    }
+    const params = new Array<string | null>(n);
+    const types = new Array<number>(n);
+    for (let i = 0; i < n; i++) {
+      let value = values[i];
+      if (value instanceof Parameter) {
+        types[i] = value.type;
+        params[i] = serializeParameter(value, serializers, undef);
+        continue;
+      }
+      if (value === undefined) value = undef; // still undefined: serialize rejects it
+      const oid = inferOid(value);
+      types[i] = oid;
+      params[i] = serializers === null
+        ? serialize(value, undef)
+        : serializeCustom(value, oid, serializers, undef);
+    }
+    const spec: QuerySpec = {
+      text,
+      params,
+      types,
+      prepare: query.prepare ?? prepare,
+      mode: query.mode,
+    };
+    if (simple) spec.simple = true;
+    return spec;
+  }
+
+  /**
+   * The query's spec. Tagged queries are built synchronously (so everything
+   * issued in one tick leaves in one write); `sql.file` reads its file first.
+   * Bad input throws (or rejects, for files).
+   */
+  function specOf(query: Query<readonly unknown[]>): QuerySpec | Promise<QuerySpec> {
+    if (query.file !== null) {
+      return readQueryFile(query.file).then((text) => toSpec(query, text, query.args));
+    }
+    const { text, values } = compile(query, config.columnTo);
+    return toSpec(query, text, values);
+  }
+
+  /** Runs `start` with the spec now when it is ready, later for files; failures reject. */
+  function withSpec<T>(
+    query: Query<readonly unknown[]>,
+    start: (spec: QuerySpec) => T | Promise<T>,
+  ): Promise<T> {
+    try {
+      const spec = specOf(query);
+      if (spec instanceof Promise) return spec.then(start);
+      return Promise.resolve(start(spec));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  function copyText(spec: QuerySpec): string {
+    if (spec.params.length > 0) {
+      throw new QueryError("COPY_PARAMETERS", "COPY cannot take parameters");
+    }
+    return spec.text;
+  }
+
   return {
-    run(query: Query<readonly unknown[]>): Promise<Result<unknown>> {
-      return new Promise((resolve, reject) => {
-        const { text, values } = compile(query);
-        const n = values.length;
-        if (n > MAX_PARAMETERS) {
-          return reject(
-            new QueryError(
-              "MAX_PARAMETERS_EXCEEDED",
-              `a query can have at most ${MAX_PARAMETERS} parameters; this one has ${n}`,
-            ),
-          );
-        }
-        if (text.includes("\0")) {
-          return reject(new QueryError("NUL_IN_QUERY", "the query text contains a NUL byte"));
-        }
-        const params = new Array<string | null>(n);
-        const types = new Array<number>(n);
-        try {
-          for (let i = 0; i < n; i++) {
-            const value = values[i];
-            params[i] = serialize(value);
-            types[i] = inferOid(value);
-          }
-        } catch (e) {
-          return reject(e);
-        }
-        const result = new Result<unknown>();
-        sink.send(
-          new QueryRequest(
-            { text, params, types, prepare, mode: query.mode },
-            result as unknown as ResultTarget,
+    config,
+    run(query: Query<readonly unknown[]>, control?: RunControl): Promise<Result<unknown>> {
+      return withSpec(query, (spec) =>
+        new Promise<Result<unknown>>((resolve, reject) => {
+          const target = newResult();
+          const each = control?.each;
+          if (each !== undefined) target.push = (row: unknown) => (each(row), 0);
+          const req = new QueryRequest(
+            spec,
+            target,
             { resolve: resolve as (r: ResultTarget) => void, reject },
-          ),
-        );
+            spec.simple ? newResult : undefined,
+          );
+          sink.send(req);
+          control?.onSent((reason) => sink.cancel(req, reason));
+        }));
+    },
+    cursor(query: Query<readonly unknown[]>, rows: number): CursorSource {
+      const request = withSpec(query, (spec) => {
+        const req = new CursorRequest(spec, rows, newResult);
+        sink.send(req);
+        return req;
+      });
+      return {
+        next: async () => (await (await request).next()) as unknown as unknown[] | null,
+        close: async () => await (await request.catch(() => null))?.close(),
+      };
+    },
+    describe(query: Query<readonly unknown[]>): Promise<DescribedStatement> {
+      return withSpec(query, (spec) =>
+        new Promise<DescribedStatement>((resolve, reject) => {
+          const describe = { ...spec, describeOnly: true, params: [] };
+          const done = (r: ResultTarget) => {
+            const st = r.statement;
+            resolve({
+              string: spec.text,
+              types: st?.parameterTypes ?? [],
+              columns: (st?.columns ?? []).map((c) => ({ name: c.name, type: c.type })),
+            });
+          };
+          sink.send(new QueryRequest(describe, newResult(), { resolve: done, reject }));
+        }));
+    },
+    copyIn(query: Query<readonly unknown[]>): Promise<WritableStream<Uint8Array | string>> {
+      return withSpec(query, async (spec) => {
+        const req = new CopyInRequest(copyText(spec));
+        const stream = req.stream();
+        sink.send(req);
+        await req.started;
+        return stream;
+      });
+    },
+    copyOut(query: Query<readonly unknown[]>): Promise<ReadableStream<Uint8Array>> {
+      return withSpec(query, (spec) => {
+        const req = new CopyOutRequest(copyText(spec));
+        const stream = req.stream();
+        sink.send(req);
+        return stream;
       });
     },
   };
@@ -228,15 +398,39 @@ function makeRunner(sink: Sink, prepare: boolean): QueryRunner {
 
 /** Builds the tagged template over a runner. */
 function makeTag(runner: QueryRunner): SqlTag {
-  return function sql(strings: TemplateStringsArray, ...values: unknown[]) {
-    if (!isTemplate(strings)) {
-      throw new QueryError(
-        "NOT_TAGGED_TEMPLATE",
-        "sql must be used as a tagged template: sql`select ...`, not sql(...)",
-      );
+  const { columnTo, typed } = runner.config;
+  const sql = function sql(first: unknown, ...rest: unknown[]) {
+    if (isTemplate(first)) return new Query(first, rest, runner);
+    if (typeof first === "string" && rest.length === 0) {
+      return new Identifier(columnTo === undefined ? first : columnTo(first));
     }
-    return new Query(strings, values, runner);
+    if (typeof first === "string" || (typeof first === "object" && first !== null)) {
+      return new Helper(first, rest.flat());
+    }
+    throw new QueryError(
+      "INVALID_IDENTIFIER",
+      `sql(...) takes a template, an identifier, or an object or array for a helper; got ${
+        first === null ? "null" : typeof first
+      }`,
+    );
   } as SqlTag;
+  return Object.defineProperties(sql, {
+    unsafe: {
+      value: (text: string, args?: readonly unknown[] | UnsafeOptions, options?: UnsafeOptions) =>
+        unsafeQuery(runner, text, args, options),
+    },
+    file: {
+      value: (
+        path: string | URL,
+        args?: readonly unknown[] | UnsafeOptions,
+        options?: UnsafeOptions,
+      ) => fileQuery(runner, path, args, options),
+    },
+    json: { value: json },
+    array: { value: array },
+    typed: { value: typed },
+    types: { value: typed },
+  });
 }
 
 /** Runs fixed SQL (transaction control) on a tag. */
@@ -248,9 +442,9 @@ function run(tag: SqlTag, text: string): Promise<unknown> {
 /** Transaction modes are spliced into `begin`, so only their keywords are allowed. */
 const TRANSACTION_MODES = /^[a-z ,]*$/i;
 
-function transactionSql(prepare: boolean, conn: Connection): TransactionSql {
+function transactionSql(prepare: boolean, config: QueryConfig, conn: Connection): TransactionSql {
   let savepoints = 0;
-  const tx = makeTag(makeRunner(conn, prepare)) as TransactionSql;
+  const tx = makeTag(makeRunner(conn, prepare, config)) as TransactionSql;
   Object.defineProperty(tx, "savepoint", {
     value: async <T>(
       nameOrFn: string | ((sql: TransactionSql) => T | Promise<T>),
@@ -283,6 +477,8 @@ async function settleAll<T>(value: T): Promise<T> {
 /** Creates a client; see {@link Options} and the README for the URL and environment rules. */
 export function createSql(url?: string, options?: Options): Sql {
   const resolved = resolveOptions(url, options);
+  const decode = clientDecode(resolved);
+  const config = queryConfig(decode);
   const pool = new Pool({
     endpoint: {
       host: resolved.host,
@@ -296,13 +492,13 @@ export function createSql(url?: string, options?: Options): Sql {
     maxPipeline: resolved.maxPipeline,
     maxPipelineBytes: resolved.maxPipelineBytes,
     maxStatements: resolved.maxStatements,
-    decode: { bigint: resolved.bigint },
+    decode,
     onnotice: resolved.onnotice,
     onparameter: resolved.onparameter,
     onnotify: resolved.onnotify,
   }, resolved.max);
   const prepare = resolved.prepare;
-  const sql = makeTag(makeRunner(pool, prepare)) as Sql;
+  const sql = makeTag(makeRunner(pool, prepare, config)) as Sql;
   const listener = new Listener(pool.options);
 
   async function open(modes: string): Promise<{ conn: Connection; tx: TransactionSql }> {
@@ -310,7 +506,7 @@ export function createSql(url?: string, options?: Options): Sql {
       throw new QueryError("INVALID_TRANSACTION_MODE", `invalid transaction modes: ${modes}`);
     }
     const conn = await pool.reserve();
-    const tx = transactionSql(prepare, conn);
+    const tx = transactionSql(prepare, config, conn);
     try {
       await run(tx, modes ? `begin ${modes}` : "begin");
     } catch (e) {
@@ -368,7 +564,7 @@ export function createSql(url?: string, options?: Options): Sql {
       released = true;
       pool.release(conn);
     };
-    return Object.defineProperties(makeTag(makeRunner(conn, prepare)), {
+    return Object.defineProperties(makeTag(makeRunner(conn, prepare, config)), {
       release: { value: release },
       [Symbol.asyncDispose]: { value: () => Promise.resolve(release()) },
     }) as ReservedSql;

@@ -53,6 +53,8 @@ export interface QuerySpec {
    * each with its own result).
    */
   simple?: boolean;
+  /** Only Parse and Describe the statement (unnamed), without running it. */
+  describeOnly?: boolean;
 }
 
 /** One query in the pipeline. */
@@ -106,6 +108,14 @@ export class QueryRequest implements PipelineRequest {
   encode(w: Writer, ctx: EncodeContext): void {
     const spec = this.spec;
     const cache = ctx.statements;
+    if (spec.describeOnly) {
+      this.#statement = new Statement("", spec.text, spec.types);
+      this.#owner = true;
+      fe.parse(w, "", spec.text, spec.types);
+      fe.describe(w, "S", "");
+      fe.sync(w);
+      return;
+    }
     if (spec.simple) {
       this.#targets = [this.target];
       this.#statement = new Statement("", spec.text, []);

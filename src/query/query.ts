@@ -2,15 +2,77 @@
  * A lazy query: created by the `sql` tag, sent only when awaited (or
  * `.execute()`d). Until then it can be embedded in another query as a fragment.
  */
+import type { QueryConfig } from "./config.ts";
 import type { Result, Row } from "./result.ts";
 
 /** How rows are shaped. */
 export type QueryMode = "object" | "array" | "raw";
 
+/** How a run is observed and steered: cancellation, and rows streamed to a callback. */
+export interface RunControl {
+  /** Receives the function that cancels the request once it is sent. */
+  onSent(cancel: (reason: Error) => void): void;
+  /** Rows go to this callback instead of the result (`forEach`). */
+  each?: (row: unknown) => void;
+}
+
+/** A batch source for `cursor()`: the next batch (null at the end), and early close. */
+export interface CursorSource {
+  /** The next batch of rows; null when there are none left. */
+  next(): Promise<unknown[] | null>;
+  /** Stops early and frees the connection. */
+  close(): Promise<void>;
+}
+
+/** What `describe()` resolves to: the statement's parameter and result types. */
+export interface DescribedStatement {
+  /** The SQL text as sent. */
+  string: string;
+  /** Parameter type OIDs as the server resolved them. */
+  types: number[];
+  /** Result columns (name and type OID). */
+  columns: { name: string; type: number }[];
+}
+
 /** Runs a query; supplied by the client that created it. */
 export interface QueryRunner {
+  /** The client settings queries are built with (transform, custom types). */
+  readonly config: QueryConfig;
   /** Sends the query; the promise settles with its result. */
-  run(query: Query<readonly unknown[]>): Promise<Result<unknown>>;
+  run(query: Query<readonly unknown[]>, control?: RunControl): Promise<Result<unknown>>;
+  /** Sends the query as a cursor reading `rows` rows at a time. */
+  cursor(query: Query<readonly unknown[]>, rows: number): CursorSource;
+  /** Prepares and describes the query without running it. */
+  describe(query: Query<readonly unknown[]>): Promise<DescribedStatement>;
+  /** Starts COPY ... FROM STDIN; resolves when the server is ready for data. */
+  copyIn(query: Query<readonly unknown[]>): Promise<WritableStream<Uint8Array | string>>;
+  /** Starts COPY ... TO STDOUT. */
+  copyOut(query: Query<readonly unknown[]>): Promise<ReadableStream<Uint8Array>>;
+}
+
+/** A query cancelled before it was sent, or on the server (57014). */
+function isCancellation(e: unknown): boolean {
+  return (e instanceof DOMException && e.name === "AbortError") ||
+    (e as { code?: string })?.code === "57014";
+}
+
+/** Returned by a `cursor` callback to stop reading early (as in postgres.js). */
+export const CLOSE: unique symbol = Symbol("pgpipe.cursor.close");
+
+function abortError(message: string): DOMException {
+  return new DOMException(message, "AbortError");
+}
+
+/** How `sql.unsafe` and `sql.file` queries differ from tagged ones. */
+export interface QueryOptions {
+  /** The single string is raw SQL with its own `$n` placeholders (`sql.unsafe`). */
+  unsafe?: boolean;
+  /** Read the SQL text from this file when the query runs (`sql.file`). */
+  file?: string | URL;
+  /** Use a named prepared statement (default: the client's `prepare` option). */
+  prepare?: boolean;
+  /** Use the simple protocol: no parameters, several statements allowed. */
+  simple?: boolean;
 }
 
 /**
@@ -23,6 +85,7 @@ export interface QueryRunner {
  * const sql = postgres();
  * const users = await sql<{ id: number; name: string }[]>`select id, name from users`;
  * const pairs = await sql`select id, name from users`.values(); // [[1, "ada"], ...]
+ * const [one, two] = await sql`select 1 as a; select 2 as b`.simple(); // one result per statement
  * ```
  */
 export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<Result<T[number]>> {
@@ -32,14 +95,46 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
   readonly args: readonly unknown[];
   /** Row shape: objects, arrays of values, or arrays of raw bytes. */
   mode: QueryMode = "object";
+  /** `strings[0]` is raw SQL with its own `$n` placeholders (made by `sql.unsafe`). */
+  readonly unsafe: boolean = false;
+  /** The file the SQL text is read from when the query runs (made by `sql.file`), or null. */
+  readonly file: string | URL | null = null;
+  /** Named prepared statement or not; null: the client's `prepare` option. */
+  prepare: boolean | null = null;
+  /** Sent with the simple protocol (no parameters; several statements allowed). */
+  isSimple = false;
   #runner: QueryRunner;
   #promise: Promise<Result<T[number]>> | null = null;
+  #signal: AbortSignal | null = null;
+  #cancel: ((reason: Error) => void) | null = null;
+  #cancelled: Error | null = null;
 
   /** Made by the `sql` tag; not meant to be called directly. */
-  constructor(strings: TemplateStringsArray, args: readonly unknown[], runner: QueryRunner) {
+  constructor(
+    strings: TemplateStringsArray,
+    args: readonly unknown[],
+    runner: QueryRunner,
+    options?: QueryOptions,
+  ) {
     this.strings = strings;
     this.args = args;
     this.#runner = runner;
+    if (options !== undefined) { // tagged templates (the hot path) have none
+      this.unsafe = options.unsafe ?? false;
+      this.file = options.file ?? null;
+      this.prepare = options.prepare ?? null;
+      this.isSimple = options.simple ?? false;
+    }
+  }
+
+  /**
+   * Sends the query with the simple protocol, which allows several statements
+   * (the result is then an array of results, one per statement) but no
+   * parameters: a query with any rejects with `SIMPLE_QUERY_PARAMETERS`.
+   */
+  simple(): this {
+    this.isSimple = true;
+    return this;
   }
 
   /** Rows as arrays of values in column order instead of objects. */
@@ -61,7 +156,134 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
   }
 
   #start(): Promise<Result<T[number]>> {
-    return this.#promise ??= this.#runner.run(this) as Promise<Result<T[number]>>;
+    return this.#promise ??= this.#run() as Promise<Result<T[number]>>;
+  }
+
+  #run(each?: (row: unknown) => void): Promise<Result<unknown>> {
+    const signal = this.#signal;
+    if (this.#cancelled !== null) return Promise.reject(this.#cancelled);
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const onAbort = () => this.cancel(signal!.reason);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const control: RunControl = { onSent: (cancel) => this.#cancel = cancel, each };
+    const running = this.#runner.run(this, control);
+    if (signal === null) return running;
+    return running.then(
+      (result) => {
+        signal.removeEventListener("abort", onAbort);
+        return result;
+      },
+      (e) => {
+        signal.removeEventListener("abort", onAbort);
+        // Cancelled by the signal (on the server or before sending): reject with its reason.
+        throw signal.aborted && isCancellation(e) ? signal.reason : e;
+      },
+    );
+  }
+
+  /**
+   * Cancels the query. Not yet sent: it is dropped and rejects with an
+   * AbortError. In flight: the server is asked to cancel it when it is the
+   * statement running (its neighbours in the pipeline are not affected), and it
+   * rejects with the server's 57014 error, unless it finished first.
+   */
+  cancel(reason?: unknown): void {
+    const error = reason instanceof Error ? reason : abortError("the query was cancelled");
+    if (this.#promise === null) {
+      this.#cancelled = error;
+      return;
+    }
+    this.#cancel?.(error);
+  }
+
+  /**
+   * Ties the query to an AbortSignal: aborting cancels it (see `cancel`) and
+   * the query rejects with the signal's reason.
+   */
+  signal(signal: AbortSignal): this {
+    this.#signal = signal;
+    return this;
+  }
+
+  /**
+   * Calls `fn` for each row as it arrives, without keeping the rows; resolves
+   * with the result (count and command, no rows).
+   */
+  forEach(fn: (row: T[number], result: Result<T[number]>) => void): Promise<Result<T[number]>> {
+    let result: Result<T[number]> | null = null;
+    return this.#promise ??= this.#run((row) => fn(row as T[number], result!)).then((r) => {
+      result = r as Result<T[number]>;
+      return result;
+    });
+  }
+
+  /**
+   * Reads the rows in batches of `rows` through a cursor, so memory stays
+   * bounded by the batch size. Iterate it with `for await`; `break` closes it.
+   * With a callback, each batch is passed to `fn` (return `CLOSE` to stop).
+   */
+  cursor(rows?: number): AsyncIterable<T[number][]>;
+  /** Calls `fn` with each batch of `rows` rows; return `CLOSE` from it to stop early. */
+  cursor(rows: number, fn: (rows: T[number][]) => unknown): Promise<void>;
+  /** Calls `fn` with each row, one at a time. */
+  cursor(fn: (rows: T[number][]) => unknown): Promise<void>;
+  cursor(
+    a?: number | ((rows: T[number][]) => unknown),
+    b?: (rows: T[number][]) => unknown,
+  ): AsyncIterable<T[number][]> | Promise<void> {
+    const rows = typeof a === "number" ? a : 1;
+    const fn = typeof a === "function" ? a : b;
+    if (!Number.isInteger(rows) || rows < 1) {
+      throw new RangeError(`cursor batch size must be a positive integer, got ${rows}`);
+    }
+    const iterable = this.#iterate(rows);
+    if (fn === undefined) return iterable;
+    return (async () => {
+      for await (const batch of iterable) if (await fn(batch) === CLOSE) break;
+    })();
+  }
+
+  #iterate(rows: number): AsyncIterable<T[number][]> {
+    const runner = this.#runner;
+    const query = this;
+    return {
+      [Symbol.asyncIterator](): AsyncIterator<T[number][]> {
+        let source: CursorSource | null = null;
+        return {
+          async next(): Promise<IteratorResult<T[number][]>> {
+            source ??= runner.cursor(query, rows);
+            for (;;) {
+              const batch = await source.next();
+              if (batch === null) return { done: true, value: undefined };
+              if (batch.length > 0) return { done: false, value: batch as T[number][] };
+            }
+          },
+          async return(): Promise<IteratorResult<T[number][]>> {
+            await source?.close();
+            return { done: true, value: undefined };
+          },
+        };
+      },
+    };
+  }
+
+  /** Prepares the query and resolves with its parameter and result types, without running it. */
+  describe(): Promise<DescribedStatement> {
+    return this.#runner.describe(this);
+  }
+
+  /**
+   * For `COPY ... FROM STDIN`: resolves with a WritableStream once the server
+   * is ready for data. Write bytes or strings; `close()` finishes the COPY,
+   * `abort()` cancels it.
+   */
+  writable(): Promise<WritableStream<Uint8Array | string>> {
+    return this.#runner.copyIn(this);
+  }
+
+  /** For `COPY ... TO STDOUT`: a ReadableStream of the data, with backpressure. */
+  readable(): Promise<ReadableStream<Uint8Array>> {
+    return this.#runner.copyOut(this);
   }
 
   /** Runs the query (once) and settles with its result. */

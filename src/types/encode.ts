@@ -6,7 +6,7 @@
  */
 
 import { QueryError } from "../errors.ts";
-import { arrayOf, Oid } from "./oids.ts";
+import { arrayOf, elementOf, Oid } from "./oids.ts";
 
 /** Machine-readable reason a value cannot be sent as a parameter. */
 export type ParameterErrorCode = "UNDEFINED_VALUE" | "UNSUPPORTED_TYPE" | "INVALID_DATE";
@@ -96,9 +96,12 @@ function firstElementOid(array: readonly unknown[]): number {
  * | array | array literal `{…}`, nested for multi-dimensional, `NULL` for null elements |
  * | other objects | `JSON.stringify` |
  *
+ * `undef` stands in for `undefined` (the `transform.undefined` option); while it is
+ * itself `undefined`, an `undefined` value or array element is an error.
+ *
  * @throws {ParameterError} for `undefined`, functions, symbols and invalid dates.
  */
-export function serialize(value: unknown): string | null {
+export function serialize(value: unknown, undef?: unknown): string | null {
   switch (typeof value) {
     case "string":
       return value;
@@ -123,13 +126,11 @@ export function serialize(value: unknown): string | null {
           `${value.constructor.name} cannot be sent as a parameter; use a Uint8Array for bytea`,
         );
       }
-      if (Array.isArray(value)) return serializeArray(value);
+      if (Array.isArray(value)) return serializeArray(value, undef, undefined);
       return serializeJson(value);
     case "undefined":
-      throw new ParameterError(
-        "UNDEFINED_VALUE",
-        "Undefined values are not allowed as parameters; use null for SQL NULL",
-      );
+      if (undef !== undefined) return serialize(undef);
+      throw undefinedValue();
     default:
       throw new ParameterError(
         "UNSUPPORTED_TYPE",
@@ -179,21 +180,43 @@ function serializeJson(value: object): string {
   return json;
 }
 
-/** Builds an array literal; nested arrays become sub-arrays of a multi-dimensional array. */
-function serializeArray(array: readonly unknown[]): string {
+function undefinedValue(): ParameterError {
+  return new ParameterError(
+    "UNDEFINED_VALUE",
+    "Undefined values are not allowed as parameters; use null for SQL NULL",
+  );
+}
+
+/**
+ * Builds an array literal; nested arrays become sub-arrays of a multi-dimensional
+ * array. `custom` (a `types` option serializer) turns each element into its text.
+ */
+function serializeArray(
+  array: readonly unknown[],
+  undef: unknown,
+  custom: Serializer | undefined,
+): string {
   const length = array.length;
   if (length === 0) return "{}";
   let out = "{";
   for (let i = 0; i < length; i++) {
     if (i > 0) out += ",";
-    const element = array[i];
+    let element = array[i];
+    if (element === undefined) {
+      if (undef === undefined) throw undefinedValue();
+      element = undef;
+    }
     if (element === null) {
       out += "NULL";
     } else if (Array.isArray(element)) {
-      out += serializeArray(element);
+      out += serializeArray(element, undef, custom);
     } else {
-      // Not null here, and undefined throws, so the result is a string.
-      out += quoteArrayElement(serialize(element) as string);
+      const text = element instanceof Parameter // e.g. [sql.json(a), sql.json(b)]
+        ? serializeParameter(element, null, undef)
+        : custom === undefined
+        ? serialize(element)
+        : customText(custom(element));
+      out += text === null ? "NULL" : quoteArrayElement(text);
     }
   }
   return out + "}";
@@ -232,4 +255,104 @@ function quoteArrayElement(text: string): string {
     }
   }
   return out + text.slice(start) + '"';
+}
+
+/** A `types` option serializer: a value to its text (or to a value serialised as usual). */
+export type Serializer = (value: any) => unknown;
+
+/** Custom serializers by type OID (from the `types` option). */
+export type Serializers = ReadonlyMap<number, Serializer>;
+
+/** What a custom serializer returned, as parameter text: strings pass, the rest is serialised. */
+function customText(out: unknown): string | null {
+  return typeof out === "string" ? out : out === undefined ? null : serialize(out);
+}
+
+/**
+ * A parameter sent with an explicit type OID, made by `sql.typed`, `sql.json`,
+ * `sql.array` and the custom types of the `types` option. The value is
+ * serialised when the query runs (by the type's custom serializer, if any).
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * const point = sql.typed("(1,2)", 600); // sent as type point
+ * await sql`select ${point} as p`;
+ * ```
+ */
+export class Parameter {
+  /** The value as given. */
+  readonly value: unknown;
+  /** The type OID declared in Parse (0: the server infers it). */
+  readonly type: number;
+  /**
+   * For an array parameter (`sql.array`), the element type OID, whose custom
+   * serializer applies to each element (0: unknown); null for other parameters.
+   */
+  readonly element: number | null;
+
+  /** Made by `sql.typed`, `sql.json`, `sql.array`; not meant to be called directly. */
+  constructor(value: unknown, type: number, element: number | null = null) {
+    this.value = value;
+    this.type = type;
+    this.element = element;
+  }
+}
+
+/** json and jsonb parameters are always JSON text, even when the value is a string. */
+function serializeJsonText(value: unknown): string {
+  const json = JSON.stringify(value);
+  if (json === undefined) {
+    throw new ParameterError("UNSUPPORTED_TYPE", "json parameter has no JSON representation");
+  }
+  return json;
+}
+
+/**
+ * Serialises a typed {@linkcode Parameter}: `undefined` becomes `undef` (or fails),
+ * `null` is SQL NULL, then the custom serializer of its type (or of each element
+ * of an array parameter) applies, else json types get JSON text, else {@linkcode serialize}.
+ */
+export function serializeParameter(
+  p: Parameter,
+  serializers: Serializers | null,
+  undef: unknown,
+): string | null {
+  let value = p.value;
+  if (value === undefined) {
+    if (undef === undefined) throw undefinedValue();
+    value = undef;
+  }
+  if (value === null) return null;
+  if (p.element !== null) {
+    if (!Array.isArray(value)) {
+      throw new ParameterError("UNSUPPORTED_TYPE", "an array parameter needs an array value");
+    }
+    return serializeArray(value, undef, serializers?.get(p.element));
+  }
+  const custom = serializers?.get(p.type);
+  if (custom !== undefined) return customText(custom(value));
+  if (p.type === Oid.json || p.type === Oid.jsonb) return serializeJsonText(value);
+  return serialize(value, undef);
+}
+
+/**
+ * {@linkcode serialize} when the client has custom serializers: the one for the
+ * value's inferred OID wins, and for an array the one for its element type.
+ */
+export function serializeCustom(
+  value: unknown,
+  oid: number,
+  serializers: Serializers,
+  undef: unknown,
+): string | null {
+  if (value === null || value === undefined) return serialize(value, undef);
+  const custom = serializers.get(oid);
+  if (custom !== undefined) return customText(custom(value));
+  const element = elementOf[oid];
+  if (element !== undefined && Array.isArray(value)) {
+    return serializeArray(value, undef, serializers.get(element));
+  }
+  return serialize(value, undef);
 }

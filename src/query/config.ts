@@ -1,0 +1,60 @@
+/**
+ * The per-client settings queries are built and decoded with: the `transform`
+ * and `types` options. The decode half goes to the connections as
+ * DecodeOptions; the query half (undefined substitute, helper name mapping,
+ * custom serializers, `sql.typed`) is kept beside it, keyed by that same
+ * DecodeOptions object, so a tag can find it from the pool or connection it
+ * sends to.
+ */
+import type { Serializers } from "../types/encode.ts";
+import type { DecodeOptions } from "../types/text_decoders.ts";
+import { type CustomTypes, customTypes, type Typed } from "./custom_types.ts";
+import type { Transforms } from "./transform.ts";
+
+/** What building and sending a query needs from the client's options. */
+export interface QueryConfig {
+  /** Sent instead of `undefined` values; undefined: they are errors. */
+  undefinedValue: unknown;
+  /** Maps names written by `sql(...)` helpers and `sql(name)`. */
+  columnTo: ((name: string) => string) | undefined;
+  /** Custom parameter serializers by OID, or null (the fast path). */
+  serializers: Serializers | null;
+  /** `sql.typed` (and `sql.types`) with the custom type helpers. */
+  typed: Typed;
+}
+
+const configs = new WeakMap<DecodeOptions, QueryConfig>();
+
+const defaults: QueryConfig = {
+  undefinedValue: undefined,
+  columnTo: undefined,
+  serializers: null,
+  typed: customTypes(undefined).typed,
+};
+
+/**
+ * The DecodeOptions for a client with these options; its QueryConfig is
+ * remembered for {@linkcode queryConfig}.
+ */
+export function clientDecode(
+  options: { bigint: boolean; transform: Transforms; types: CustomTypes },
+): DecodeOptions {
+  const { transform, types } = options;
+  const decode: DecodeOptions = { bigint: options.bigint };
+  if (transform.columnFrom !== undefined) decode.column = transform.columnFrom;
+  if (transform.valueFrom !== undefined) decode.value = transform.valueFrom;
+  if (transform.rowFrom !== undefined) decode.row = transform.rowFrom;
+  if (types.parsers !== undefined) decode.parsers = types.parsers;
+  configs.set(decode, {
+    undefinedValue: transform.undefined,
+    columnTo: transform.columnTo,
+    serializers: types.serializers,
+    typed: types.typed,
+  });
+  return decode;
+}
+
+/** The QueryConfig of the client whose DecodeOptions these are (defaults when unknown). */
+export function queryConfig(decode: DecodeOptions | undefined): QueryConfig {
+  return (decode !== undefined && configs.get(decode)) || defaults;
+}
