@@ -49,7 +49,7 @@ export type {
   TransactionSql,
   UnwrapQueries,
 } from "./src/client/sql.ts";
-export { Query, type QueryMode } from "./src/query/query.ts";
+export { CLOSE, type DescribedStatement, Query, type QueryMode } from "./src/query/query.ts";
 export { Identifier } from "./src/query/identifier.ts";
 export { Helper } from "./src/query/helpers.ts";
 export { Parameter } from "./src/types/encode.ts";

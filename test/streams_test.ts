@@ -1,0 +1,205 @@
+/** Cursors, forEach, describe, COPY streams and cancellation against a real server. */
+import assert from "node:assert/strict";
+import postgres, { CLOSE, PostgresError, QueryError } from "../mod.ts";
+import { databaseUrl } from "./harness/env.ts";
+
+const url = databaseUrl();
+const quiet = { onnotice: () => {} };
+
+Deno.test("cursor: for await reads every row in batches; others wait, then run", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  const sizes: number[] = [];
+  let total = 0;
+  let last = 0;
+  const behind = sql`select 'after' as x`.execute(); // sent before the cursor: answered first
+  for await (const rows of sql`select g from generate_series(1, 1050) g`.cursor(100)) {
+    sizes.push(rows.length);
+    for (const r of rows) {
+      assert.equal(r.g, last + 1);
+      last = r.g as number;
+    }
+    total += rows.length;
+  }
+  assert.equal(total, 1050);
+  assert.deepEqual(sizes, [...Array(10).fill(100), 50]);
+  assert.equal((await behind)[0].x, "after");
+  assert.equal((await sql`select 1 as one`)[0].one, 1, "the connection is free again");
+});
+
+Deno.test("cursor: break closes the portal early; the connection stays usable", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  let seen = 0;
+  for await (const rows of sql`select g from generate_series(1, 100000) g`.cursor(10)) {
+    seen += rows.length;
+    if (seen >= 30) break;
+  }
+  assert.equal(seen, 30);
+  const during = await Promise.all([sql`select 2 as two`, sql`select 3 as three`]);
+  assert.equal(during[1][0].three, 3);
+});
+
+Deno.test("cursor: callback form with CLOSE, and a query issued meanwhile waits for the cursor", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  const order: string[] = [];
+  let other: Promise<unknown> | null = null;
+  await sql`select g from generate_series(1, 50) g`.cursor(10, (rows) => {
+    order.push(`batch ${rows[0].g}`);
+    if (other === null) {
+      other = sql`select 1`.execute().then(() => order.push("other"));
+    }
+    if (rows[0].g === 21) return CLOSE;
+  });
+  await other;
+  assert.deepEqual(order, ["batch 1", "batch 11", "batch 21", "other"]);
+});
+
+Deno.test("cursor: an error mid-way rejects the iteration; the connection recovers", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  const rows: number[] = [];
+  await assert.rejects(async () => {
+    for await (
+      const batch of sql`select 10 / (5 - g) as x from generate_series(1, 10) g`.cursor(2)
+    ) {
+      for (const r of batch) rows.push(r.x as number);
+    }
+  }, (e) => e instanceof PostgresError && e.code === "22012");
+  assert.deepEqual(rows, [2, 3, 5, 10]);
+  assert.equal((await sql`select 4 as four`)[0].four, 4);
+  await assert.rejects(async () => {
+    for await (const _ of sql`select * from no_such_table`.cursor(5)) { /* not reached */ }
+  }, (e) => e instanceof PostgresError && e.code === "42P01");
+});
+
+Deno.test("cursor: memory stays bounded by the batch for a large result", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  let count = 0;
+  let sum = 0;
+  for await (
+    const rows of sql`select g, repeat('x', 100) as pad from generate_series(1, 200000) g`.cursor(
+      1000,
+    )
+  ) {
+    assert.ok(rows.length <= 1000);
+    count += rows.length;
+    for (const r of rows) sum += r.g as number;
+  }
+  assert.equal(count, 200000);
+  assert.equal(sum, (200000 * 200001) / 2);
+});
+
+Deno.test("forEach streams rows to a callback and resolves with the count", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  let sum = 0;
+  const result = await sql`select g from generate_series(1, 1000) g`.forEach((row) => {
+    sum += row.g as number;
+  });
+  assert.equal(sum, 500500);
+  assert.equal(result.count, 1000);
+  assert.equal(result.length, 0, "rows are not kept");
+});
+
+Deno.test("describe returns parameter and column types without running the query", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  await sql`create temp table described (id int, name text)`;
+  const d = await sql`insert into described values (${1}, ${"a"}) returning id, name`.describe();
+  assert.deepEqual(d.types, [23, 25]);
+  assert.deepEqual(d.columns, [{ name: "id", type: 23 }, { name: "name", type: 25 }]);
+  assert.equal((await sql`select count(*)::int as n from described`)[0].n, 0);
+  await assert.rejects(
+    sql`select from nowhere_at_all`.describe(),
+    (e) => e instanceof PostgresError,
+  );
+});
+
+Deno.test("COPY FROM STDIN through a WritableStream; COPY TO STDOUT through a ReadableStream", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  await sql`create temp table copied (id int, name text)`;
+  const writable = await sql`copy copied from stdin`.writable();
+  const writer = writable.getWriter();
+  for (let i = 1; i <= 1000; i++) await writer.write(`${i}\tname ${i}\n`);
+  await writer.write(new TextEncoder().encode("1001\tbytes\n"));
+  await writer.close();
+  const [{ n }] = await sql`select count(*)::int as n from copied`;
+  assert.equal(n, 1001);
+
+  const readable = await sql`copy (select id, name from copied order by id) to stdout`.readable();
+  const text = await new Response(readable).text();
+  const lines = text.trimEnd().split("\n");
+  assert.equal(lines.length, 1001);
+  assert.equal(lines[0], "1\tname 1");
+  assert.equal(lines[1000], "1001\tbytes");
+});
+
+Deno.test("COPY failures: bad data, abort, wrong direction; the connection stays usable", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  await sql`create temp table copy_bad (id int)`;
+  const writable = await sql`copy copy_bad from stdin`.writable();
+  const writer = writable.getWriter();
+  await writer.write("1\nnot a number\n");
+  await assert.rejects(writer.close(), (e) => e instanceof PostgresError && e.code === "22P02");
+  const aborted = (await sql`copy copy_bad from stdin`.writable()).getWriter();
+  await aborted.write("5\n");
+  await aborted.abort("changed my mind");
+  assert.equal((await sql`select count(*)::int as n from copy_bad`)[0].n, 0);
+  await assert.rejects(
+    sql`select 1`.writable(),
+    (e) => e instanceof QueryError && e.code === "NOT_COPY_FROM_STDIN",
+  );
+  await assert.rejects(sql`copy copy_bad from stdin where id > ${1}`.writable(), QueryError);
+  const wrong = await sql`select 1`.readable();
+  await assert.rejects(new Response(wrong).text(), (e) => e instanceof QueryError);
+  assert.equal((await sql`select 9 as nine`)[0].nine, 9);
+});
+
+Deno.test("COPY TO STDOUT: cancelling the reader drains the rest; the connection stays usable", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  const readable = await sql`copy (select g from generate_series(1, 200000) g) to stdout`
+    .readable();
+  const reader = readable.getReader();
+  const first = await reader.read();
+  assert.ok(first.value && first.value.length > 0);
+  await reader.cancel();
+  assert.equal((await sql`select 8 as eight`)[0].eight, 8);
+});
+
+Deno.test("cancel: a running query is cancelled; its pipelined neighbours are not", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  const before = sql`select 1 as x`.execute();
+  const slow = sql`select pg_sleep(5) as s`.execute();
+  const after = Array.from({ length: 20 }, (_, i) => sql`select ${i}::int as i`.execute());
+  await new Promise((r) => setTimeout(r, 100));
+  slow.cancel();
+  await assert.rejects(slow, (e) => e instanceof PostgresError && e.code === "57014");
+  assert.equal((await before)[0].x, 1);
+  const rows = await Promise.all(after);
+  assert.deepEqual(rows.map((r) => r[0].i), Array.from({ length: 20 }, (_, i) => i));
+});
+
+Deno.test("cancel: a query queued behind a slow one is cancelled when it starts; not-yet-sent ones are dropped", async () => {
+  await using sql = postgres(url, { max: 1, max_pipeline: 2, ...quiet });
+  const slow = sql`select pg_sleep(0.2) as s`.execute();
+  const target = sql`select pg_sleep(5) as s`.execute();
+  const waiting = sql`select 'never' as x`.execute(); // past max_pipeline: waits locally
+  await new Promise((r) => setTimeout(r, 20));
+  waiting.cancel();
+  target.cancel();
+  await assert.rejects(waiting, (e) => e instanceof DOMException && e.name === "AbortError");
+  await assert.rejects(target, (e) => e instanceof PostgresError && e.code === "57014");
+  await slow;
+  const unsent = sql`select 1`;
+  unsent.cancel();
+  await assert.rejects(unsent, (e) => e instanceof DOMException && e.name === "AbortError");
+});
+
+Deno.test("AbortSignal: aborting rejects with the signal's reason, before or during the query", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  const early = AbortSignal.abort(new Error("too late"));
+  await assert.rejects(sql`select 1`.signal(early), /too late/);
+  const controller = new AbortController();
+  const running = sql`select pg_sleep(5)`.signal(controller.signal).execute();
+  setTimeout(() => controller.abort(new Error("user left")), 100);
+  await assert.rejects(running, /user left/);
+  const timed = sql`select pg_sleep(5)`.signal(AbortSignal.timeout(100));
+  await assert.rejects(timed, (e) => e instanceof DOMException && e.name === "TimeoutError");
+  assert.equal((await sql`select 5 as five`)[0].five, 5);
+});
