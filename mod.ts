@@ -37,7 +37,7 @@ import {
   toPascal,
 } from "./src/query/transform.ts";
 
-export type { Options, SslOption } from "./src/client/options.ts";
+export type { DebugHook, Options, SslOption } from "./src/client/options.ts";
 export type { PasswordSource } from "./src/connection/startup.ts";
 export type { ListenHandle, NotifyHandler } from "./src/client/listen.ts";
 export type {

@@ -7,6 +7,7 @@
 import type { FieldMap, Notification } from "../protocol/backend.ts";
 import type { SslMode } from "../connection/transport.ts";
 import type { PasswordSource } from "../connection/startup.ts";
+import { readPgpass } from "./pgpass.ts";
 import { type CustomTypes, customTypes, type PostgresType } from "../query/custom_types.ts";
 import { normalizeTransform, type Transform, type Transforms } from "../query/transform.ts";
 
@@ -43,8 +44,19 @@ export interface Options {
   pass?: PasswordSource;
   /** TLS: `true` means `require`, `false` means `disable`. Default: `PGSSLMODE` or `prefer`. */
   ssl?: SslOption;
-  /** Most connections. This release keeps a single pipelined connection. Default 1. */
+  /** Most connections; each pipelines, and a query goes to the least busy. Default 10. */
   max?: number;
+  /** Seconds a connection may stay idle before it is closed (0: never). Default 0. */
+  idle_timeout?: number;
+  /** Seconds a connection lives before it is replaced when idle. Default: random 30 to 60 minutes. */
+  max_lifetime?: number;
+  /**
+   * Ask the server (once per client) for the array types of user-defined
+   * types, so arrays of enums and custom types decode into arrays. Default true.
+   */
+  fetch_types?: boolean;
+  /** Called with each query as it is sent: connection id, text, parameters, parameter types. */
+  debug?: DebugHook;
   /** Seconds allowed to connect and authenticate. Default: `PGCONNECT_TIMEOUT` or 30. */
   connect_timeout?: number;
   /** Use named, cached prepared statements (false: the unnamed statement, for PgBouncer). Default true. */
@@ -81,6 +93,14 @@ export interface Options {
   onnotify?: (notification: Notification) => void;
 }
 
+/** The `debug` option: sees each query as it is sent. */
+export type DebugHook = (
+  connection: number,
+  query: string,
+  parameters: readonly unknown[],
+  types: readonly number[],
+) => void;
+
 /** Options after URL, environment and defaults are applied. */
 export interface ResolvedOptions {
   host: string;
@@ -91,6 +111,10 @@ export interface ResolvedOptions {
   sslmode: SslMode;
   ca?: string[];
   max: number;
+  idleTimeout: number;
+  maxLifetime: number;
+  fetchTypes: boolean;
+  debug?: DebugHook;
   connectTimeout: number;
   prepare: boolean;
   maxPipeline: number;
@@ -205,6 +229,9 @@ function logNotice(notice: FieldMap): void {
 
 /** URL query keys that configure the driver rather than being startup parameters. */
 const DRIVER_KEYS = new Set([
+  "idle_timeout",
+  "max_lifetime",
+  "fetch_types",
   "sslmode",
   "sslrootcert",
   "host",
@@ -234,8 +261,10 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     env("USER") ?? "postgres";
   const database = options.database ?? options.db ?? q.get("dbname") ?? parsed.database ??
     env("PGDATABASE") ?? user;
-  const password = options.password ?? options.pass ?? q.get("password") ?? parsed.password ??
-    env("PGPASSWORD");
+  const password: PasswordSource = options.password ?? options.pass ?? q.get("password") ??
+    parsed.password ?? env("PGPASSWORD") ??
+    // Read only if the server asks for a password, as libpq does.
+    (() => readPgpass({ host, port, database, user }) as Promise<string>);
   const ssl = parseSsl(options.ssl ?? q.get("sslmode") ?? env("PGSSLMODE"));
   const rootCert = q.get("sslrootcert");
   if (rootCert !== undefined && ssl.ca === undefined) ssl.ca = [Deno.readTextFileSync(rootCert)];
@@ -254,7 +283,15 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
   for (const [key, value] of q) if (!DRIVER_KEYS.has(key)) params[key] = value;
   Object.assign(params, options.connection);
 
-  const max = options.max ?? Number(q.get("max") ?? 1);
+  const max = options.max ?? Number(q.get("max") ?? 10);
+  if (!(Number.isInteger(max) && max >= 1)) throw new TypeError("max must be a positive integer");
+  const idleTimeout = options.idle_timeout ?? Number(q.get("idle_timeout") ?? 0);
+  // postgres.js's default: 30 to 60 minutes, random so connections do not all retire at once.
+  const maxLifetime = options.max_lifetime ??
+    Number(q.get("max_lifetime") ?? 60 * (30 + Math.random() * 30));
+  if (!(idleTimeout >= 0) || !(maxLifetime >= 0)) {
+    throw new TypeError("idle_timeout and max_lifetime must be numbers of seconds (0: none)");
+  }
   const maxPipeline = options.max_pipeline ?? Number(q.get("max_pipeline") ?? 1000);
   if (!(Number.isInteger(maxPipeline) && maxPipeline >= 1)) {
     throw new TypeError("max_pipeline must be a positive integer");
@@ -268,6 +305,10 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     sslmode: ssl.mode ?? "prefer",
     ca: ssl.ca,
     max,
+    idleTimeout: idleTimeout * 1000,
+    maxLifetime: maxLifetime * 1000,
+    fetchTypes: options.fetch_types ?? q.get("fetch_types") !== "false",
+    debug: options.debug,
     connectTimeout: connectTimeout * 1000,
     prepare: options.prepare ?? q.get("prepare") !== "false",
     maxPipeline,

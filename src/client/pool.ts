@@ -11,9 +11,25 @@
 import { Connection, type ConnectionOptions } from "../connection/connection.ts";
 import type { PipelineRequest } from "../connection/request.ts";
 import { ConnectionError } from "../errors.ts";
+import { QueryRequest } from "../connection/query_request.ts";
+import type { DebugHook } from "./options.ts";
 import { exec } from "./exec.ts";
 
 const IDLE = 0x49; // ReadyForQuery status outside a transaction block
+
+/** How the pool manages its connections' lives. */
+export interface PoolOptions {
+  /** Most connections. */
+  max: number;
+  /** Close a connection idle this long (ms); 0: never. */
+  idleTimeout: number;
+  /** Replace a connection older than this (ms) once it is idle; 0: never. */
+  maxLifetime: number;
+  /** Sees each query as it is routed to a connection. */
+  debug?: DebugHook;
+  /** Runs on each new connection before it takes work (e.g. fetching type info). */
+  prepare?: (c: Connection) => Promise<void>;
+}
 
 interface Reserver {
   resolve(c: Connection): void;
@@ -23,7 +39,11 @@ interface Reserver {
 /** A set of pipelined connections sharing one configuration. */
 export class Pool {
   #options: ConnectionOptions;
+  #pool: PoolOptions;
   #max: number;
+  #ids = new WeakMap<Connection, number>();
+  #nextId = 1;
+  #idleTimers = new Map<Connection, ReturnType<typeof setTimeout>>();
   #open: Connection[] = [];
   #reserved = new Set<Connection>();
   #opening = 0;
@@ -38,9 +58,38 @@ export class Pool {
     return this.#options;
   }
 
-  constructor(options: ConnectionOptions, max: number) {
+  constructor(options: ConnectionOptions, pool: PoolOptions) {
     this.#options = options;
-    this.#max = Math.max(1, max);
+    this.#pool = pool;
+    this.#max = Math.max(1, pool.max);
+  }
+
+  /** Past max_lifetime: takes no new work and closes once idle. */
+  #expired(c: Connection): boolean {
+    return this.#pool.maxLifetime > 0 && Date.now() - c.openedAt > this.#pool.maxLifetime;
+  }
+
+  /** Closes a connection that has nothing in flight and nobody holding it. */
+  #retire(c: Connection): void {
+    clearTimeout(this.#idleTimers.get(c));
+    this.#idleTimers.delete(c);
+    this.#open = this.#open.filter((o) => o !== c);
+    c.end();
+  }
+
+  #idle(c: Connection): void {
+    if (this.#reserved.has(c) || c.closed) return;
+    if (this.#expired(c)) return this.#retire(c);
+    const ms = this.#pool.idleTimeout;
+    if (ms <= 0) return;
+    clearTimeout(this.#idleTimers.get(c));
+    const timer = setTimeout(() => {
+      this.#idleTimers.delete(c);
+      if (c.inFlight === 0 && !this.#reserved.has(c)) this.#retire(c);
+    }, ms);
+    // An idle timer must not keep the process alive.
+    Deno.unrefTimer(timer as unknown as number);
+    this.#idleTimers.set(c, timer);
   }
 
   #endedError(): ConnectionError {
@@ -54,6 +103,10 @@ export class Pool {
     let best: Connection | null = null;
     for (const c of this.#open) {
       if (c.closed || this.#reserved.has(c)) continue;
+      if (this.#expired(c)) {
+        if (c.inFlight === 0) this.#retire(c);
+        continue;
+      }
       if (best === null || c.inFlight < best.inFlight) best = c;
     }
     return best;
@@ -68,6 +121,8 @@ export class Pool {
     if (this.#ended !== null) return req.fail(this.#endedError());
     if (this.#waiting.length > 0) {
       this.#waiting.push(req); // keep order behind those already waiting
+      // A burst before connections are open: open more (up to max) to share it, as postgres.js does.
+      if (this.#waiting.length > this.#opening && this.#canOpen()) this.#connect();
       return;
     }
     const best = this.#leastBusy();
@@ -79,6 +134,15 @@ export class Pool {
 
   #route(c: Connection, req: PipelineRequest): void {
     this.#routes.set(req, c);
+    const timer = this.#idleTimers.get(c);
+    if (timer !== undefined) {
+      clearTimeout(timer);
+      this.#idleTimers.delete(c);
+    }
+    const debug = this.#pool.debug;
+    if (debug !== undefined && req instanceof QueryRequest) {
+      debug(this.#ids.get(c) ?? 0, req.spec.text, req.spec.params, req.spec.types);
+    }
     c.send(req);
   }
 
@@ -113,6 +177,7 @@ export class Pool {
   /** Returns a reserved connection; one left inside a transaction is rolled back first. */
   release(c: Connection): void {
     if (!this.#reserved.delete(c) || c.closed) return this.#forget();
+    if (this.#expired(c) && c.inFlight === 0 && c.status === IDLE) return this.#retire(c);
     // Queued ahead of anything else, so the next user starts outside any transaction.
     if (c.status !== IDLE) exec(c, "rollback").catch(() => {});
     this.#available(c);
@@ -125,26 +190,46 @@ export class Pool {
       this.#reserved.add(c);
       return reserver.resolve(c);
     }
-    const waiting = this.#waiting;
-    this.#waiting = [];
-    for (const req of waiting) this.#route(c, req);
+    // Connections still opening will take their share of what waits.
+    const share = Math.ceil(this.#waiting.length / (this.#opening + 1));
+    for (const req of this.#waiting.splice(0, share)) this.#route(c, req);
+    if (c.inFlight === 0) this.#idle(c);
   }
 
   #connect(): void {
     this.#opening++;
+    let self: Connection | null = null;
     const opening = Connection.open({
       ...this.#options,
       onclose: () => this.#forget(),
+      onidle: () => self !== null && this.#idle(self),
+    }).then(async (c) => {
+      self = c;
+      try {
+        await this.#pool.prepare?.(c);
+      } catch (e) {
+        c.destroy();
+        throw e;
+      }
+      return c;
     }).then(
       (c) => {
         this.#opening--;
+        this.#ids.set(c, this.#nextId++);
         this.#open.push(c);
         this.#available(c);
       },
       (err: Error) => {
         this.#opening--;
+        if (this.#opening > 0) return; // the others will take what waits
+        const open = this.#leastBusy();
+        if (open !== null) {
+          // Another connection is up: it takes the share this one would have had.
+          for (const req of this.#waiting.splice(0)) this.#route(open, req);
+          return;
+        }
+        if (this.#open.some((c) => !c.closed)) return; // all reserved: waiters go on release
         // Nothing is open to take the waiting requests: they fail with the reason.
-        if (this.#opening > 0 || this.#open.some((c) => !c.closed)) return;
         if (err instanceof ConnectionError) err.outcome = "not-sent";
         const waiting = this.#waiting;
         const reservers = this.#reservers;
@@ -158,6 +243,12 @@ export class Pool {
   }
 
   #forget(): void {
+    for (const [c, timer] of this.#idleTimers) {
+      if (c.closed) {
+        clearTimeout(timer);
+        this.#idleTimers.delete(c);
+      }
+    }
     this.#open = this.#open.filter((c) => !c.closed);
     for (const c of this.#reserved) if (c.closed) this.#reserved.delete(c);
     // Work waiting for a connection must not strand when one goes away.
@@ -174,6 +265,8 @@ export class Pool {
   /** Stops accepting requests; waits for in-flight ones, up to `timeout` seconds. */
   async end(timeout?: number): Promise<void> {
     this.#ended ??= new ConnectionError("CONNECTION_ENDED", "the client was ended with sql.end()");
+    for (const timer of this.#idleTimers.values()) clearTimeout(timer);
+    this.#idleTimers.clear();
     for (const r of this.#reservers.splice(0)) r.reject(this.#endedError());
     // Requests waiting for a connection that is still opening are sent and answered first.
     const all = Promise.allSettled([...this.#openings])

@@ -34,6 +34,7 @@ import {
 } from "../types/encode.ts";
 import { type Options, resolveOptions } from "./options.ts";
 import { Pool } from "./pool.ts";
+import { fetchArrayTypes } from "./fetch_types.ts";
 import { quoteIdentifier } from "./exec.ts";
 import { Listener, type ListenHandle, type NotifyHandler } from "./listen.ts";
 
@@ -232,6 +233,8 @@ export interface Sql extends SqlTag {
   notify(channel: string, payload: string): Promise<void>;
   /** Waits for queries in flight, then closes every connection; with `timeout` (seconds), destroys them after it. */
   end(options?: { timeout?: number }): Promise<void>;
+  /** The same as `end()` (Bun.sql's name). */
+  close(options?: { timeout?: number }): Promise<void>;
   /** Same as `end()`, for `await using sql = postgres()`. */
   [Symbol.asyncDispose](): Promise<void>;
 }
@@ -496,7 +499,14 @@ export function createSql(url?: string, options?: Options): Sql {
     onnotice: resolved.onnotice,
     onparameter: resolved.onparameter,
     onnotify: resolved.onnotify,
-  }, resolved.max);
+  }, {
+    max: resolved.max,
+    idleTimeout: resolved.idleTimeout,
+    maxLifetime: resolved.maxLifetime,
+    debug: resolved.debug,
+    prepare: resolved.fetchTypes ? (c) => fetched ??= fetchArrayTypes(c, decode) : undefined,
+  });
+  let fetched: Promise<void> | undefined; // once per client, shared by concurrent first connects
   const prepare = resolved.prepare;
   const sql = makeTag(makeRunner(pool, prepare, config)) as Sql;
   const listener = new Listener(pool.options);
@@ -570,6 +580,10 @@ export function createSql(url?: string, options?: Options): Sql {
     }) as ReservedSql;
   }
 
+  async function end(o?: { timeout?: number }): Promise<void> {
+    await Promise.all([pool.end(o?.timeout), listener.end()]);
+  }
+
   const publicOptions: PublicOptions = {
     host: resolved.host,
     port: resolved.port,
@@ -590,11 +604,8 @@ export function createSql(url?: string, options?: Options): Sql {
         await sql`select pg_notify(${channel}, ${payload})`;
       },
     },
-    end: {
-      value: async (o?: { timeout?: number }) => {
-        await Promise.all([pool.end(o?.timeout), listener.end()]);
-      },
-    },
+    end: { value: end },
+    close: { value: end },
     [Symbol.asyncDispose]: { value: () => Promise.all([pool.end(), listener.end()]) },
   });
   return sql;

@@ -56,6 +56,8 @@ export interface ConnectionOptions {
   onnotify?: (n: Notification) => void;
   /** Called once when the connection closes, with the reason if it failed. */
   onclose?: (err: ConnectionError | null) => void;
+  /** Called whenever the last request in flight is answered. */
+  onidle?: () => void;
 }
 
 const IDLE = 0x49; // ReadyForQuery status outside a transaction block
@@ -78,6 +80,8 @@ export class Connection implements EncodeContext {
   readonly decode: DecodeOptions;
   /** Server parameters (server_version, TimeZone, ...), updated as they change. */
   readonly parameters: Map<string, string> = new Map();
+  /** When the connection was opened (ms since the epoch), for max_lifetime. */
+  readonly openedAt: number = Date.now();
   /** Backend process ID and secret key, for CancelRequest. */
   pid = 0;
   secret = 0;
@@ -370,7 +374,10 @@ export class Connection implements EncodeContext {
         const next = this.#queue[this.#head];
         if (next !== undefined && this.#cancelWhenHead.delete(next)) this.#cancelNow(next);
         this.#refill();
-        if (this.#drained !== null && this.inFlight === 0) this.#drained();
+        if (this.inFlight === 0) {
+          if (this.#drained !== null) this.#drained();
+          else this.#options.onidle?.();
+        }
         return;
       }
       case Backend.RowDescription:

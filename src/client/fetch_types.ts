@@ -1,0 +1,50 @@
+/**
+ * `fetch_types`: user-defined types (enums, domains, composites) have array
+ * types the driver cannot know in advance. One query per client, before the
+ * first connection takes work, registers an array decoder for each, so
+ * `my_enum[]` arrives as an array instead of its text literal.
+ */
+import type { Connection } from "../connection/connection.ts";
+import { QueryRequest } from "../connection/query_request.ts";
+import { parseArrayLiteral } from "../types/array_literal.ts";
+import { type DecodeOptions, decoderFor, type TextDecoderFn } from "../types/text_decoders.ts";
+
+/** User-defined types start at this OID (FirstNormalObjectId). */
+const FIRST_USER_OID = 16384;
+
+const QUERY = "select t.oid::int4, t.typarray::int4, t.typdelim::text from pg_catalog.pg_type t " +
+  `where t.typarray <> 0 and t.oid >= ${FIRST_USER_OID}`;
+
+function rows(conn: Connection): Promise<unknown[][]> {
+  return new Promise((resolve, reject) => {
+    const out: unknown[][] = [];
+    conn.send(
+      new QueryRequest(
+        { text: QUERY, params: [], types: [], prepare: false, mode: "array" },
+        {
+          push: (row) => out.push(row as unknown[]),
+          length: 0,
+          command: null,
+          count: null,
+          columns: null,
+          statement: null,
+        },
+        { resolve: () => resolve(out), reject },
+      ),
+    );
+  });
+}
+
+/** Adds array decoders for the server's user-defined types to `decode.parsers`. */
+export async function fetchArrayTypes(conn: Connection, decode: DecodeOptions): Promise<void> {
+  const parsers = new Map<number, TextDecoderFn>(decode.parsers ?? []);
+  for (const [elem, array, delimiter] of await rows(conn)) {
+    if (parsers.has(array as number)) continue; // the user's own parser wins
+    const element = parsers.get(elem as number) ?? decoderFor(elem as number, decode);
+    parsers.set(
+      array as number,
+      (text) => parseArrayLiteral(text, element, (delimiter as string) || ","),
+    );
+  }
+  decode.parsers = parsers;
+}

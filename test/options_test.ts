@@ -1,0 +1,229 @@
+/** Options, URL, environment and .pgpass, and the pool lifetimes, against a real server. */
+import assert from "node:assert/strict";
+import postgres from "../mod.ts";
+import { parseUrl, resolveOptions } from "../src/client/options.ts";
+import { matchPgpass } from "../src/client/pgpass.ts";
+import { databaseUrl, hasClusters, tlsCluster } from "./harness/env.ts";
+
+const url = databaseUrl();
+const quiet = { onnotice: () => {} };
+
+/** Runs `fn` with environment variables set, restoring them afterwards. */
+async function withEnv(vars: Record<string, string | undefined>, fn: () => unknown): Promise<void> {
+  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, Deno.env.get(k)]));
+  const apply = (v: Record<string, string | undefined>) => {
+    for (const [k, val] of Object.entries(v)) {
+      val === undefined ? Deno.env.delete(k) : Deno.env.set(k, val);
+    }
+  };
+  apply(vars);
+  try {
+    await fn();
+  } finally {
+    apply(saved);
+  }
+}
+
+Deno.test("URL: credentials and names are percent-decoded; unknown keys become startup parameters", () => {
+  const p = parseUrl(
+    "postgres://us%40er:p%3Ass%2Fw@db.example:6543/my%20db?sslmode=require&search_path=app",
+  );
+  assert.equal(p.user, "us@er");
+  assert.equal(p.password, "p:ss/w");
+  assert.equal(p.host, "db.example");
+  assert.equal(p.port, 6543);
+  assert.equal(p.database, "my db");
+  const r = resolveOptions(
+    "postgresql://u@[::1]:5433/d?application_name=app%201&search_path=app&sslmode=disable",
+  );
+  assert.equal(r.host, "::1");
+  assert.equal(r.port, 5433);
+  assert.equal(r.params.application_name, "app 1");
+  assert.equal(r.params.search_path, "app");
+  assert.equal(r.sslmode, "disable");
+  assert.equal("sslmode" in r.params, false);
+  assert.throws(() => resolveOptions("mysql://x"), TypeError);
+  assert.throws(() => resolveOptions("postgres://h:99999/d"), TypeError);
+  assert.throws(() => resolveOptions("postgres://h/d?sslmode=sometimes"), TypeError);
+  assert.equal(resolveOptions("postgres://h/d?host=/run/pg").host, "/run/pg");
+});
+
+Deno.test("environment: PG* variables fill what the URL and options leave out", async () => {
+  await withEnv({
+    PGHOST: "envhost",
+    PGPORT: "7777",
+    PGUSER: "envuser",
+    PGPASSWORD: "envpass",
+    PGDATABASE: "envdb",
+    PGAPPNAME: "envapp",
+    PGSSLMODE: "verify-full",
+    PGCONNECT_TIMEOUT: "3",
+  }, () => {
+    const r = resolveOptions(undefined);
+    assert.deepEqual(
+      [r.host, r.port, r.user, r.password, r.database, r.params.application_name, r.sslmode],
+      ["envhost", 7777, "envuser", "envpass", "envdb", "envapp", "verify-full"],
+    );
+    assert.equal(r.connectTimeout, 3000);
+    const o = resolveOptions("postgres://urluser@urlhost/urldb", { port: 1234 });
+    assert.deepEqual([o.host, o.port, o.user, o.database], ["urlhost", 1234, "urluser", "urldb"]);
+  });
+});
+
+Deno.test(".pgpass: wildcards, escapes, first match wins, sockets match localhost", () => {
+  const text = [
+    "# comment",
+    "other:5432:*:alice:nope",
+    "db.example:5432:app:alice:s3cr\\:et\\\\x",
+    "*:*:*:alice:fallback",
+    "localhost:5433:*:bob:sock",
+  ].join("\n");
+  const t = { host: "db.example", port: 5432, database: "app", user: "alice" };
+  assert.equal(matchPgpass(text, t), "s3cr:et\\x");
+  assert.equal(matchPgpass(text, { ...t, database: "else" }), "fallback");
+  assert.equal(matchPgpass(text, { host: "/tmp", port: 5433, database: "x", user: "bob" }), "sock");
+  assert.equal(matchPgpass(text, { ...t, user: "carol" }), undefined);
+});
+
+Deno.test({
+  name: ".pgpass supplies the password when none is given; a world-readable file is ignored",
+  ignore: !hasClusters,
+  async fn() {
+    const c = tlsCluster()!;
+    const u = c.users.scram;
+    const dir = await Deno.makeTempDir();
+    const file = `${dir}/pgpass`;
+    try {
+      const escaped = u.password.replaceAll("\\", "\\\\").replaceAll(":", "\\:");
+      await Deno.writeTextFile(file, `127.0.0.1:${c.port}:*:${u.user}:${escaped}\n`, {
+        mode: 0o600,
+      });
+      await Deno.chmod(file, 0o600);
+      await withEnv({ PGPASSFILE: file, PGPASSWORD: undefined }, async () => {
+        await using sql = postgres({
+          host: "127.0.0.1",
+          port: c.port,
+          user: u.user,
+          database: c.database,
+          ssl: "disable",
+          ...quiet,
+        });
+        assert.equal((await sql`select current_user as u`)[0].u, u.user);
+        await Deno.chmod(file, 0o644);
+        await using loose = postgres({
+          host: "127.0.0.1",
+          port: c.port,
+          user: u.user,
+          database: c.database,
+          ssl: "disable",
+          ...quiet,
+        });
+        await assert.rejects(
+          loose`select 1`,
+          (e: Error & { code?: string }) => e.code === "AUTH_FAILED",
+        );
+      });
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test("without --allow-env or --allow-read the client still works from a URL", async () => {
+  const script = await Deno.makeTempFile({ suffix: ".ts" });
+  try {
+    const mod = new URL("../mod.ts", import.meta.url).href;
+    await Deno.writeTextFile(
+      script,
+      `import postgres from "${mod}";
+const sql = postgres(${JSON.stringify(url)}, { max: 1, onnotice: () => {} });
+const [{ x }] = await sql\`select 41 + 1 as x\`;
+await sql.end();
+console.log(x);`,
+    );
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--no-prompt",
+        "--allow-net",
+        `--allow-read=${script}`,
+        "--allow-import",
+        script,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stderr = new TextDecoder().decode(out.stderr);
+    assert.equal(out.code, 0, stderr);
+    assert.equal(new TextDecoder().decode(out.stdout).trim(), "42");
+  } finally {
+    await Deno.remove(script);
+  }
+});
+
+async function backends(admin: ReturnType<typeof postgres>, app: string): Promise<number> {
+  const [{ n }] =
+    await admin`select count(*)::int as n from pg_stat_activity where application_name = ${app}`;
+  return n as number;
+}
+
+Deno.test("idle_timeout closes idle connections; they reopen on demand", async () => {
+  await using admin = postgres(url, { max: 1, ...quiet });
+  await using sql = postgres(url, {
+    max: 1,
+    idle_timeout: 0.2,
+    application_name: "pgpipe_idle",
+    ...quiet,
+  });
+  await sql`select 1`;
+  assert.equal(await backends(admin, "pgpipe_idle"), 1);
+  await new Promise((r) => setTimeout(r, 600));
+  assert.equal(await backends(admin, "pgpipe_idle"), 0);
+  assert.equal((await sql`select 2 as two`)[0].two, 2);
+});
+
+Deno.test("max_lifetime replaces an old connection once it is idle", async () => {
+  await using sql = postgres(url, { max: 1, max_lifetime: 0.2, ...quiet });
+  const [{ pid: first }] = await sql`select pg_backend_pid() as pid`;
+  await new Promise((r) => setTimeout(r, 300));
+  const [{ pid: second }] = await sql`select pg_backend_pid() as pid`;
+  assert.notEqual(second, first);
+});
+
+Deno.test("fetch_types: arrays of user-defined types decode into arrays", async () => {
+  await using admin = postgres(url, { max: 1, ...quiet });
+  await admin`drop type if exists pgpipe_mood cascade`;
+  await admin`create type pgpipe_mood as enum ('sad', 'ok', 'happy')`;
+  try {
+    await using sql = postgres(url, { max: 1, ...quiet });
+    const [{ moods }] = await sql`select array['ok', 'happy']::pgpipe_mood[] as moods`;
+    assert.deepEqual(moods, ["ok", "happy"]);
+    await using raw = postgres(url, { max: 1, fetch_types: false, ...quiet });
+    const [{ moods: text }] = await raw`select array['ok', 'happy']::pgpipe_mood[] as moods`;
+    assert.equal(text, "{ok,happy}");
+  } finally {
+    await admin`drop type pgpipe_mood`;
+  }
+});
+
+Deno.test("debug sees each query as it is sent; close() is end()", async () => {
+  const seen: [number, string, readonly unknown[]][] = [];
+  const sql = postgres(url, { max: 1, debug: (c, q, p) => seen.push([c, q, p]), ...quiet });
+  await sql`select ${5}::int as v`;
+  assert.ok(seen.some(([c, q, p]) => c >= 1 && q === "select $1::int as v" && p[0] === "5"));
+  await sql.close();
+  await assert.rejects(
+    sql`select 1`,
+    (e: Error & { code?: string }) => e.code === "CONNECTION_ENDED",
+  );
+});
+
+Deno.test("max: queries spread over connections, each still pipelining", async () => {
+  await using sql = postgres(url, { max: 3, ...quiet });
+  const rows = await Promise.all(
+    Array.from({ length: 300 }, (_, i) => sql`select ${i}::int as i, pg_backend_pid() as pid`),
+  );
+  assert.deepEqual(rows.map((r) => r[0].i), Array.from({ length: 300 }, (_, i) => i));
+  const pids = new Set(rows.map((r) => r[0].pid));
+  assert.ok(pids.size >= 2 && pids.size <= 3, `${pids.size} connections used`);
+});
