@@ -145,6 +145,8 @@ Deno.test("result: count, command, columns, values()", async () => {
   assert.deepEqual(r.columns?.map((c) => c.name), ["a", "b"]);
   assert.equal(r.columns?.[0].type, 23);
   assert.ok(Array.isArray(r));
+  assert.equal(r.state?.status, "I");
+  assert.equal(r.state?.pid, (await sql`select pg_backend_pid() as p`)[0].p);
   const values = await sql`select 1 as a, 'x' as b`.values();
   assert.deepEqual([...values], [[1, "x"]]);
   await sql`create temp table counted (x int)`;

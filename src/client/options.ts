@@ -267,7 +267,14 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     (() => readPgpass({ host, port, database, user }) as Promise<string>);
   const ssl = parseSsl(options.ssl ?? q.get("sslmode") ?? env("PGSSLMODE"));
   const rootCert = q.get("sslrootcert");
-  if (rootCert !== undefined && ssl.ca === undefined) ssl.ca = [Deno.readTextFileSync(rootCert)];
+  if (rootCert !== undefined && ssl.ca === undefined) {
+    try {
+      ssl.ca = [Deno.readTextFileSync(rootCert)];
+    } catch (e) {
+      const hint = e instanceof Deno.errors.NotCapable ? ` (grant --allow-read=${rootCert})` : "";
+      throw new TypeError(`cannot read sslrootcert ${rootCert}: ${(e as Error).message}${hint}`);
+    }
+  }
   const timeoutText = q.get("connect_timeout") ?? env("PGCONNECT_TIMEOUT");
   const connectTimeout = options.connect_timeout ?? (timeoutText ? Number(timeoutText) : 30);
   if (!(connectTimeout >= 0)) throw new TypeError(`invalid connect_timeout: ${timeoutText}`);

@@ -26,6 +26,18 @@ export interface ResultTarget {
   columns: Column[] | null;
   /** The statement that ran. */
   statement: Statement | null;
+  /** The connection's state when the query completed. */
+  state?: ConnectionState;
+}
+
+/** A connection's identity and transaction status, as postgres.js reports it on results. */
+export interface ConnectionState {
+  /** Backend process ID. */
+  pid: number;
+  /** Backend secret key. */
+  secret: number;
+  /** Transaction status: "I" idle, "T" in a transaction block, "E" in a failed block. */
+  status: string;
 }
 
 /** Callbacks that settle the query's promise. */
@@ -66,6 +78,7 @@ export class QueryRequest implements PipelineRequest {
   #key = "";
   #cache: StatementCache | null = null; // set when this request sent the statement's Parse
   #owner = false; // this request sent the statement's Parse
+  #ctx: EncodeContext | null = null;
   /** The first error of this request (server, decoding); settles it as a rejection. */
   protected failure: Error | null = null;
   #targets: ResultTarget[] | null = null; // simple protocol: one result per statement
@@ -106,6 +119,7 @@ export class QueryRequest implements PipelineRequest {
   }
 
   encode(w: Writer, ctx: EncodeContext): void {
+    this.#ctx = ctx;
     const spec = this.spec;
     const cache = ctx.statements;
     if (spec.describeOnly) {
@@ -269,6 +283,14 @@ export class QueryRequest implements PipelineRequest {
       this.#cache.forget(this.#key, st);
     }
     if (this.failure !== null) return this.settle.reject(this.failure);
+    const ctx = this.#ctx;
+    if (ctx !== null) {
+      this.target.state = {
+        pid: ctx.pid,
+        secret: ctx.secret,
+        status: String.fromCharCode(ctx.status),
+      };
+    }
     const targets = this.#targets;
     if (targets !== null && targets.length > 1) {
       // Several statements: postgres.js resolves with one result per statement.

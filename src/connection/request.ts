@@ -15,6 +15,12 @@ export interface EncodeContext {
   readonly statements: StatementCache;
   /** How values are decoded on this connection. */
   readonly decode: DecodeOptions;
+  /** Backend process ID (for `Result.state`). */
+  readonly pid: number;
+  /** Backend secret key (for `Result.state`). */
+  readonly secret: number;
+  /** Transaction status byte of the last ReadyForQuery. */
+  readonly status: number;
 }
 
 /**

@@ -51,6 +51,8 @@ export class Result<T = Row> extends Array<T> {
   columns: ResultColumn[] | null = null;
   /** The statement that ran. */
   statement: ResultStatement | null = null;
+  /** The connection's backend pid, secret key and transaction status ("I", "T", "E") at completion. */
+  state: { pid: number; secret: number; status: string } | null = null;
 
   /** Derived arrays (`map`, `filter`, ...) are plain Arrays, not Results. */
   static override get [Symbol.species](): ArrayConstructor {
