@@ -244,14 +244,13 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
   }
 
   #iterate(rows: number): AsyncIterable<T[number][]> {
-    const runner = this.#runner;
-    const query = this;
+    const open = () => this.#runner.cursor(this, rows);
     return {
       [Symbol.asyncIterator](): AsyncIterator<T[number][]> {
         let source: CursorSource | null = null;
         return {
           async next(): Promise<IteratorResult<T[number][]>> {
-            source ??= runner.cursor(query, rows);
+            source ??= open();
             for (;;) {
               const batch = await source.next();
               if (batch === null) return { done: true, value: undefined };
