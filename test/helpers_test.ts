@@ -574,3 +574,18 @@ Deno.test("transactions and reserved connections get the helpers and the client'
   } as n`;
   assert.deepEqual(r, { theDoc: { aB: 1 }, n: 7 });
 });
+
+Deno.test("transform presets rename keys inside json columns only", async () => {
+  await using sql = postgres(databaseUrl(), {
+    max: 1,
+    transform: postgres.camel,
+    onnotice: () => {},
+  });
+  const [row] = await sql`
+    select '{"first_name": {"last_seen": 1}}'::jsonb as user_data,
+      now() as created_at, '\\x0102'::bytea as raw_bytes, 'a_b' as plain_text`;
+  assert.deepEqual(row.userData, { firstName: { lastSeen: 1 } });
+  assert.ok(row.createdAt instanceof Date);
+  assert.deepEqual(row.rawBytes, new Uint8Array([1, 2]));
+  assert.equal(row.plainText, "a_b");
+});

@@ -52,7 +52,10 @@ export class Statement {
       let decode = custom?.get(type) ?? decoderFor(type, options);
       if (value !== undefined) {
         const inner = decode;
-        decode = inner === null ? value : (text: string) => value(inner(text));
+        const column = columns[i];
+        decode = inner === null
+          ? (text: string) => value(text, column)
+          : (text: string) => value(inner(text), column);
       }
       this.decoders[i] = decode;
     }

@@ -23,8 +23,8 @@ export interface DecodeOptions {
   bigint: boolean;
   /** Maps a result column name to its row key (e.g. snake_case to camelCase). */
   column?: (name: string) => string;
-  /** Maps each decoded non-null value. */
-  value?: (value: unknown) => unknown;
+  /** Maps each decoded non-null value; gets the column, as postgres.js's `transform.value` does. */
+  value?: (value: unknown, column: { name: string; type: number }) => unknown;
   /** Maps each finished row. */
   row?: (row: unknown) => unknown;
   /** Custom decoders by type OID; they win over the built-in ones. */
