@@ -4,8 +4,14 @@
 import assert from "node:assert/strict";
 import { ConnectionError, type Options, PostgresError } from "../mod.ts";
 import type { ClusterInfo } from "./harness/cluster.ts";
-import { hasClusters, plainCluster, tlsCluster } from "./harness/env.ts";
-import { assertConnectionError, assertPostgresError, failure, session } from "./harness/connect.ts";
+import { plainCluster, tlsCluster } from "./harness/env.ts";
+import {
+  assertConnectionError,
+  assertPostgresError,
+  clusterTest,
+  failure,
+  session,
+} from "./harness/connect.ts";
 import { ScramClient } from "../src/protocol/scram.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -16,14 +22,6 @@ function assertNoSecret(e: unknown, secret: string): void {
   const shown = [String(e), Deno.inspect(e, { depth: 10 })];
   for (let c: unknown = e; c instanceof Error; c = c.cause) shown.push(c.message);
   for (const text of shown) assert.ok(!text.includes(secret), `the error reveals the password`);
-}
-
-function clusterTest(
-  name: string,
-  c: ClusterInfo | undefined,
-  fn: (c: ClusterInfo) => Promise<void>,
-): void {
-  Deno.test({ name, ignore: !hasClusters || !c, fn: () => fn(c!) });
 }
 
 type Method = "trust" | "password" | "md5" | "scram";

@@ -4,15 +4,7 @@ import assert from "node:assert/strict";
 import { type Options, PostgresError, type SslOption } from "../mod.ts";
 import type { ClusterInfo } from "./harness/cluster.ts";
 import { hasClusters, plainCluster, tlsCluster } from "./harness/env.ts";
-import { assertConnectionError, failure, session } from "./harness/connect.ts";
-
-function clusterTest(
-  name: string,
-  c: ClusterInfo | undefined,
-  fn: (c: ClusterInfo) => Promise<void>,
-): void {
-  Deno.test({ name, ignore: !hasClusters || !c, fn: () => fn(c!) });
-}
+import { assertConnectionError, clusterTest, failure, session } from "./harness/connect.ts";
 
 const tls = tlsCluster();
 const plain = plainCluster();

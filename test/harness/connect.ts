@@ -1,6 +1,8 @@
 // Helpers shared by the connection tests: connect and report the session, or expect failure.
 import assert from "node:assert/strict";
 import postgres, { ConnectionError, type Options, PostgresError } from "../../mod.ts";
+import type { ClusterInfo } from "./cluster.ts";
+import { hasClusters } from "./env.ts";
 
 /** Options that silence server notices in tests. */
 export const quiet = { onnotice: () => {} };
@@ -54,4 +56,13 @@ export function assertPostgresError(e: unknown, code: string): PostgresError {
   assert.ok(e instanceof PostgresError, `expected a PostgresError, got ${e}`);
   assert.equal(e.code, code, e.message);
   return e;
+}
+
+/** A test that needs cluster `c` from the runner; ignored (not failed) without it. */
+export function clusterTest(
+  name: string,
+  c: ClusterInfo | undefined,
+  fn: (c: ClusterInfo) => Promise<void>,
+): void {
+  Deno.test({ name, ignore: !hasClusters || !c, fn: () => fn(c!) });
 }
