@@ -42,12 +42,13 @@ Deno.test("cursor: callback form with CLOSE, and a query issued meanwhile waits 
   await using sql = postgres(url, { max: 1, ...quiet });
   const order: string[] = [];
   let other: Promise<unknown> | null = null;
+  assert.equal(sql.CLOSE, CLOSE);
   await sql`select g from generate_series(1, 50) g`.cursor(10, (rows) => {
     order.push(`batch ${rows[0].g}`);
     if (other === null) {
       other = sql`select 1`.execute().then(() => order.push("other"));
     }
-    if (rows[0].g === 21) return CLOSE;
+    if (rows[0].g === 21) return sql.CLOSE;
   });
   await other;
   assert.deepEqual(order, ["batch 1", "batch 11", "batch 21", "other"]);

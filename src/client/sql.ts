@@ -16,6 +16,7 @@ import { readQueryFile } from "../query/file.ts";
 import { Helper } from "../query/helpers.ts";
 import { Identifier } from "../query/identifier.ts";
 import {
+  CLOSE,
   type CursorSource,
   type DescribedStatement,
   Query,
@@ -118,6 +119,8 @@ export interface SqlTag {
   readonly typed: Typed;
   /** The same as `typed` (postgres.js has both). */
   readonly types: Typed;
+  /** Return it from a `cursor` callback to stop reading early. */
+  readonly CLOSE: typeof CLOSE;
 }
 
 /**
@@ -433,6 +436,7 @@ function makeTag(runner: QueryRunner): SqlTag {
     array: { value: array },
     typed: { value: typed },
     types: { value: typed },
+    CLOSE: { value: CLOSE },
   });
 }
 
