@@ -57,6 +57,14 @@ export interface Options {
   fetch_types?: boolean;
   /** Called with each query as it is sent: connection id, text, parameters, parameter types. */
   debug?: DebugHook;
+  /**
+   * Seconds a running query may go without any answer from the server: then
+   * it is cancelled, and if the server stays silent as long again the
+   * connection is destroyed (QUERY_TIMEOUT). 0: no limit. Default 0.
+   */
+  query_timeout?: number;
+  /** Most queries waiting locally for a connection; more reject with QUEUE_FULL. Default 100000. */
+  max_queue?: number;
   /** Seconds allowed to connect and authenticate. Default: `PGCONNECT_TIMEOUT` or 30. */
   connect_timeout?: number;
   /** Use named, cached prepared statements (false: the unnamed statement, for PgBouncer). Default true. */
@@ -115,6 +123,8 @@ export interface ResolvedOptions {
   maxLifetime: number;
   fetchTypes: boolean;
   debug?: DebugHook;
+  queryTimeout: number;
+  maxQueue: number;
   connectTimeout: number;
   prepare: boolean;
   maxPipeline: number;
@@ -229,6 +239,7 @@ function logNotice(notice: FieldMap): void {
 
 /** URL query keys that configure the driver rather than being startup parameters. */
 const DRIVER_KEYS = new Set([
+  "query_timeout",
   "idle_timeout",
   "max_lifetime",
   "fetch_types",
@@ -316,6 +327,8 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     maxLifetime: maxLifetime * 1000,
     fetchTypes: options.fetch_types ?? q.get("fetch_types") !== "false",
     debug: options.debug,
+    queryTimeout: (options.query_timeout ?? Number(q.get("query_timeout") ?? 0)) * 1000,
+    maxQueue: options.max_queue ?? 100_000,
     connectTimeout: connectTimeout * 1000,
     prepare: options.prepare ?? q.get("prepare") !== "false",
     maxPipeline,

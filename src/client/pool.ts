@@ -10,7 +10,7 @@
  */
 import { Connection, type ConnectionOptions } from "../connection/connection.ts";
 import type { PipelineRequest } from "../connection/request.ts";
-import { ConnectionError } from "../errors.ts";
+import { ConnectionError, QueryError } from "../errors.ts";
 import { QueryRequest } from "../connection/query_request.ts";
 import type { DebugHook } from "./options.ts";
 import { exec } from "./exec.ts";
@@ -29,6 +29,22 @@ export interface PoolOptions {
   debug?: DebugHook;
   /** Runs on each new connection before it takes work (e.g. fetching type info). */
   prepare?: (c: Connection) => Promise<void>;
+  /** Most requests waiting locally (here and in connection backlogs); more are refused. */
+  maxQueue: number;
+}
+
+/** Reconnect backoff while a server that was up is unreachable. */
+const BACKOFF_MIN_MS = 50;
+const BACKOFF_MAX_MS = 2000;
+
+/** Failures worth retrying: the server may come back (restart, failover, too many clients). */
+function transient(e: unknown): boolean {
+  if (e instanceof ConnectionError) {
+    return e.code === "CONNECT_FAILED" || e.code === "CONNECTION_CLOSED" ||
+      e.code === "CONNECT_TIMEOUT";
+  }
+  const code = (e as { code?: string })?.code;
+  return code === "57P03" || code === "53300" || code === "57P01"; // starting up, too many, shutdown
 }
 
 interface Reserver {
@@ -49,6 +65,11 @@ export class Pool {
   #opening = 0;
   #openings = new Set<Promise<void>>(); // settle after their handlers ran
   #waiting: PipelineRequest[] = []; // no shared connection could take them yet
+  #waitingSince: number[] = []; // when each waiting request arrived, for connect_timeout
+  #everConnected = false; // an outage of a server that worked is retried; a bad config fails fast
+  #backoff = 0;
+  #retry: ReturnType<typeof setTimeout> | undefined;
+  #lastError: Error | null = null;
   #reservers: Reserver[] = [];
   #routes = new WeakMap<PipelineRequest, Connection>(); // where each request went, for cancel
   #ended: ConnectionError | null = null;
@@ -119,8 +140,16 @@ export class Pool {
   /** Routes a request to a shared connection, opening one if needed. */
   send(req: PipelineRequest): void {
     if (this.#ended !== null) return req.fail(this.#endedError());
+    if (this.#queued() >= this.#pool.maxQueue) {
+      return req.fail(
+        new QueryError(
+          "QUEUE_FULL",
+          `${this.#pool.maxQueue} requests are already waiting for a connection (max_queue)`,
+        ),
+      );
+    }
     if (this.#waiting.length > 0) {
-      this.#waiting.push(req); // keep order behind those already waiting
+      this.#wait(req); // keep order behind those already waiting
       // A burst before connections are open: open more (up to max) to share it, as postgres.js does.
       if (this.#waiting.length > this.#opening && this.#canOpen()) this.#connect();
       return;
@@ -129,7 +158,25 @@ export class Pool {
     if (best !== null && (best.inFlight === 0 || !this.#canOpen())) return this.#route(best, req);
     if (this.#canOpen()) this.#connect();
     if (best !== null) return this.#route(best, req);
+    this.#wait(req);
+  }
+
+  #wait(req: PipelineRequest): void {
     this.#waiting.push(req);
+    this.#waitingSince.push(Date.now());
+  }
+
+  /** Takes the first `n` waiting requests. */
+  #takeWaiting(n: number): PipelineRequest[] {
+    this.#waitingSince.splice(0, n);
+    return this.#waiting.splice(0, n);
+  }
+
+  /** Requests waiting locally: here and in every connection's backlog. */
+  #queued(): number {
+    let n = this.#waiting.length;
+    for (const c of this.#open) n += c.waiting;
+    return n;
   }
 
   #route(c: Connection, req: PipelineRequest): void {
@@ -151,6 +198,7 @@ export class Pool {
     const at = this.#waiting.indexOf(req);
     if (at !== -1) {
       this.#waiting.splice(at, 1);
+      this.#waitingSince.splice(at, 1);
       return req.fail(reason);
     }
     this.#routes.get(req)?.cancel(req, reason);
@@ -192,7 +240,7 @@ export class Pool {
     }
     // Connections still opening will take their share of what waits.
     const share = Math.ceil(this.#waiting.length / (this.#opening + 1));
-    for (const req of this.#waiting.splice(0, share)) this.#route(c, req);
+    for (const req of this.#takeWaiting(share)) this.#route(c, req);
     if (c.inFlight === 0) this.#idle(c);
   }
 
@@ -203,6 +251,7 @@ export class Pool {
       ...this.#options,
       onclose: () => this.#forget(),
       onidle: () => self !== null && this.#idle(self),
+      onorphans: (reqs) => this.#adopt(self, reqs),
     }).then(async (c) => {
       self = c;
       try {
@@ -215,6 +264,9 @@ export class Pool {
     }).then(
       (c) => {
         this.#opening--;
+        this.#everConnected = true;
+        this.#backoff = 0;
+        this.#lastError = null;
         this.#ids.set(c, this.#nextId++);
         this.#open.push(c);
         this.#available(c);
@@ -225,21 +277,78 @@ export class Pool {
         const open = this.#leastBusy();
         if (open !== null) {
           // Another connection is up: it takes the share this one would have had.
-          for (const req of this.#waiting.splice(0)) this.#route(open, req);
+          for (const req of this.#takeWaiting(this.#waiting.length)) this.#route(open, req);
           return;
         }
         if (this.#open.some((c) => !c.closed)) return; // all reserved: waiters go on release
+        this.#lastError = err;
+        if (this.#everConnected && transient(err) && this.#ended === null) {
+          // The server was up and may come back: retry with backoff; waiting requests give up
+          // after connect_timeout (see #expire).
+          return this.#scheduleRetry();
+        }
         // Nothing is open to take the waiting requests: they fail with the reason.
         if (err instanceof ConnectionError) err.outcome = "not-sent";
-        const waiting = this.#waiting;
+        const waiting = this.#takeWaiting(this.#waiting.length);
         const reservers = this.#reservers;
-        this.#waiting = [];
         this.#reservers = [];
         for (const req of waiting) req.fail(err);
         for (const r of reservers) r.reject(err);
       },
     ).finally(() => this.#openings.delete(opening));
     this.#openings.add(opening);
+  }
+
+  #scheduleRetry(): void {
+    this.#expire();
+    if (this.#retry !== undefined || (this.#waiting.length === 0 && this.#reservers.length === 0)) {
+      return;
+    }
+    this.#backoff = Math.min(BACKOFF_MAX_MS, Math.max(BACKOFF_MIN_MS, this.#backoff * 2));
+    const delay = this.#backoff * (0.75 + Math.random() / 2); // jitter: clients do not stampede
+    this.#retry = setTimeout(() => {
+      this.#retry = undefined;
+      this.#expire();
+      if (this.#ended === null && (this.#waiting.length > 0 || this.#reservers.length > 0)) {
+        if (this.#canOpen()) this.#connect();
+      }
+    }, delay);
+  }
+
+  /** Fails waiting requests that have waited longer than connect_timeout for a connection. */
+  #expire(): void {
+    const limit = this.#options.connectTimeout;
+    if (limit <= 0) return;
+    const now = Date.now();
+    let n = 0;
+    while (n < this.#waitingSince.length && now - this.#waitingSince[n] >= limit) n++;
+    if (n === 0) return;
+    const cause = this.#lastError;
+    for (const req of this.#takeWaiting(n)) {
+      const e = new ConnectionError(
+        "CONNECT_TIMEOUT",
+        `no connection within ${limit} ms${cause ? `: ${cause.message}` : ""}`,
+        { address: this.#options.endpoint.host, port: this.#options.endpoint.port, cause },
+      );
+      e.outcome = "not-sent";
+      req.fail(e);
+    }
+  }
+
+  /**
+   * Requests a dead connection never wrote: sent again elsewhere. Not when the
+   * connection was reserved: a transaction's statements must not run outside it.
+   */
+  #adopt(c: Connection | null, reqs: PipelineRequest[]): void {
+    if (c !== null && this.#reserved.has(c)) {
+      for (const req of reqs) {
+        const e = new ConnectionError("CONNECTION_CLOSED", "the reserved connection was lost");
+        e.outcome = "not-sent";
+        req.fail(e);
+      }
+      return;
+    }
+    for (const req of reqs) this.send(req);
   }
 
   #forget(): void {
@@ -265,12 +374,17 @@ export class Pool {
   /** Stops accepting requests; waits for in-flight ones, up to `timeout` seconds. */
   async end(timeout?: number): Promise<void> {
     this.#ended ??= new ConnectionError("CONNECTION_ENDED", "the client was ended with sql.end()");
+    clearTimeout(this.#retry);
+    this.#retry = undefined;
     for (const timer of this.#idleTimers.values()) clearTimeout(timer);
     this.#idleTimers.clear();
     for (const r of this.#reservers.splice(0)) r.reject(this.#endedError());
     // Requests waiting for a connection that is still opening are sent and answered first.
-    const all = Promise.allSettled([...this.#openings])
-      .then(() => Promise.all(this.#open.map((c) => c.end())));
+    const all = Promise.allSettled([...this.#openings]).then(() => {
+      // Whatever no connection could take (an outage) fails now rather than wait forever.
+      for (const req of this.#takeWaiting(this.#waiting.length)) req.fail(this.#endedError());
+      return Promise.all(this.#open.map((c) => c.end()));
+    });
     if (timeout === undefined) return void await all;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const expired = new Promise<"timeout">((r) =>

@@ -503,7 +503,9 @@ export function createSql(url?: string, options?: Options): Sql {
     onnotice: resolved.onnotice,
     onparameter: resolved.onparameter,
     onnotify: resolved.onnotify,
+    queryTimeout: resolved.queryTimeout,
   }, {
+    maxQueue: resolved.maxQueue,
     max: resolved.max,
     idleTimeout: resolved.idleTimeout,
     maxLifetime: resolved.maxLifetime,

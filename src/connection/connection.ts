@@ -58,6 +58,17 @@ export interface ConnectionOptions {
   onclose?: (err: ConnectionError | null) => void;
   /** Called whenever the last request in flight is answered. */
   onidle?: () => void;
+  /**
+   * Takes the requests that were never written when the connection died, so
+   * they can run elsewhere; without it they fail with `outcome: "not-sent"`.
+   */
+  onorphans?: (requests: PipelineRequest[]) => void;
+  /**
+   * Milliseconds without any answer while the server owes one before the
+   * statement running is cancelled; as long again and the connection is
+   * destroyed (a server that went silent). 0: no limit.
+   */
+  queryTimeout?: number;
 }
 
 const IDLE = 0x49; // ReadyForQuery status outside a transaction block
@@ -129,7 +140,11 @@ export class Connection implements EncodeContext {
   #cancelWhenHead = new Set<PipelineRequest>(); // cancel asked while others ran ahead of it
   #cancelled = new Set<PipelineRequest>(); // requests a CancelRequest was sent for
   #cancelsPending = 0; // CancelRequests sent whose effect has not been seen
-  #bystander: PipelineRequest | null = null; // hit by a cancel meant for another: re-sent
+  #resend: PipelineRequest | null = null; // re-sent at its ReadyForQuery (late cancel, stale statement)
+  #lastRead = 0; // ms timestamps for the query_timeout watchdog
+  #lastWrite = 0;
+  #watchdog: ReturnType<typeof setInterval> | undefined;
+  #timeoutCancelled = false;
   #closed: ConnectionError | null = null;
   #fatal: PostgresError | null = null;
   #ending: Promise<void> | null = null;
@@ -205,6 +220,7 @@ export class Connection implements EncodeContext {
       clearTimeout(timer);
     }
     c.#readLoop();
+    c.#startWatchdog();
     return c;
   }
 
@@ -238,9 +254,40 @@ export class Connection implements EncodeContext {
     };
   }
 
+  /** Checks for a server that owes an answer and has gone quiet (the `query_timeout` option). */
+  #startWatchdog(): void {
+    const limit = this.#options.queryTimeout ?? 0;
+    if (limit <= 0) return;
+    this.#watchdog = setInterval(() => {
+      const head = this.#queue[this.#head];
+      // A cursor or COPY may legitimately wait on its consumer, not on the server.
+      if (head === undefined || head.barrier || this.#pausing) return;
+      const quiet = Date.now() - Math.max(this.#lastRead, this.#lastWrite);
+      if (quiet < limit) return;
+      if (!this.#timeoutCancelled) {
+        this.#timeoutCancelled = true;
+        this.#cancelNow(head);
+      } else if (quiet >= 2 * limit) {
+        this.#fail(
+          new ConnectionError(
+            "QUERY_TIMEOUT",
+            `the server sent nothing for ${quiet} ms while a query was running`,
+            describeEndpoint(this.#options.endpoint),
+          ),
+        );
+      }
+    }, Math.max(10, Math.min(1000, limit / 4)));
+    Deno.unrefTimer(this.#watchdog as unknown as number);
+  }
+
   /** Requests sent and not yet answered, plus those waiting for room. */
   get inFlight(): number {
     return this.#queue.length - this.#head + this.#backlog.length - this.#backlogHead;
+  }
+
+  /** Requests waiting locally for room in this connection's pipeline. */
+  get waiting(): number {
+    return this.#backlog.length - this.#backlogHead;
   }
 
   /** Whether the connection is closed (or closing). */
@@ -301,6 +348,7 @@ export class Connection implements EncodeContext {
         this.#writer = this.#spare;
         this.#spare = out;
         this.#unsent = this.#queue.length;
+        this.#lastWrite = Date.now();
         const transport = this.#transport;
         for (let off = 0; off < out.length;) {
           off += await transport.write(out.buf.subarray(off, out.length));
@@ -328,6 +376,8 @@ export class Connection implements EncodeContext {
         }
         const n = await this.#transport.read(framer.space());
         if (n === null) break;
+        this.#lastRead = Date.now();
+        this.#timeoutCancelled = false;
         framer.advance(n);
       }
       if (this.#closed === null) this.#fail(this.#lost(null));
@@ -364,8 +414,8 @@ export class Connection implements EncodeContext {
           this.#queuedBytes = 0;
         }
         this.#cancelled.delete(req);
-        if (req === this.#bystander) {
-          this.#bystander = null;
+        if (req === this.#resend) {
+          this.#resend = null;
           this.status = before;
           this.#enqueue(req);
         } else {
@@ -407,9 +457,13 @@ export class Connection implements EncodeContext {
           // A cancel that arrived after its target finished hit this request instead: outside
           // a transaction block it is safe to run it again.
           if (!this.#cancelled.has(req) && this.status === IDLE && req.restart?.() === true) {
-            this.#bystander = req;
+            this.#resend = req;
             return;
           }
+        }
+        if (req.retryable?.(err, this.status === IDLE) === true) {
+          this.#resend = req;
+          return;
         }
         return req.error(err);
       }
@@ -529,15 +583,24 @@ export class Connection implements EncodeContext {
     this.#backlog = [];
     this.#head = this.#backlogHead = 0;
     this.#writer.reset();
+    const orphans: PipelineRequest[] = [];
     for (let i = 0; i < queue.length; i++) {
-      // Written requests may have run; encoded-only ones certainly did not.
-      const outcome = i < unsentFrom ? "unknown" : "not-sent";
-      queue[i].fail(Object.assign(clone(err), { outcome }));
+      // Written requests may have run: they fail. Encoded-only ones certainly did not.
+      if (i < unsentFrom) queue[i].fail(Object.assign(clone(err), { outcome: "unknown" as const }));
+      else orphans.push(queue[i]);
     }
-    for (const req of backlog) {
-      req.fail(Object.assign(clone(err), { outcome: "not-sent" as const }));
-    }
+    orphans.push(...backlog);
+    clearInterval(this.#watchdog);
+    this.#drained?.();
     this.#options.onclose?.(err);
+    const adopt = this.#options.onorphans;
+    if (adopt !== undefined && orphans.length > 0 && err.code !== "CONNECTION_ENDED") {
+      adopt(orphans);
+    } else {
+      for (const req of orphans) {
+        req.fail(Object.assign(clone(err), { outcome: "not-sent" as const }));
+      }
+    }
   }
 
   /** Sends Terminate after everything in flight is answered, then closes. */

@@ -2,10 +2,10 @@
  * The request for one extended-protocol query: `[Parse Describe] Bind Execute
  * Sync`, and the decoding of its rows as they arrive.
  */
-import { type Column, i32, utf8 } from "../protocol/backend.ts";
+import { type Column, i32, ProtocolViolation, utf8 } from "../protocol/backend.ts";
 import * as fe from "../protocol/frontend.ts";
 import type { Writer } from "../protocol/writer.ts";
-import type { PostgresError } from "../errors.ts";
+import { ConnectionError, type PostgresError } from "../errors.ts";
 import type { EncodeContext, PipelineRequest } from "./request.ts";
 import { Statement, StatementCache } from "./statement.ts";
 
@@ -79,6 +79,7 @@ export class QueryRequest implements PipelineRequest {
   #cache: StatementCache | null = null; // set when this request sent the statement's Parse
   #owner = false; // this request sent the statement's Parse
   #ctx: EncodeContext | null = null;
+  #retried = false; // re-prepared once after a stale statement
   /** The first error of this request (server, decoding); settles it as a rejection. */
   protected failure: Error | null = null;
   #targets: ResultTarget[] | null = null; // simple protocol: one result per statement
@@ -95,6 +96,25 @@ export class QueryRequest implements PipelineRequest {
     this.target = target;
     this.settle = settle;
     this.#makeTarget = makeTarget ?? null;
+  }
+
+  /**
+   * Whether this error means the cached statement went stale and the query
+   * can simply run again: `0A000 cached plan must not change result type`
+   * after a schema change, or `26000` when the statement vanished (DISCARD ALL,
+   * a pooler). Only outside a transaction block (`idle`), and only once. The
+   * stale statement leaves the cache and is closed on the server.
+   */
+  retryable(err: PostgresError, idle: boolean): boolean {
+    const st = this.#statement;
+    const cache = this.#cache;
+    if (!idle || this.#retried || st === null || st.name === "" || cache === null) return false;
+    const stale = (err.code === "0A000" && /cached plan/.test(err.message)) ||
+      (err.code === "26000" && st.error === null);
+    if (!stale) return false;
+    if (cache.forget(this.#key, st)) cache.evicted.push(st);
+    this.#retried = true;
+    return this.restart();
   }
 
   /** Forgets the partial outcome so the request can be sent again (bystander of a cancel). */
@@ -119,7 +139,11 @@ export class QueryRequest implements PipelineRequest {
   }
 
   encode(w: Writer, ctx: EncodeContext): void {
+    // A request may be encoded again (re-sent on another connection, or retried): start clean.
     this.#ctx = ctx;
+    this.#owner = false;
+    this.#key = "";
+    this.#cache = null;
     const spec = this.spec;
     const cache = ctx.statements;
     if (spec.describeOnly) {
@@ -145,11 +169,11 @@ export class QueryRequest implements PipelineRequest {
     } else {
       const key = StatementCache.key(spec.text, spec.types);
       let st = cache.get(key);
+      this.#key = key;
+      this.#cache = cache;
       if (st === undefined) {
         st = cache.create(key, spec.text, spec.types);
         this.#owner = true;
-        this.#key = key;
-        this.#cache = cache;
         // Close what the new statement evicted before it is parsed, so the server never holds more than the bound.
         while (cache.evicted.length > 0) fe.close(w, "S", cache.evicted.pop()!.name);
         fe.parse(w, st.name, spec.text, spec.types);
@@ -191,7 +215,9 @@ export class QueryRequest implements PipelineRequest {
       this.target.push(transform === null || this.spec.mode === "raw" ? row : transform(row));
     } catch (e) {
       // A value the decoders reject fails this query only, never the connection.
-      this.failure = e as Error;
+      this.failure = e instanceof ProtocolViolation
+        ? new ConnectionError("PROTOCOL_VIOLATION", e.message, { cause: e })
+        : e as Error;
     }
   }
 
@@ -279,7 +305,7 @@ export class QueryRequest implements PipelineRequest {
 
   ready(): void {
     const st = this.#statement;
-    if (st !== null && st.error !== null && this.#cache !== null) {
+    if (st !== null && st.error !== null && this.#owner && this.#cache !== null) {
       this.#cache.forget(this.#key, st);
     }
     if (this.failure !== null) return this.settle.reject(this.failure);

@@ -49,6 +49,11 @@ export interface PipelineRequest {
   /** Called once when the request is encoded, for requests that write again later. */
   attach?(io: RequestIO): void;
   /**
+   * Whether the request should be sent again instead of failing with `err`
+   * (e.g. a stale prepared statement); `idle` is true outside a transaction block.
+   */
+  retryable?(err: PostgresError, idle: boolean): boolean;
+  /**
    * Prepares the request to be sent again after a cancel meant for another
    * request hit it; false if it cannot be (it then fails with that error).
    */

@@ -105,9 +105,11 @@ export class StatementCache {
     return st;
   }
 
-  /** Forgets a statement whose Parse failed (it does not exist on the server). */
-  forget(key: string, st: Statement): void {
-    if (this.#map.get(key) === st) this.#map.delete(key);
+  /** Forgets a statement (failed Parse, or stale); true if it was cached. */
+  forget(key: string, st: Statement): boolean {
+    if (this.#map.get(key) !== st) return false;
+    this.#map.delete(key);
+    return true;
   }
 
   /** Number of cached statements. */

@@ -44,7 +44,17 @@ export const Auth = {
   SASLFinal: 12,
 } as const;
 
-const decoder = new TextDecoder();
+// Fatal: with client_encoding UTF8 the server only sends valid UTF-8, so invalid bytes mean a
+// broken peer, and silently replacing them would corrupt data.
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+function decode(bytes: Uint8Array): string {
+  try {
+    return decoder.decode(bytes);
+  } catch {
+    throw new ProtocolViolation("the server sent invalid UTF-8");
+  }
+}
 
 /**
  * Decodes UTF-8 bytes `[start, end)`. Short ASCII strings (most column values
@@ -55,12 +65,12 @@ export function utf8(buf: Uint8Array, start: number, end: number): string {
     let s = "";
     for (let i = start; i < end; i++) {
       const c = buf[i];
-      if (c > 0x7f) return decoder.decode(buf.subarray(start, end));
+      if (c > 0x7f) return decode(buf.subarray(start, end));
       s += String.fromCharCode(c);
     }
     return s;
   }
-  return decoder.decode(buf.subarray(start, end));
+  return decode(buf.subarray(start, end));
 }
 
 /** Reads a big-endian signed 32-bit integer. */
