@@ -22,7 +22,12 @@ export interface ClusterInfo {
 
 export interface Cluster extends ClusterInfo {
   dataDir: string;
+  /** Stops and deletes the cluster. */
   stop(): Promise<void>;
+  /** Stops the server (fast shutdown) but keeps the data, to simulate an outage. */
+  halt(): Promise<void>;
+  /** Starts a halted server again on the same port. */
+  resume(): Promise<void>;
 }
 
 const NOT_FOUND = "PostgreSQL server binaries (initdb, pg_ctl) not found: install them " +
@@ -373,7 +378,19 @@ export async function startCluster(opts: { ssl?: boolean; name?: string } = {}):
       info.caCert = await Deno.readTextFile(info.caCertPath);
       info.otherCaCert = await Deno.readTextFile(join(certDir, "other-ca.crt"));
     }
-    return { ...info, dataDir, stop: stopOnce };
+    const halt = async () => {
+      await run(pgCtl, ["-D", dataDir, "-m", "fast", "-w", "-t", "30", "stop"], {
+        ...asServer,
+        timeoutMs: 35_000,
+      });
+    };
+    const resume = async () => {
+      await run(pgCtl, ["-D", dataDir, "-l", logFile, "-w", "-t", "60", "start"], {
+        ...asServer,
+        timeoutMs: 70_000,
+      });
+    };
+    return { ...info, dataDir, stop: stopOnce, halt, resume };
   } catch (e) {
     await stopOnce();
     throw e;
