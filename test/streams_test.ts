@@ -204,3 +204,12 @@ Deno.test("AbortSignal: aborting rejects with the signal's reason, before or dur
   await assert.rejects(timed, (e) => e instanceof DOMException && e.name === "TimeoutError");
   assert.equal((await sql`select 5 as five`)[0].five, 5);
 });
+
+Deno.test("cursor on sql.unsafe text still reads in batches (extended protocol)", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  const sizes: number[] = [];
+  for await (const rows of sql.unsafe("select g from generate_series(1, 25) g").cursor(10)) {
+    sizes.push(rows.length);
+  }
+  assert.deepEqual(sizes, [10, 10, 5]);
+});

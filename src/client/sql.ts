@@ -358,7 +358,8 @@ function makeRunner(sink: Sink, prepare: boolean, config: QueryConfig): QueryRun
     },
     cursor(query: Query<readonly unknown[]>, rows: number): CursorSource {
       const request = withSpec(query, (spec) => {
-        const req = new CursorRequest(spec, rows, newResult);
+        // A cursor needs a portal with a row limit: the extended protocol, even for `unsafe` text.
+        const req = new CursorRequest({ ...spec, simple: false }, rows, newResult);
         sink.send(req);
         return req;
       });

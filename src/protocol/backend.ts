@@ -84,10 +84,22 @@ export function i16(buf: Uint8Array, at: number): number {
   return v > 0x7fff ? v - 0x10000 : v;
 }
 
-/** Index of the NUL terminating the C string at `at` (or `end` if missing). */
+/** Reads a big-endian unsigned 16-bit integer (counts: up to 65535 parameters). */
+export function u16(buf: Uint8Array, at: number): number {
+  return (buf[at] << 8) | buf[at + 1];
+}
+
+/**
+ * Index of the NUL terminating the C string at `at`. A string not terminated
+ * before `end` (the end of its message) is a {@link ProtocolViolation}: what
+ * follows `end` in the buffer belongs to other messages.
+ */
 export function cstrEnd(buf: Uint8Array, at: number, end: number): number {
-  const i = buf.indexOf(0, at);
-  return i === -1 || i > end ? end : i;
+  const i = at < end ? buf.indexOf(0, at) : -1;
+  if (i === -1 || i >= end) {
+    throw new ProtocolViolation("a string runs past the end of its message");
+  }
+  return i;
 }
 
 /** Thrown when the server sends bytes that do not follow the protocol. */
@@ -115,6 +127,8 @@ export function fields(buf: Uint8Array, start: number, end: number): FieldMap {
     out[code] = utf8(buf, at + 1, stop);
     at = stop + 1;
   }
+  // The fields end with a zero byte, the message's last.
+  if (at !== end - 1) throw new ProtocolViolation("error or notice fields are not terminated");
   return out;
 }
 
@@ -136,9 +150,17 @@ export interface Column {
   format: number;
 }
 
+/** Each column takes at least a NUL-terminated name and 18 bytes. */
+const MIN_COLUMN_BYTES = 19;
+
 /** Decodes a RowDescription body into its columns. */
 export function rowDescription(buf: Uint8Array, start: number, end: number): Column[] {
-  const n = i16(buf, start);
+  if (end - start < 2) throw new ProtocolViolation("RowDescription is truncated");
+  const n = u16(buf, start);
+  // Checked before allocating: a count the body cannot hold is a lie.
+  if (n * MIN_COLUMN_BYTES > end - start - 2) {
+    throw new ProtocolViolation("RowDescription is truncated");
+  }
   const columns: Column[] = new Array(n);
   let at = start + 2;
   for (let i = 0; i < n; i++) {
@@ -148,21 +170,32 @@ export function rowDescription(buf: Uint8Array, start: number, end: number): Col
     if (at + 18 > end) throw new ProtocolViolation("RowDescription is truncated");
     columns[i] = {
       name,
-      table: i32(buf, at),
+      table: i32(buf, at) >>> 0,
       number: i16(buf, at + 4),
-      type: i32(buf, at + 6),
+      type: i32(buf, at + 6) >>> 0,
       size: i16(buf, at + 10),
       modifier: i32(buf, at + 12),
       format: i16(buf, at + 16),
     };
     at += 18;
   }
+  if (at !== end) throw new ProtocolViolation("RowDescription has bytes after its columns");
   return columns;
 }
 
-/** Decodes a ParameterDescription body into parameter type OIDs. */
-export function parameterDescription(buf: Uint8Array, start: number): number[] {
-  const n = i16(buf, start);
+/**
+ * Decodes a ParameterDescription body into parameter type OIDs. The count is
+ * unsigned: a statement may have up to 65535 parameters. Pass `end`, the end of
+ * the body: without it only the bounds of `buf` are checked.
+ */
+export function parameterDescription(buf: Uint8Array, start: number, end?: number): number[] {
+  const limit = end ?? buf.length;
+  if (limit - start < 2) throw new ProtocolViolation("ParameterDescription is truncated");
+  const n = u16(buf, start);
+  const size = 2 + 4 * n;
+  if (end === undefined ? size > limit - start : size !== end - start) {
+    throw new ProtocolViolation("ParameterDescription's length does not match its count");
+  }
   const out = new Array<number>(n);
   for (let i = 0; i < n; i++) out[i] = i32(buf, start + 2 + 4 * i) >>> 0;
   return out;
@@ -174,7 +207,9 @@ export function commandComplete(
   start: number,
   end: number,
 ): { command: string; count: number | null } {
-  const tag = utf8(buf, start, cstrEnd(buf, start, end));
+  const stop = cstrEnd(buf, start, end);
+  if (stop !== end - 1) throw new ProtocolViolation("CommandComplete has bytes after its tag");
+  const tag = utf8(buf, start, stop);
   const space = tag.lastIndexOf(" ");
   if (space === -1) return { command: tag, count: null };
   const last = tag.slice(space + 1);
@@ -185,10 +220,11 @@ export function commandComplete(
   return { command: tag.slice(0, first), count };
 }
 
-/** Decodes a pair of C strings (ParameterStatus: name and value). */
+/** Decodes a pair of C strings (ParameterStatus: name and value), the whole body. */
 export function cstrPair(buf: Uint8Array, start: number, end: number): [string, string] {
   const a = cstrEnd(buf, start, end);
   const b = cstrEnd(buf, a + 1, end);
+  if (b !== end - 1) throw new ProtocolViolation("bytes after the second string of a pair");
   return [utf8(buf, start, a), utf8(buf, a + 1, b)];
 }
 
@@ -204,6 +240,7 @@ export interface Notification {
 
 /** Decodes a NotificationResponse body. */
 export function notification(buf: Uint8Array, start: number, end: number): Notification {
+  if (end - start < 4) throw new ProtocolViolation("NotificationResponse is truncated");
   const [channel, payload] = cstrPair(buf, start + 4, end);
   return { pid: i32(buf, start), channel, payload };
 }
