@@ -13,6 +13,16 @@ import {
   session,
 } from "./harness/connect.ts";
 import { ScramClient } from "../src/protocol/scram.ts";
+import {
+  auth,
+  concat,
+  cstr,
+  errorResponse,
+  message,
+  type Peer,
+  SSL_REQUEST,
+  withServer,
+} from "./harness/fake_server.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -188,170 +198,6 @@ clusterTest("auth: URL with a wrong percent-encoded password fails with 28P01", 
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
-
-function int32(n: number): Uint8Array {
-  const out = new Uint8Array(4);
-  new DataView(out.buffer).setInt32(0, n);
-  return out;
-}
-
-/** A backend message: type byte, int32 length (itself included), body. */
-function message(type: string, ...body: Uint8Array[]): Uint8Array {
-  const b = concat(...body);
-  return concat(encoder.encode(type), int32(b.length + 4), b);
-}
-
-const auth = (code: number, ...extra: Uint8Array[]) => message("R", int32(code), ...extra);
-const cstr = (s: string) => encoder.encode(`${s}\0`);
-
-function errorResponse(code: string, text: string): Uint8Array {
-  return message("E", cstr("SFATAL"), cstr("VFATAL"), cstr(`C${code}`), cstr(`M${text}`), cstr(""));
-}
-
-const SSL_REQUEST = 80877103;
-
-/** The server side of one client connection, with buffered reads. */
-class Peer {
-  readonly conn: Deno.Conn;
-  #buf: Uint8Array = new Uint8Array(0);
-
-  constructor(conn: Deno.Conn) {
-    this.conn = conn;
-  }
-
-  async take(n: number): Promise<Uint8Array> {
-    while (this.#buf.length < n) {
-      const chunk = new Uint8Array(4096);
-      const got = await this.conn.read(chunk);
-      if (got === null) throw new Error("the client closed the connection");
-      this.#buf = concat(this.#buf, chunk.subarray(0, got));
-    }
-    const out = this.#buf.slice(0, n);
-    this.#buf = this.#buf.slice(n);
-    return out;
-  }
-
-  async int32(): Promise<number> {
-    return new DataView((await this.take(4)).buffer).getInt32(0);
-  }
-
-  /** Reads the StartupMessage (answering an SSLRequest with 'N' first); returns its parameters. */
-  async startup(): Promise<Map<string, string>> {
-    for (;;) {
-      const length = await this.int32();
-      const body = await this.take(length - 4);
-      const code = new DataView(body.buffer).getInt32(0);
-      if (code === SSL_REQUEST) {
-        await this.send(encoder.encode("N"));
-        continue;
-      }
-      assert.equal(code, 196608, "protocol 3.0");
-      const parts = decoder.decode(body.subarray(4)).split("\0");
-      const params = new Map<string, string>();
-      for (let i = 0; i + 1 < parts.length && parts[i] !== ""; i += 2) {
-        params.set(parts[i], parts[i + 1]);
-      }
-      return params;
-    }
-  }
-
-  /** Reads one frontend message. */
-  async message(): Promise<{ type: string; body: Uint8Array }> {
-    const type = String.fromCharCode((await this.take(1))[0]);
-    const length = await this.int32();
-    return { type, body: await this.take(length - 4) };
-  }
-
-  async send(bytes: Uint8Array): Promise<void> {
-    for (let off = 0; off < bytes.length;) off += await this.conn.write(bytes.subarray(off));
-  }
-
-  /** Whether the client closes its end within `ms` (anything it still sends is skipped). */
-  async closedWithin(ms: number): Promise<boolean> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const expired = new Promise<false>((r) => timer = setTimeout(() => r(false), ms));
-    const eof = (async () => {
-      try {
-        while ((await this.conn.read(new Uint8Array(4096))) !== null) { /* skip */ }
-      } catch {
-        // reset by the client, or closed by us: either way it is over
-      }
-      return true as const;
-    })();
-    try {
-      return await Promise.race([eof, expired]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-}
-
-interface FakeServer {
-  port: number;
-  /** What each handler returned (or threw), in accept order. */
-  results: Promise<unknown>[];
-  close(): Promise<void>;
-}
-
-/** A TCP server on 127.0.0.1 that runs `handle` for each client; close() cleans up everything. */
-function fakeServer(handle: (peer: Peer) => Promise<unknown>): FakeServer {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const conns = new Set<Deno.Conn>();
-  const results: Promise<unknown>[] = [];
-  const loop = (async () => {
-    for (;;) {
-      let conn: Deno.Conn;
-      try {
-        conn = await listener.accept();
-      } catch {
-        return; // listener closed
-      }
-      conns.add(conn);
-      const result = handle(new Peer(conn));
-      result.catch(() => {}); // inspected through `results` when the test cares
-      results.push(result);
-    }
-  })();
-  return {
-    port: (listener.addr as Deno.NetAddr).port,
-    results,
-    async close() {
-      listener.close();
-      await loop;
-      for (const conn of conns) {
-        try {
-          conn.close();
-        } catch {
-          // already closed
-        }
-      }
-      await Promise.allSettled(results);
-    },
-  };
-}
-
-/** Runs `fn` against a fake server and always closes it. */
-async function withServer(
-  handle: (peer: Peer) => Promise<unknown>,
-  fn: (server: FakeServer) => Promise<void>,
-): Promise<void> {
-  const server = fakeServer(handle);
-  try {
-    await fn(server);
-  } finally {
-    await server.close();
-  }
-}
 
 const local = (port: number, extra: Options = {}): Options => ({
   host: "127.0.0.1",

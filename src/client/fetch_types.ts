@@ -12,7 +12,8 @@ import { type DecodeOptions, decoderFor, type TextDecoderFn } from "../types/tex
 /** User-defined types start at this OID (FirstNormalObjectId). */
 const FIRST_USER_OID = 16384;
 
-const QUERY = "select t.oid::int4, t.typarray::int4, t.typdelim::text from pg_catalog.pg_type t " +
+// int8: OIDs are unsigned 32-bit, and int4 would turn those past 2^31 negative.
+const QUERY = "select t.oid::int8, t.typarray::int8, t.typdelim::text from pg_catalog.pg_type t " +
   `where t.typarray <> 0 and t.oid >= ${FIRST_USER_OID}`;
 
 function rows(conn: Connection): Promise<unknown[][]> {
@@ -38,11 +39,13 @@ function rows(conn: Connection): Promise<unknown[][]> {
 /** Adds array decoders for the server's user-defined types to `decode.parsers`. */
 export async function fetchArrayTypes(conn: Connection, decode: DecodeOptions): Promise<void> {
   const parsers = new Map<number, TextDecoderFn>(decode.parsers ?? []);
-  for (const [elem, array, delimiter] of await rows(conn)) {
-    if (parsers.has(array as number)) continue; // the user's own parser wins
-    const element = parsers.get(elem as number) ?? decoderFor(elem as number, decode);
+  for (const [elemText, arrayText, delimiter] of await rows(conn)) {
+    const elem = Number(elemText);
+    const array = Number(arrayText);
+    if (parsers.has(array)) continue; // the user's own parser wins
+    const element = parsers.get(elem) ?? decoderFor(elem, decode);
     parsers.set(
-      array as number,
+      array,
       (text) => parseArrayLiteral(text, element, (delimiter as string) || ","),
     );
   }

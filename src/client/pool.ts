@@ -260,6 +260,9 @@ export class Pool {
         c.destroy();
         throw e;
       }
+      // It may have died in the same read as its ReadyForQuery: that is a failed attempt, not
+      // a connection (else a server that drops every session would be retried without pause).
+      if (c.closed) throw c.closedReason ?? new ConnectionError("CONNECTION_CLOSED", "closed");
       return c;
     }).then(
       (c) => {
@@ -271,32 +274,34 @@ export class Pool {
         this.#open.push(c);
         this.#available(c);
       },
-      (err: Error) => {
-        this.#opening--;
-        if (this.#opening > 0) return; // the others will take what waits
-        const open = this.#leastBusy();
-        if (open !== null) {
-          // Another connection is up: it takes the share this one would have had.
-          for (const req of this.#takeWaiting(this.#waiting.length)) this.#route(open, req);
-          return;
-        }
-        if (this.#open.some((c) => !c.closed)) return; // all reserved: waiters go on release
-        this.#lastError = err;
-        if (this.#everConnected && transient(err) && this.#ended === null) {
-          // The server was up and may come back: retry with backoff; waiting requests give up
-          // after connect_timeout (see #expire).
-          return this.#scheduleRetry();
-        }
-        // Nothing is open to take the waiting requests: they fail with the reason.
-        if (err instanceof ConnectionError) err.outcome = "not-sent";
-        const waiting = this.#takeWaiting(this.#waiting.length);
-        const reservers = this.#reservers;
-        this.#reservers = [];
-        for (const req of waiting) req.fail(err);
-        for (const r of reservers) r.reject(err);
-      },
+      (err: Error) => this.#connectFailed(err),
     ).finally(() => this.#openings.delete(opening));
     this.#openings.add(opening);
+  }
+
+  #connectFailed(err: Error): void {
+    this.#opening--;
+    if (this.#opening > 0) return; // the others will take what waits
+    const open = this.#leastBusy();
+    if (open !== null) {
+      // Another connection is up: it takes the share this one would have had.
+      for (const req of this.#takeWaiting(this.#waiting.length)) this.#route(open, req);
+      return;
+    }
+    if (this.#open.some((c) => !c.closed)) return; // all reserved: waiters go on release
+    this.#lastError = err;
+    if (this.#everConnected && transient(err) && this.#ended === null) {
+      // The server was up and may come back: retry with backoff; waiting requests give up
+      // after connect_timeout (see #expire).
+      return this.#scheduleRetry();
+    }
+    // Nothing is open to take the waiting requests: they fail with the reason.
+    if (err instanceof ConnectionError) err.outcome = "not-sent";
+    const waiting = this.#takeWaiting(this.#waiting.length);
+    const reservers = this.#reservers;
+    this.#reservers = [];
+    for (const req of waiting) req.fail(err);
+    for (const r of reservers) r.reject(err);
   }
 
   #scheduleRetry(): void {
@@ -361,7 +366,8 @@ export class Pool {
     this.#open = this.#open.filter((c) => !c.closed);
     for (const c of this.#reserved) if (c.closed) this.#reserved.delete(c);
     // Work waiting for a connection must not strand when one goes away.
-    if ((this.#waiting.length > 0 || this.#reservers.length > 0) && this.#canOpen()) {
+    const stranded = this.#waiting.length > 0 || this.#reservers.length > 0;
+    if (stranded && this.#opening === 0 && this.#retry === undefined && this.#canOpen()) {
       if (this.#ended === null) this.#connect();
     }
   }

@@ -511,7 +511,13 @@ export function createSql(url?: string, options?: Options): Sql {
     idleTimeout: resolved.idleTimeout,
     maxLifetime: resolved.maxLifetime,
     debug: resolved.debug,
-    prepare: resolved.fetchTypes ? (c) => fetched ??= fetchArrayTypes(c, decode) : undefined,
+    prepare: resolved.fetchTypes
+      ? (c) =>
+        fetched ??= fetchArrayTypes(c, decode).catch((e) => {
+          fetched = undefined; // a later connection tries again
+          throw e;
+        })
+      : undefined,
   });
   let fetched: Promise<void> | undefined; // once per client, shared by concurrent first connects
   const prepare = resolved.prepare;

@@ -285,6 +285,11 @@ export class Connection implements EncodeContext {
     return this.#queue.length - this.#head + this.#backlog.length - this.#backlogHead;
   }
 
+  /** Why the connection closed, once it has. */
+  get closedReason(): ConnectionError | null {
+    return this.#closed;
+  }
+
   /** Requests waiting locally for room in this connection's pipeline. */
   get waiting(): number {
     return this.#backlog.length - this.#backlogHead;
@@ -401,6 +406,10 @@ export class Connection implements EncodeContext {
         return req.commandComplete(tag.command, tag.count);
       }
       case Backend.ReadyForQuery: {
+        const status = buf[start];
+        if (end - start !== 1 || (status !== 0x49 && status !== 0x54 && status !== 0x45)) {
+          throw new ProtocolViolation("ReadyForQuery must carry one status byte: I, T or E");
+        }
         const before = this.status;
         this.status = buf[start];
         this.#queuedBytes -= this.#sizes[this.#head];
@@ -438,7 +447,7 @@ export class Connection implements EncodeContext {
       case Backend.CloseComplete:
         return;
       case Backend.ParameterDescription:
-        return req.parameterDescription(parameterDescription(buf, start));
+        return req.parameterDescription(parameterDescription(buf, start, end));
       case Backend.NoData:
         return req.noData();
       case Backend.EmptyQueryResponse:

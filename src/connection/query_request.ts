@@ -215,43 +215,56 @@ export class QueryRequest implements PipelineRequest {
       this.target.push(transform === null || this.spec.mode === "raw" ? row : transform(row));
     } catch (e) {
       // A value the decoders reject fails this query only, never the connection.
-      this.failure = e instanceof ProtocolViolation
-        ? new ConnectionError("PROTOCOL_VIOLATION", e.message, { cause: e })
-        : e as Error;
+      if (e instanceof ProtocolViolation) {
+        const err = new ConnectionError("PROTOCOL_VIOLATION", e.message, { cause: e });
+        err.outcome = "unknown"; // the server ran the query; its answer was unreadable
+        this.failure = err;
+      } else this.failure = e as Error;
     }
   }
 
   #decode(buf: Uint8Array, start: number, end: number): unknown {
     const st = this.#statement!;
     const decoders = st.decoders;
+    if (end - start < 2) throw new ProtocolViolation("DataRow is truncated");
     const n = (buf[start] << 8) | buf[start + 1];
+    if (st.columns === null || n !== st.columns.length) {
+      throw new ProtocolViolation(
+        `DataRow has ${n} columns but the statement described ${st.columns?.length ?? "none"}`,
+      );
+    }
     let at = start + 2;
     const mode = this.spec.mode;
     if (mode === "object") {
       const keys = st.keys;
       const row: Record<string, unknown> = {};
       for (let i = 0; i < n; i++) {
+        if (end - at < 4) throw new ProtocolViolation("DataRow is truncated");
         const len = i32(buf, at);
         at += 4;
         if (len < 0) {
           row[keys[i]] = null;
           continue;
         }
+        if (len > end - at) throw new ProtocolViolation("DataRow value runs past the message");
         const text = utf8(buf, at, at + len);
         at += len;
         const decode = decoders[i];
         row[keys[i]] = decode === null ? text : decode(text);
       }
+      if (at !== end) throw new ProtocolViolation("DataRow has bytes after its last column");
       return row;
     }
     const row = new Array<unknown>(n);
     for (let i = 0; i < n; i++) {
+      if (end - at < 4) throw new ProtocolViolation("DataRow is truncated");
       const len = i32(buf, at);
       at += 4;
       if (len < 0) {
         row[i] = null;
         continue;
       }
+      if (len > end - at) throw new ProtocolViolation("DataRow value runs past the message");
       if (mode === "raw") {
         row[i] = buf.slice(at, at + len);
       } else {
@@ -261,7 +274,7 @@ export class QueryRequest implements PipelineRequest {
       }
       at += len;
     }
-    if (at > end) throw new RangeError("DataRow is shorter than its columns declare");
+    if (at !== end) throw new ProtocolViolation("DataRow has bytes after its last column");
     return row;
   }
 

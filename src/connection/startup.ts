@@ -75,6 +75,7 @@ export async function startup(
     const { type, buf, start, end } = await io.next();
     switch (type) {
       case Backend.Authentication: {
+        if (end - start < 4) throw violation("Authentication message is truncated");
         if (authenticated) throw violation("authentication request after authentication succeeded");
         const code = i32(buf, start);
         if (code === Auth.Ok) {
@@ -145,6 +146,7 @@ export async function startup(
         break;
       }
       case Backend.BackendKeyData:
+        if (end - start !== 8) throw violation("BackendKeyData must be 8 bytes");
         result.pid = i32(buf, start);
         result.secret = i32(buf, start + 4);
         break;

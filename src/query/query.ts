@@ -149,9 +149,12 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
     return this as unknown as Query<(Uint8Array | null)[][]>;
   }
 
-  /** Sends the query now instead of when it is first awaited. */
+  /**
+   * Sends the query now instead of when it is first awaited. Its failure is
+   * delivered when it is awaited; until then it does not count as unhandled.
+   */
   execute(): this {
-    this.#start();
+    this.#start().catch(() => {});
     return this;
   }
 
