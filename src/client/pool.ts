@@ -58,6 +58,7 @@ export class Pool {
   #pool: PoolOptions;
   #max: number;
   #ids = new WeakMap<Connection, number>();
+  #deadlines = new WeakMap<Connection, number>(); // max_lifetime, jittered ±10% per connection
   #nextId = 1;
   #idleTimers = new Map<Connection, ReturnType<typeof setTimeout>>();
   #open: Connection[] = [];
@@ -87,7 +88,8 @@ export class Pool {
 
   /** Past max_lifetime: takes no new work and closes once idle. */
   #expired(c: Connection): boolean {
-    return this.#pool.maxLifetime > 0 && Date.now() - c.openedAt > this.#pool.maxLifetime;
+    const deadline = this.#deadlines.get(c);
+    return deadline !== undefined && Date.now() > deadline;
   }
 
   /** Closes a connection that has nothing in flight and nobody holding it. */
@@ -271,6 +273,9 @@ export class Pool {
         this.#backoff = 0;
         this.#lastError = null;
         this.#ids.set(c, this.#nextId++);
+        const life = this.#pool.maxLifetime;
+        // Jitter, so connections opened together are not all replaced at the same moment.
+        if (life > 0) this.#deadlines.set(c, c.openedAt + life * (0.9 + Math.random() * 0.2));
         this.#open.push(c);
         this.#available(c);
       },
