@@ -335,3 +335,23 @@ Deno.test("past max_pipeline_bytes, requests wait locally; a request larger than
   const [{ n }] = await sql`select length(${"y".repeat(5000)}) as n`;
   assert.equal(n, 5000);
 });
+
+Deno.test("row objects: any column name is a plain key, including quotes, __proto__ and duplicates", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  const [row] = await sql.unsafe(
+    `select 1 as "a""b", 2 as "c\\d", 3 as "new
+line", 4 as "__proto__", 5 as "constructor", 6 as "é🐘", 7 as dup, 8 as dup, 9 as "}); throw 1; ({"`,
+  );
+  assert.equal(Object.getPrototypeOf(row), Object.prototype);
+  assert.equal(row['a"b'], 1);
+  assert.equal(row["c\\d"], 2);
+  assert.equal(row["new\nline"], 3);
+  assert.ok(Object.hasOwn(row, "__proto__"));
+  assert.equal(Object.getOwnPropertyDescriptor(row, "__proto__")?.value, 4);
+  assert.equal(row.constructor, 5);
+  assert.equal(row["é🐘"], 6);
+  assert.equal(row.dup, 8, "the later column wins, as in postgres.js");
+  assert.equal(row["}); throw 1; ({"], 9);
+  const [plain] = await sql`select 1 as a, 'x' as b`;
+  assert.deepEqual(plain, { a: 1, b: "x" });
+});

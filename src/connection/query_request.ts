@@ -9,6 +9,9 @@ import { ConnectionError, type PostgresError } from "../errors.ts";
 import type { EncodeContext, PipelineRequest } from "./request.ts";
 import { Statement, StatementCache } from "./statement.ts";
 
+/** Values of the row being decoded, before the statement's row constructor copies them. */
+const scratch: unknown[] = [];
+
 /** How rows are shaped: objects keyed by column name, arrays, or arrays of raw bytes. */
 export type RowMode = "object" | "array" | "raw";
 
@@ -235,47 +238,28 @@ export class QueryRequest implements PipelineRequest {
     }
     let at = start + 2;
     const mode = this.spec.mode;
-    if (mode === "object") {
-      const keys = st.keys;
-      const row: Record<string, unknown> = {};
-      for (let i = 0; i < n; i++) {
-        if (end - at < 4) throw new ProtocolViolation("DataRow is truncated");
-        const len = i32(buf, at);
-        at += 4;
-        if (len < 0) {
-          row[keys[i]] = null;
-          continue;
-        }
-        if (len > end - at) throw new ProtocolViolation("DataRow value runs past the message");
-        const text = utf8(buf, at, at + len);
-        at += len;
-        const decode = decoders[i];
-        row[keys[i]] = decode === null ? text : decode(text);
-      }
-      if (at !== end) throw new ProtocolViolation("DataRow has bytes after its last column");
-      return row;
-    }
-    const row = new Array<unknown>(n);
+    // Object rows are built by the statement's generated constructor from a reused scratch array.
+    const values = mode === "object" ? scratch : new Array<unknown>(n);
     for (let i = 0; i < n; i++) {
       if (end - at < 4) throw new ProtocolViolation("DataRow is truncated");
       const len = i32(buf, at);
       at += 4;
       if (len < 0) {
-        row[i] = null;
+        values[i] = null;
         continue;
       }
       if (len > end - at) throw new ProtocolViolation("DataRow value runs past the message");
       if (mode === "raw") {
-        row[i] = buf.slice(at, at + len);
+        values[i] = buf.slice(at, at + len);
       } else {
         const text = utf8(buf, at, at + len);
         const decode = decoders[i];
-        row[i] = decode === null ? text : decode(text);
+        values[i] = decode === null ? text : decode(text);
       }
       at += len;
     }
     if (at !== end) throw new ProtocolViolation("DataRow has bytes after its last column");
-    return row;
+    return mode === "object" ? new st.Row(values) : values;
   }
 
   commandComplete(command: string, count: number | null): void {
