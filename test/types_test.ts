@@ -659,3 +659,25 @@ Deno.test("round trip: infinite dates", () => {
   assert.deepEqual(dec(Oid.timestamptz)(serialize(dates[0])!), dates[0]);
   assert.deepEqual(dec(Oid.date)(serialize(dates[1])!), dates[1]);
 });
+
+Deno.test("byte decoders equal the string decoders for bool, int2, int4 and oid", async () => {
+  const { byteDecoderFor } = await import("../src/types/byte_decoders.ts");
+  const { decoderFor } = await import("../src/types/text_decoders.ts");
+  const enc = new TextEncoder();
+  const cases: [number, string[]][] = [
+    [16, ["t", "f"]],
+    [21, ["0", "-1", "32767", "-32768", "42"]],
+    [23, ["0", "2147483647", "-2147483648", "-7", "1000000"]],
+    [26, ["0", "4294967295", "16384", "2147483648"]],
+  ];
+  for (const [oid, texts] of cases) {
+    const direct = byteDecoderFor(oid)!;
+    const viaString = decoderFor(oid, { bigint: false })!;
+    for (const t of texts) {
+      const bytes = enc.encode(`xx${t}yy`); // decoded in place, within a larger buffer
+      assert.equal(direct(bytes, 2, 2 + t.length), viaString(t), `oid ${oid}: ${t}`);
+    }
+  }
+  assert.ok(Number.isNaN(byteDecoderFor(23)!(enc.encode("1x"), 0, 2) as number));
+  assert.equal(byteDecoderFor(25), null);
+});

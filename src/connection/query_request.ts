@@ -229,6 +229,7 @@ export class QueryRequest implements PipelineRequest {
   #decode(buf: Uint8Array, start: number, end: number): unknown {
     const st = this.#statement!;
     const decoders = st.decoders;
+    const bytes = st.byteDecoders;
     if (end - start < 2) throw new ProtocolViolation("DataRow is truncated");
     const n = (buf[start] << 8) | buf[start + 1];
     if (st.columns === null || n !== st.columns.length) {
@@ -252,9 +253,13 @@ export class QueryRequest implements PipelineRequest {
       if (mode === "raw") {
         values[i] = buf.slice(at, at + len);
       } else {
-        const text = utf8(buf, at, at + len);
-        const decode = decoders[i];
-        values[i] = decode === null ? text : decode(text);
+        const direct = bytes[i];
+        if (direct !== null) values[i] = direct(buf, at, at + len);
+        else {
+          const text = utf8(buf, at, at + len);
+          const decode = decoders[i];
+          values[i] = decode === null ? text : decode(text);
+        }
       }
       at += len;
     }

@@ -9,6 +9,7 @@
 import type { Column } from "../protocol/backend.ts";
 import type { PostgresError } from "../errors.ts";
 import { type DecodeOptions, decoderFor, type TextDecoderFn } from "../types/text_decoders.ts";
+import { type ByteDecoderFn, byteDecoderFor } from "../types/byte_decoders.ts";
 
 /** Makes a row object from decoded column values. */
 export type RowConstructor = new (values: unknown[]) => Record<string, unknown>;
@@ -64,6 +65,8 @@ export class Statement {
   keys: string[] = [];
   /** Per-column text decoders; null keeps the string. */
   decoders: (TextDecoderFn | null)[] = [];
+  /** Per-column decoders that read the bytes directly (no string made); null: use `decoders`. */
+  byteDecoders: (ByteDecoderFn | null)[] = [];
   /** Builds an object row from the decoded values (generated once the columns are known). */
   Row: RowConstructor = emptyRow;
   /** Maps each finished row (the `transform.row` option), or null. */
@@ -83,13 +86,19 @@ export class Statement {
     const n = columns.length;
     this.keys = new Array(n);
     this.decoders = new Array(n);
+    this.byteDecoders = new Array(n);
     const rename = options.column;
     const custom = options.parsers;
     const value = options.value;
     for (let i = 0; i < n; i++) {
       const { name, type } = columns[i];
       this.keys[i] = rename === undefined ? name : rename(name);
-      let decode = custom?.get(type) ?? decoderFor(type, options);
+      const customDecode = custom?.get(type);
+      // Reading the bytes directly is only equivalent when nothing else wants the text.
+      this.byteDecoders[i] = customDecode === undefined && value === undefined
+        ? byteDecoderFor(type)
+        : null;
+      let decode = customDecode ?? decoderFor(type, options);
       if (value !== undefined) {
         const inner = decode;
         const column = columns[i];
