@@ -1,5 +1,7 @@
 // One cold start in a fresh process: import the driver, connect, run the first query, exit.
 // `deno run -A bench/cold_probe.ts <pgpipe|postgres.js> <url>` prints the ms from process start.
+import { POSTGRES_JS } from "./peers.ts";
+
 const [driver, url] = Deno.args;
 const t0 = performance.now(); // ms since this process's time origin (process start)
 /** The slice of both drivers' API the probe uses. */
@@ -9,7 +11,7 @@ type Client = {
 };
 const sql: Client = driver === "pgpipe"
   ? (await import("../mod.ts")).default(url, { max: 1, onnotice: () => {} })
-  : (await import("npm:postgres@3.4.9")).default(url, { max: 1, onnotice: () => {} });
+  : (await import(POSTGRES_JS)).default(url, { max: 1, onnotice: () => {} });
 const [{ x }] = await sql`select 1 as x`;
 if (x !== 1) throw new Error(`${driver}: wrong answer ${x}`);
 const total = performance.now();

@@ -4,11 +4,9 @@
 // Run directly (`deno run -A --no-lock bench/drivers.ts`) it prints which drivers load, as JSON:
 // bench/run.ts probes in a child process so its own process never writes a deno.lock.
 import postgres from "../mod.ts";
+import { DENO_POSTGRES, POSTGRES_JS } from "./peers.ts";
 
-/** postgres.js, pinned: the newest 3.x on npm when this bench was written. */
-export const POSTGRES_JS = "npm:postgres@3.4.9";
-/** deno-postgres, pinned. */
-export const DENO_POSTGRES = "jsr:@db/postgres@0.19.5";
+export { DENO_POSTGRES, POSTGRES_JS };
 
 /** Statements run inside a transaction (which the adapter always rolls back). */
 export interface Tx {

@@ -2,7 +2,7 @@
 // `deno run -A --v8-flags=--expose-gc bench/memory_probe.ts <pgpipe|postgres.js> <case> <url>`.
 // Prints one JSON line: peak RSS (VmHWM) and, for full results, the heap retained per row.
 import postgres from "../mod.ts";
-import { POSTGRES_JS } from "./drivers.ts";
+import { POSTGRES_JS } from "./peers.ts";
 
 const [driver, kase, url] = Deno.args;
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});

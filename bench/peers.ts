@@ -1,0 +1,7 @@
+// The peers' pinned module specifiers, in a module that imports nothing, so a probe can load a
+// peer without also loading pgpipe (which would skew cold-start figures).
+
+/** postgres.js from npm, pinned. */
+export const POSTGRES_JS = "npm:postgres@3.4.9";
+/** deno-postgres from JSR, pinned (skipped where JSR is unreachable). */
+export const DENO_POSTGRES = "jsr:@db/postgres@0.19.5";
