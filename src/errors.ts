@@ -104,6 +104,7 @@ export type ConnectionErrorCode =
   | "CONNECT_TIMEOUT"
   | "QUERY_TIMEOUT"
   | "CONNECT_FAILED"
+  | "NO_MATCHING_HOST"
   | "SSL_NOT_SUPPORTED"
   | "SSL_FAILED"
   | "AUTH_UNSUPPORTED"

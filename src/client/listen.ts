@@ -3,9 +3,10 @@
  * postgres.js). Listeners survive reconnects: when the connection is lost it
  * is reopened with backoff and every channel is listened to again.
  */
-import { Connection, type ConnectionOptions } from "../connection/connection.ts";
+import type { Connection } from "../connection/connection.ts";
 import type { Notification } from "../protocol/backend.ts";
 import { exec, quoteIdentifier } from "./exec.ts";
+import { connect, type HostOptions } from "./hosts.ts";
 
 /** Called with each notification's payload on a channel. */
 export type NotifyHandler = (payload: string, notification: Notification) => void;
@@ -38,20 +39,20 @@ const MAX_BACKOFF_MS = 5000;
 
 /** The listening connection and its channels. */
 export class Listener {
-  #options: ConnectionOptions;
+  #options: HostOptions;
   #channels = new Map<string, Channel>();
   #conn: Promise<Connection> | null = null;
   #ended = false;
   #backoff = 0;
   #retry: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(options: ConnectionOptions) {
+  constructor(options: HostOptions) {
     this.#options = options;
   }
 
   #connect(): Promise<Connection> {
     return this.#conn ??= (async () => {
-      const conn = await Connection.open({
+      const conn = await connect({
         ...this.#options,
         onnotify: (n) => this.#dispatch(n),
         onclose: () => this.#lost(),

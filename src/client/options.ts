@@ -24,10 +24,32 @@ export type SslOption = boolean | SslMode | { mode?: SslMode; ca?: string | stri
  * ```
  */
 export interface Options {
-  /** Host name, IP, or unix socket directory (starts with `/`). Default: `PGHOST` or localhost. */
-  host?: string;
-  /** Port. Default: `PGPORT` or 5432. */
-  port?: number;
+  /**
+   * Host name, IP, or unix socket directory (starts with `/`). Several hosts
+   * (an array, or a comma-separated string; each may end in `:port`) are
+   * tried in order, see `target_session_attrs`. Default: `PGHOST` or localhost.
+   */
+  host?: string | string[];
+  /** Port, or one port per host (a single port applies to every host). Default: `PGPORT` or 5432. */
+  port?: number | number[];
+  /**
+   * What kind of server a new connection must reach, as in libpq: `any`,
+   * `read-write`, `read-only`, `primary`, `standby` or `prefer-standby`
+   * (a standby if one is up, else any). A server that does not match is
+   * skipped for the next host. Default: `PGTARGETSESSIONATTRS` or `any`.
+   */
+  target_session_attrs?:
+    | "any"
+    | "read-write"
+    | "read-only"
+    | "primary"
+    | "standby"
+    | "prefer-standby";
+  /**
+   * `random`: each new connection tries the hosts in a random order, which
+   * spreads connections over them (libpq 16). Default: `PGLOADBALANCEHOSTS` or `disable`.
+   */
+  load_balance_hosts?: "disable" | "random";
   /** Unix socket directory (alternative to a `/`-host). */
   path?: string;
   /** Database. Default: `PGDATABASE` or the user name. */
@@ -109,13 +131,31 @@ export type DebugHook = (
   types: readonly number[],
 ) => void;
 
+/** Values of the `target_session_attrs` option. */
+export type TargetSessionAttrs = NonNullable<Options["target_session_attrs"]>;
+/** Values of the `load_balance_hosts` option. */
+export type LoadBalanceHosts = NonNullable<Options["load_balance_hosts"]>;
+
+/** One server to try, with the password for it (the password file is per host). */
+export interface HostTarget {
+  host: string;
+  port: number;
+  password: PasswordSource;
+}
+
 /** Options after URL, environment and defaults are applied. */
 export interface ResolvedOptions {
+  /** The first host (`hosts[0]`). */
   host: string;
   port: number;
   database: string;
   user: string;
+  /** The first host's password. */
   password: PasswordSource;
+  /** Every host, in the order given. */
+  hosts: HostTarget[];
+  targetSessionAttrs: TargetSessionAttrs;
+  loadBalanceHosts: LoadBalanceHosts;
   sslmode: SslMode;
   ca?: string[];
   max: number;
@@ -138,6 +178,15 @@ export interface ResolvedOptions {
   onparameter?: (name: string, value: string) => void;
   onnotify?: (notification: Notification) => void;
 }
+
+const TARGET_SESSION_ATTRS: readonly TargetSessionAttrs[] = [
+  "any",
+  "read-write",
+  "read-only",
+  "primary",
+  "standby",
+  "prefer-standby",
+];
 
 const SSL_MODES: readonly SslMode[] = [
   "disable",
@@ -165,21 +214,34 @@ function decode(s: string): string {
   }
 }
 
-interface ParsedUrl {
+/** One entry of a host list: either part may be missing (then a default applies). */
+interface HostEntry {
   host?: string;
   port?: number;
+}
+
+interface ParsedUrl {
+  /** The first host of the URL. */
+  host?: string;
+  /** The first host's port. */
+  port?: number;
+  /** Every `host:port` of the URL, in order (empty when the URL names none). */
+  hosts: HostEntry[];
   user?: string;
   password?: string;
   database?: string;
   query: Map<string, string>;
 }
 
-/** Parses `postgres://user:pass@host:port/db?key=value` (also `postgresql://`). */
+/**
+ * Parses `postgres://user:pass@host:port/db?key=value` (also `postgresql://`);
+ * several hosts are separated by commas: `postgres://a:5432,b:5433/db`.
+ */
 export function parseUrl(url: string): ParsedUrl {
   const match = /^postgres(?:ql)?:\/\/([^/?#]*)([^?#]*)(?:\?([^#]*))?/.exec(url);
   if (!match) throw new TypeError("connection URL must start with postgres:// or postgresql://");
   const [, authority, path, search] = match;
-  const out: ParsedUrl = { query: new Map() };
+  const out: ParsedUrl = { hosts: [], query: new Map() };
   let hosts = authority;
   const at = authority.lastIndexOf("@");
   if (at !== -1) {
@@ -189,15 +251,10 @@ export function parseUrl(url: string): ParsedUrl {
     out.user = decode(colon === -1 ? userinfo : userinfo.slice(0, colon));
     if (colon !== -1) out.password = decode(userinfo.slice(colon + 1));
   }
-  if (hosts.includes(",")) {
-    throw new TypeError("several hosts in one URL are not supported yet");
-  }
   if (hosts !== "") {
-    const bracket = hosts.startsWith("[") ? hosts.indexOf("]") : -1;
-    const colon = hosts.indexOf(":", bracket === -1 ? 0 : bracket);
-    const host = colon === -1 ? hosts : hosts.slice(0, colon);
-    if (host !== "") out.host = decode(host.replace(/^\[|\]$/g, ""));
-    if (colon !== -1 && colon < hosts.length - 1) out.port = parsePort(hosts.slice(colon + 1));
+    out.hosts = hosts.split(",").map((entry) => parseHostPort(entry, true));
+    out.host = out.hosts[0].host;
+    out.port = out.hosts[0].port;
   }
   if (path.length > 1) out.database = decode(path.slice(1));
   if (search) {
@@ -209,6 +266,64 @@ export function parseUrl(url: string): ParsedUrl {
     }
   }
   return out;
+}
+
+/**
+ * One `host[:port]` entry: `[v6]:port` in brackets; a socket directory (`/...`)
+ * or an unbracketed IPv6 address carries no port. `encoded`: URL text.
+ */
+function parseHostPort(entry: string, encoded: boolean): HostEntry {
+  const text = encoded ? entry : entry.trim();
+  const unwrap = (s: string) => encoded ? decode(s) : s;
+  const out: HostEntry = {};
+  let host = text;
+  if (text.startsWith("[")) {
+    const close = text.indexOf("]");
+    if (close === -1) throw new TypeError(`invalid host: ${entry}`);
+    host = text.slice(1, close);
+    const rest = text.slice(close + 1);
+    if (rest.startsWith(":") && rest.length > 1) out.port = parsePort(rest.slice(1));
+    else if (rest !== "" && rest !== ":") throw new TypeError(`invalid host: ${entry}`);
+  } else if (!unwrap(text).startsWith("/")) {
+    const colon = text.indexOf(":");
+    if (colon !== -1 && colon === text.lastIndexOf(":")) {
+      host = text.slice(0, colon);
+      if (colon < text.length - 1) out.port = parsePort(text.slice(colon + 1));
+    }
+  }
+  if (host !== "") out.host = unwrap(host);
+  return out;
+}
+
+/** A comma-separated list of ports (an empty entry means the default). */
+function parsePortList(text: string): (number | undefined)[] {
+  return text.split(",").map((p) => p.trim() === "" ? undefined : parsePort(p.trim()));
+}
+
+/** A comma-separated list of host names (libpq's `host` keyword and `PGHOST`: no ports). */
+function plainHosts(text: string): HostEntry[] {
+  return text.split(",").map((h) => h.trim() === "" ? {} : { host: h.trim() });
+}
+
+/** The hosts of the `host` option: a string (comma-separated) or an array; `:port` allowed. */
+function optionHosts(value: string | string[]): HostEntry[] {
+  const list = Array.isArray(value) ? value : value.split(",");
+  if (list.length === 0) throw new TypeError("the host option is an empty list");
+  return list.map((h) => parseHostPort(h, false));
+}
+
+/** The port for host `i` of `n` from a list: one port for all, or one per host. */
+function pickPort(
+  list: readonly (number | undefined)[],
+  i: number,
+  n: number,
+  what: string,
+): number | undefined {
+  if (list.length === 1) return list[0];
+  if (list.length === n) return list[i];
+  throw new TypeError(
+    `${what} gives ${list.length} ports for ${n} hosts: give one, or one per host`,
+  );
 }
 
 function parsePort(text: string): number {
@@ -255,27 +370,82 @@ const DRIVER_KEYS = new Set([
   "prepare",
   "max",
   "max_pipeline",
+  "target_session_attrs",
+  "load_balance_hosts",
 ]);
+
+/**
+ * The hosts to try and their ports. Hosts come from the first of: `path`,
+ * `host`, the URL's `?host=`, the URL's authority, `PGHOST`, localhost. A
+ * port list (`port` option, `?port=`) applies over every host; else a host's
+ * own `:port`, then the URL's ports, `PGPORT`, 5432. A list holds one port
+ * for all hosts or one per host.
+ */
+function resolveHosts(options: Options, parsed: ParsedUrl): { host: string; port: number }[] {
+  const q = parsed.query;
+  const urlHosts = parsed.hosts.some((h) => h.host !== undefined) ? parsed.hosts : undefined;
+  const pgHost = env("PGHOST");
+  const entries: HostEntry[] = options.path !== undefined
+    ? [{ host: options.path }]
+    : options.host !== undefined
+    ? optionHosts(options.host)
+    : q.get("host")
+    ? plainHosts(q.get("host")!)
+    : urlHosts ?? (pgHost ? plainHosts(pgHost) : [{}]);
+  const n = entries.length;
+  const explicit: (number | undefined)[] | undefined = options.port !== undefined
+    ? (Array.isArray(options.port) ? options.port : [options.port])
+    : q.get("port")
+    ? parsePortList(q.get("port")!)
+    : undefined;
+  // The URL's ports also serve hosts given elsewhere (options.host with a URL's port).
+  const urlPorts = entries !== urlHosts && parsed.hosts.some((h) => h.port !== undefined) &&
+      (parsed.hosts.length === 1 || parsed.hosts.length === n)
+    ? parsed.hosts.map((h) => h.port)
+    : undefined;
+  const pgPort = env("PGPORT");
+  const envPorts = pgPort ? parsePortList(pgPort) : undefined;
+  return entries.map((entry, i) => {
+    let port = explicit !== undefined ? pickPort(explicit, i, n, "the port option") : undefined;
+    port ??= entry.port;
+    if (port === undefined && urlPorts !== undefined) port = pickPort(urlPorts, i, n, "the URL");
+    if (port === undefined && envPorts !== undefined) port = pickPort(envPorts, i, n, "PGPORT");
+    if (port !== undefined && !(Number.isInteger(port) && port >= 1 && port <= 65535)) {
+      throw new TypeError(`invalid port: ${port}`);
+    }
+    return { host: entry.host ?? "localhost", port: port ?? 5432 };
+  });
+}
 
 /** Applies options, URL, environment and defaults. */
 export function resolveOptions(url: string | undefined, options: Options = {}): ResolvedOptions {
-  const parsed = url === undefined
-    ? { query: new Map<string, string>() } as ParsedUrl
-    : parseUrl(url);
+  const parsed: ParsedUrl = url === undefined ? { hosts: [], query: new Map() } : parseUrl(url);
   const q = parsed.query;
-  const host = options.path ?? options.host ?? q.get("host") ?? parsed.host ?? env("PGHOST") ??
-    "localhost";
-  const portText = q.get("port");
-  const port = options.port ?? (portText ? parsePort(portText) : undefined) ?? parsed.port ??
-    (env("PGPORT") ? parsePort(env("PGPORT")!) : 5432);
+  const entries = resolveHosts(options, parsed);
   const user = options.user ?? options.username ?? q.get("user") ?? parsed.user ?? env("PGUSER") ??
     env("USER") ?? "postgres";
   const database = options.database ?? options.db ?? q.get("dbname") ?? parsed.database ??
     env("PGDATABASE") ?? user;
-  const password: PasswordSource = options.password ?? options.pass ?? q.get("password") ??
-    parsed.password ?? env("PGPASSWORD") ??
-    // Read only if the server asks for a password, as libpq does.
-    (() => readPgpass({ host, port, database, user }) as Promise<string>);
+  const given: PasswordSource = options.password ?? options.pass ?? q.get("password") ??
+    parsed.password ?? env("PGPASSWORD");
+  const hosts: HostTarget[] = entries.map(({ host, port }) => ({
+    host,
+    port,
+    // Read only if the server asks for a password, as libpq does; per host, as libpq does.
+    password: given ?? (() => readPgpass({ host, port, database, user }) as Promise<string>),
+  }));
+  const target = options.target_session_attrs ?? q.get("target_session_attrs") ??
+    env("PGTARGETSESSIONATTRS") ?? "any";
+  if (!TARGET_SESSION_ATTRS.includes(target as TargetSessionAttrs)) {
+    throw new TypeError(
+      `invalid target_session_attrs "${target}": use one of ${TARGET_SESSION_ATTRS.join(", ")}`,
+    );
+  }
+  const balance = options.load_balance_hosts ?? q.get("load_balance_hosts") ??
+    env("PGLOADBALANCEHOSTS") ?? "disable";
+  if (balance !== "disable" && balance !== "random") {
+    throw new TypeError(`invalid load_balance_hosts "${balance}": use disable or random`);
+  }
   const ssl = parseSsl(options.ssl ?? q.get("sslmode") ?? env("PGSSLMODE"));
   const rootCert = q.get("sslrootcert");
   if (rootCert !== undefined && ssl.ca === undefined) {
@@ -315,11 +485,14 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     throw new TypeError("max_pipeline must be a positive integer");
   }
   return {
-    host,
-    port,
+    host: hosts[0].host,
+    port: hosts[0].port,
     database,
     user,
-    password,
+    password: hosts[0].password,
+    hosts,
+    targetSessionAttrs: target as TargetSessionAttrs,
+    loadBalanceHosts: balance,
     sslmode: ssl.mode ?? "prefer",
     ca: ssl.ca,
     max,

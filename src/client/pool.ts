@@ -8,12 +8,13 @@
  * is released no other caller's request goes to it. Requests with nowhere to
  * go wait here, in order, and leave as soon as a connection is free.
  */
-import { Connection, type ConnectionOptions } from "../connection/connection.ts";
+import type { Connection } from "../connection/connection.ts";
 import type { PipelineRequest } from "../connection/request.ts";
 import { ConnectionError, QueryError } from "../errors.ts";
 import { QueryRequest } from "../connection/query_request.ts";
 import type { DebugHook } from "./options.ts";
 import { exec } from "./exec.ts";
+import { connect, type HostOptions } from "./hosts.ts";
 
 const IDLE = 0x49; // ReadyForQuery status outside a transaction block
 
@@ -37,11 +38,14 @@ export interface PoolOptions {
 const BACKOFF_MIN_MS = 50;
 const BACKOFF_MAX_MS = 2000;
 
-/** Failures worth retrying: the server may come back (restart, failover, too many clients). */
+/**
+ * Failures worth retrying: the server may come back (restart, failover, too many clients).
+ * NO_MATCHING_HOST too: during a failover no server is the primary until a standby is promoted.
+ */
 function transient(e: unknown): boolean {
   if (e instanceof ConnectionError) {
     return e.code === "CONNECT_FAILED" || e.code === "CONNECTION_CLOSED" ||
-      e.code === "CONNECT_TIMEOUT";
+      e.code === "CONNECT_TIMEOUT" || e.code === "NO_MATCHING_HOST";
   }
   const code = (e as { code?: string })?.code;
   return code === "57P03" || code === "53300" || code === "57P01"; // starting up, too many, shutdown
@@ -54,7 +58,7 @@ interface Reserver {
 
 /** A set of pipelined connections sharing one configuration. */
 export class Pool {
-  #options: ConnectionOptions;
+  #options: HostOptions;
   #pool: PoolOptions;
   #max: number;
   #ids = new WeakMap<Connection, number>();
@@ -76,11 +80,11 @@ export class Pool {
   #ended: ConnectionError | null = null;
 
   /** The options every connection of this pool is opened with. */
-  get options(): ConnectionOptions {
+  get options(): HostOptions {
     return this.#options;
   }
 
-  constructor(options: ConnectionOptions, pool: PoolOptions) {
+  constructor(options: HostOptions, pool: PoolOptions) {
     this.#options = options;
     this.#pool = pool;
     this.#max = Math.max(1, pool.max);
@@ -249,7 +253,7 @@ export class Pool {
   #connect(): void {
     this.#opening++;
     let self: Connection | null = null;
-    const opening = Connection.open({
+    const opening = connect({
       ...this.#options,
       onclose: () => this.#forget(),
       onidle: () => self !== null && this.#idle(self),

@@ -494,6 +494,11 @@ export function createSql(url?: string, options?: Options): Sql {
       sslmode: resolved.sslmode,
       ca: resolved.ca,
     },
+    hosts: {
+      hosts: resolved.hosts,
+      targetSessionAttrs: resolved.targetSessionAttrs,
+      loadBalanceHosts: resolved.loadBalanceHosts,
+    },
     params: resolved.params,
     password: resolved.password,
     connectTimeout: resolved.connectTimeout,

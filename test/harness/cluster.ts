@@ -82,7 +82,8 @@ interface RunOptions {
   asServerUser?: boolean;
 }
 
-const isRoot = () => Deno.uid() === 0;
+/** Whether we run as root (then servers run as the `postgres` OS user). */
+export const isRoot = (): boolean => Deno.uid() === 0;
 
 /** Runs a command with a deadline; resolves to stdout, throws with stderr on failure. */
 export async function run(cmd: string, args: string[], opts: RunOptions = {}): Promise<string> {
@@ -141,7 +142,7 @@ function randomHex(bytes: number): string {
 }
 
 /** A free TCP port on 127.0.0.1 (bind to 0, read, close; racy but good enough with retries). */
-function freePort(): number {
+export function freePort(): number {
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (l.addr as Deno.NetAddr).port;
   l.close();
@@ -236,8 +237,12 @@ function setupSql(u: Users): string {
 }
 
 /** pg_hba.conf; first match wins, so the per-user lines precede the catch-all trust. */
-function hbaConf(ssl: boolean): string {
+function hbaConf(ssl: boolean, replication: boolean): string {
   const lines = ["# written by the pgpipe test harness"];
+  if (replication) {
+    // pg_basebackup and the standby's WAL receiver connect as postgres to the pseudo-database.
+    lines.push("local replication postgres trust", "host replication postgres 127.0.0.1/32 trust");
+  }
   const add = (type: string, user: string, method: string) => {
     const nets = type === "local" ? [""] : ["127.0.0.1/32 ", "::1/128 "];
     for (const net of nets) lines.push(`${type} all ${user} ${net}${method}`);
@@ -258,7 +263,13 @@ function hbaConf(ssl: boolean): string {
   return lines.join("\n") + "\n";
 }
 
-function serverConf(port: number, socketDir: string, ssl: boolean, certDir: string): string {
+function serverConf(
+  port: number,
+  socketDir: string,
+  ssl: boolean,
+  certDir: string,
+  replication: boolean,
+): string {
   const conf: Record<string, string | number> = {
     listen_addresses: "127.0.0.1",
     port,
@@ -270,6 +281,11 @@ function serverConf(port: number, socketDir: string, ssl: boolean, certDir: stri
     full_page_writes: "off",
     ssl: ssl ? "on" : "off",
   };
+  if (replication) {
+    conf.wal_level = "replica";
+    conf.max_wal_senders = 4;
+    conf.hot_standby = "on";
+  }
   if (ssl) {
     conf.ssl_cert_file = join(certDir, "server.crt");
     conf.ssl_key_file = join(certDir, "server.key");
@@ -280,7 +296,7 @@ function serverConf(port: number, socketDir: string, ssl: boolean, certDir: stri
   return "\n# pgpipe test harness\n" + lines.join("\n") + "\n";
 }
 
-async function logTail(path: string): Promise<string> {
+export async function logTail(path: string): Promise<string> {
   try {
     return (await Deno.readTextFile(path)).trim().split("\n").slice(-15).join("\n");
   } catch {
@@ -289,7 +305,7 @@ async function logTail(path: string): Promise<string> {
 }
 
 /** Last resort when pg_ctl cannot stop the server: kill the postmaster from its pid file. */
-async function killPostmaster(dataDir: string): Promise<void> {
+export async function killPostmaster(dataDir: string): Promise<void> {
   try {
     const pid = parseInt((await Deno.readTextFile(join(dataDir, "postmaster.pid"))).split("\n")[0]);
     if (pid > 0) Deno.kill(pid, "SIGKILL");
@@ -298,10 +314,13 @@ async function killPostmaster(dataDir: string): Promise<void> {
   }
 }
 
-export async function startCluster(opts: { ssl?: boolean; name?: string } = {}): Promise<Cluster> {
+export async function startCluster(
+  opts: { ssl?: boolean; name?: string; replication?: boolean } = {},
+): Promise<Cluster> {
   const bin = findPgBin();
   if (!bin) throw new Error(NOT_FOUND);
   const ssl = opts.ssl ?? false;
+  const replication = opts.replication ?? false;
   const label = opts.name ?? (ssl ? "tls" : "plain");
   const tmp = await Deno.makeTempDir({ prefix: `pgpipe-${label}-` });
   const dataDir = join(tmp, "data");
@@ -334,13 +353,13 @@ export async function startCluster(opts: { ssl?: boolean; name?: string } = {}):
     const initArgs = ["-D", dataDir, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"];
     await run(join(bin, "initdb"), [...initArgs, "--locale=C"], { ...asServer, timeoutMs: 60_000 });
     // Overwriting/appending keeps the files' owner (postgres) and mode (0600).
-    await Deno.writeTextFile(join(dataDir, "pg_hba.conf"), hbaConf(ssl));
+    await Deno.writeTextFile(join(dataDir, "pg_hba.conf"), hbaConf(ssl, replication));
 
     // Another process may grab the port between freePort() and bind: retry on EADDRINUSE.
     let port = 0;
     for (let attempt = 1;; attempt++) {
       port = freePort();
-      const conf = serverConf(port, tmp, ssl, certDir); // appended: the last setting wins
+      const conf = serverConf(port, tmp, ssl, certDir, replication); // appended: the last setting wins
       await Deno.writeTextFile(join(dataDir, "postgresql.conf"), conf, { append: true });
       try {
         await run(pgCtl, ["-D", dataDir, "-l", logFile, "-w", "-t", "60", "start"], {
