@@ -62,7 +62,6 @@ export class Pool {
   #pool: PoolOptions;
   #max: number;
   #ids = new WeakMap<Connection, number>();
-  #deadlines = new WeakMap<Connection, number>(); // max_lifetime, jittered ±10% per connection
   #nextId = 1;
   #idleTimers = new Map<Connection, ReturnType<typeof setTimeout>>();
   #open: Connection[] = [];
@@ -76,7 +75,6 @@ export class Pool {
   #retry: ReturnType<typeof setTimeout> | undefined;
   #lastError: Error | null = null;
   #reservers: Reserver[] = [];
-  #routes = new WeakMap<PipelineRequest, Connection>(); // where each request went, for cancel
   #ended: ConnectionError | null = null;
 
   /** The options every connection of this pool is opened with. */
@@ -92,8 +90,7 @@ export class Pool {
 
   /** Past max_lifetime: takes no new work and closes once idle. */
   #expired(c: Connection): boolean {
-    const deadline = this.#deadlines.get(c);
-    return deadline !== undefined && Date.now() > deadline;
+    return c.deadline !== Infinity && Date.now() > c.deadline;
   }
 
   /** Closes a connection that has nothing in flight and nobody holding it. */
@@ -186,7 +183,7 @@ export class Pool {
   }
 
   #route(c: Connection, req: PipelineRequest): void {
-    this.#routes.set(req, c);
+    req.route = c; // for cancel: where it went
     const timer = this.#idleTimers.get(c);
     if (timer !== undefined) {
       clearTimeout(timer);
@@ -207,7 +204,7 @@ export class Pool {
       this.#waitingSince.splice(at, 1);
       return req.fail(reason);
     }
-    this.#routes.get(req)?.cancel(req, reason);
+    req.route?.cancel(req, reason);
   }
 
   /**
@@ -279,7 +276,7 @@ export class Pool {
         this.#ids.set(c, this.#nextId++);
         const life = this.#pool.maxLifetime;
         // Jitter, so connections opened together are not all replaced at the same moment.
-        if (life > 0) this.#deadlines.set(c, c.openedAt + life * (0.9 + Math.random() * 0.2));
+        if (life > 0) c.deadline = c.openedAt + life * (0.9 + Math.random() * 0.2);
         this.#open.push(c);
         this.#available(c);
       },

@@ -281,6 +281,19 @@ function makeRunner(sink: Sink, prepare: boolean, config: QueryConfig): QueryRun
     const types = new Array<number>(n);
     for (let i = 0; i < n; i++) {
       let value = values[i];
+      // The common cases first: strings and numbers go untyped (the server infers the type).
+      if (serializers === null) {
+        if (typeof value === "string") {
+          params[i] = value;
+          types[i] = 0;
+          continue;
+        }
+        if (typeof value === "number" && !(value === 0 && 1 / value < 0)) {
+          params[i] = "" + value;
+          types[i] = 0;
+          continue;
+        }
+      }
       if (value instanceof Parameter) {
         types[i] = value.type;
         params[i] = serializeParameter(value, serializers, undef);
@@ -353,8 +366,11 @@ function makeRunner(sink: Sink, prepare: boolean, config: QueryConfig): QueryRun
             spec.simple ? newResult : undefined,
           );
           sink.send(req);
-          control?.onSent((reason) => sink.cancel(req, reason));
+          if (control !== undefined) control.request = req;
         }));
+    },
+    cancel(control: RunControl, reason: Error): void {
+      if (control.request !== null) sink.cancel(control.request as PipelineRequest, reason);
     },
     cursor(query: Query<readonly unknown[]>, rows: number): CursorSource {
       const request = withSpec(query, (spec) => {

@@ -93,6 +93,8 @@ export class Connection implements EncodeContext {
   readonly parameters: Map<string, string> = new Map();
   /** When the connection was opened (ms since the epoch), for max_lifetime. */
   readonly openedAt: number = Date.now();
+  /** When the pool retires it (ms since the epoch; max_lifetime with jitter), or Infinity. */
+  deadline: number = Infinity;
   /** Backend process ID and secret key, for CancelRequest. */
   pid = 0;
   secret = 0;

@@ -23,6 +23,8 @@ export interface CopyResult {
 /** Base for both directions: the segment's bookkeeping. */
 abstract class CopyRequest implements PipelineRequest {
   readonly barrier = true;
+  /** Where the pool sent it (for cancel). */
+  route: PipelineRequest["route"] = undefined;
   protected io: RequestIO | null = null;
   protected failure: Error | null = null;
   protected result: CopyResult = { command: null, count: null };

@@ -74,6 +74,8 @@ export interface QuerySpec {
 
 /** One query in the pipeline. */
 export class QueryRequest implements PipelineRequest {
+  /** Where the pool sent it (for cancel). */
+  route: PipelineRequest["route"] = undefined;
   readonly spec: QuerySpec;
   target: ResultTarget;
   readonly settle: Settle;

@@ -41,6 +41,8 @@ export interface RequestIO {
 
 /** One Sync-terminated segment in the pipeline. */
 export interface PipelineRequest {
+  /** The connection the pool routed it to, so it can be cancelled there. */
+  route?: { cancel(req: PipelineRequest, reason: Error): void };
   /**
    * A barrier holds the connection from when it is written until its
    * ReadyForQuery: requests sent meanwhile wait locally (cursors, COPY).

@@ -10,10 +10,10 @@ export type QueryMode = "object" | "array" | "raw";
 
 /** How a run is observed and steered: cancellation, and rows streamed to a callback. */
 export interface RunControl {
-  /** Receives the function that cancels the request once it is sent. */
-  onSent(cancel: (reason: Error) => void): void;
+  /** The runner's request once sent (opaque here), for `QueryRunner.cancel`. */
+  request: unknown;
   /** Rows go to this callback instead of the result (`forEach`). */
-  each?: (row: unknown) => void;
+  each: ((row: unknown) => void) | undefined;
 }
 
 /** A batch source for `cursor()`: the next batch (null at the end), and early close. */
@@ -40,6 +40,8 @@ export interface QueryRunner {
   readonly config: QueryConfig;
   /** Sends the query; the promise settles with its result. */
   run(query: Query<readonly unknown[]>, control?: RunControl): Promise<Result<unknown>>;
+  /** Cancels the request a run sent (see `Query.cancel`). */
+  cancel(control: RunControl, reason: Error): void;
   /** Sends the query as a cursor reading `rows` rows at a time. */
   cursor(query: Query<readonly unknown[]>, rows: number): CursorSource;
   /** Prepares and describes the query without running it. */
@@ -106,7 +108,7 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
   #runner: QueryRunner;
   #promise: Promise<Result<T[number]>> | null = null;
   #signal: AbortSignal | null = null;
-  #cancel: ((reason: Error) => void) | null = null;
+  #control: RunControl | null = null;
   #cancelled: Error | null = null;
 
   /** Made by the `sql` tag; not meant to be called directly. */
@@ -165,12 +167,13 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
   #run(each?: (row: unknown) => void): Promise<Result<unknown>> {
     const signal = this.#signal;
     if (this.#cancelled !== null) return Promise.reject(this.#cancelled);
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    const onAbort = () => this.cancel(signal!.reason);
-    signal?.addEventListener("abort", onAbort, { once: true });
-    const control: RunControl = { onSent: (cancel) => this.#cancel = cancel, each };
+    const control: RunControl = { request: null, each };
+    this.#control = control;
+    if (signal === null) return this.#runner.run(this, control);
+    if (signal.aborted) return Promise.reject(signal.reason);
+    const onAbort = () => this.cancel(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
     const running = this.#runner.run(this, control);
-    if (signal === null) return running;
     return running.then(
       (result) => {
         signal.removeEventListener("abort", onAbort);
@@ -196,7 +199,7 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
       this.#cancelled = error;
       return;
     }
-    this.#cancel?.(error);
+    if (this.#control !== null) this.#runner.cancel(this.#control, error);
   }
 
   /**
