@@ -7,6 +7,7 @@ import postgres from "../mod.ts";
 import { type Adapter, type Driver, suiteDrivers } from "./drivers.ts";
 import { benchUrl, isQuick } from "./env.ts";
 import { pgbenchPipeline } from "./pgbench.ts";
+import { buildLibpqPipeline, libpqPipeline } from "./libpq_pipeline.ts";
 import {
   emitReport,
   fmt,
@@ -127,12 +128,25 @@ async function measure(driver: Driver): Promise<DriverResult> {
   return result;
 }
 
+/** libpq with pgpipe's protocol shape, when cc and libpq-dev are available. */
+async function sameShapeLimit(): Promise<{ qps?: number; note: string }> {
+  const dir = await Deno.makeTempDir({ prefix: "pgpipe-libpq-" });
+  try {
+    const exe = await buildLibpqPipeline(dir);
+    if (typeof exe !== "string") return exe;
+    return await libpqPipeline(exe, url, TOTAL, WINDOW, 1);
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
 async function main(): Promise<void> {
   const drivers = await suiteDrivers();
   const results: DriverResult[] = [];
   for (const d of drivers) results.push(await measure(d));
   const limit = await pgbenchPipeline(url, { seconds: quick ? 2 : 5, lines: WINDOW });
   if (limit.qps) console.log(`throughput: libpq pipeline (pgbench): ${fmt(limit.qps)} q/s`);
+  const same = await sameShapeLimit();
 
   const base = results[0];
   const peers = results.slice(1);
@@ -171,6 +185,16 @@ async function main(): Promise<void> {
       "",
     ]);
   }
+  if (same.qps) {
+    rates.rows.push([
+      "libpq pipeline (1 Sync per query, pgpipe's shape)",
+      fmt(same.qps),
+      `pgpipe at ${fmt((100 * base.one.qps) / same.qps)}%`,
+      "",
+      "",
+      "",
+    ]);
+  }
   const latencyRows = (busy: boolean) =>
     results.map((r) => {
       const samples = busy ? r.latencyBusy : r.latency;
@@ -191,6 +215,11 @@ async function main(): Promise<void> {
   };
   const notes = [
     limit.note,
+    same.note,
+    "pgbench sends one Sync per 1,000 queries, so the server flushes and ends a transaction once " +
+    "per pipeline; pgpipe sends one Sync per query (each query its own implicit transaction, so " +
+    "a failure never aborts its neighbours), which costs the server a flush per query. The " +
+    "second libpq row has that same shape.",
     "Serial latency is measured twice: as is, and with one core kept busy by a spinning " +
     "thread, because on an idle virtual machine each round trip also waits for cores to wake " +
     "from idle, which can dwarf the drivers' own costs.",
