@@ -2,12 +2,18 @@
  * pgpipe: a Deno-first PostgreSQL driver with automatic pipelining and the
  * postgres.js API.
  *
+ * A query issued while others are in flight is written at once, without
+ * waiting for their answers; the answers are matched back in order. Each query
+ * is its own Sync-terminated segment, so a failing query never affects its
+ * neighbours. A client holds up to `max` connections (default 10), and each of
+ * them pipelines.
+ *
  * @example
  * ```ts
  * import postgres from "jsr:@pgpipe/pgpipe";
  *
  * const sql = postgres("postgres://app:secret@localhost:5432/app");
- * // Issued together, these three share one connection and one round trip.
+ * // Issued together: each is written at once, without waiting for the others' answers.
  * const [a, b, c] = await Promise.all([
  *   sql`select ${1}::int as x`,
  *   sql`select ${2}::int as x`,

@@ -1,0 +1,255 @@
+// The examples run as documented: the Deno.serve API over HTTP, the Deno Deploy handler called
+// directly, and the COPY + cursor script. Each example's tables go into a schema of their own
+// (through the search_path startup parameter), dropped at the end.
+import assert from "node:assert/strict";
+import postgres from "../mod.ts";
+import { databaseUrl, tlsCluster } from "./harness/env.ts";
+
+const url = databaseUrl();
+const quiet = { onnotice: () => {} };
+
+/** The URL with search_path set to `schema`, so unqualified tables are created there. */
+function inSchema(base: string, schema: string): string {
+  return `${base}${base.includes("?") ? "&" : "?"}search_path=${schema}`;
+}
+
+/** Creates a fresh schema, runs fn, and drops the schema whatever happens. */
+async function withSchema(schema: string, fn: () => Promise<void>): Promise<void> {
+  await using admin = postgres(url, quiet);
+  await admin`drop schema if exists ${admin(schema)} cascade`;
+  await admin`create schema ${admin(schema)}`;
+  try {
+    await fn();
+  } finally {
+    await admin`drop schema if exists ${admin(schema)} cascade`;
+  }
+}
+
+/** Runs fn with environment variables set (undefined: unset), then restores them. */
+async function withEnv<T>(vars: Record<string, string | undefined>, fn: () => Promise<T>) {
+  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, Deno.env.get(k)]));
+  const apply = (values: Record<string, string | undefined>) => {
+    for (const [k, v] of Object.entries(values)) {
+      if (v === undefined) Deno.env.delete(k);
+      else Deno.env.set(k, v);
+    }
+  };
+  apply(vars);
+  try {
+    return await fn();
+  } finally {
+    apply(saved);
+  }
+}
+
+Deno.test("examples/http_users.ts: the JSON API over HTTP against the test database", async () => {
+  await withSchema("pgpipe_example_http", async () => {
+    // The module creates its `sql` at import time from DATABASE_URL.
+    const app = await withEnv(
+      { DATABASE_URL: inSchema(url, "pgpipe_example_http") },
+      () => import("../examples/http_users.ts"),
+    );
+    const server = app.start({ port: 0, hostname: "127.0.0.1", onListen: () => {} });
+    const base = `http://127.0.0.1:${server.addr.port}`;
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(base + path, {
+        method,
+        body: body === undefined
+          ? undefined
+          : typeof body === "string"
+          ? body
+          : JSON.stringify(body),
+      });
+      const text = await res.text();
+      return { status: res.status, body: text ? JSON.parse(text) : null };
+    };
+    try {
+      await app.migrate();
+
+      const ada = await call("POST", "/users", { name: "Ada", email: "ada@example.com" });
+      assert.equal(ada.status, 201);
+      assert.equal(ada.body.name, "Ada");
+      assert.equal(typeof ada.body.id, "number");
+      assert.ok(!Number.isNaN(Date.parse(ada.body.created_at)));
+
+      const two = await call("POST", "/users", [
+        { name: "Alan", email: "alan@example.com" },
+        { name: "Grace", email: "grace@example.com" },
+      ]);
+      assert.equal(two.status, 201);
+      assert.deepEqual(two.body.map((u: { name: string }) => u.name), ["Alan", "Grace"]);
+
+      // Refusals: duplicate email, check constraint, bad JSON, missing and unknown fields.
+      assert.equal(
+        (await call("POST", "/users", { name: "A", email: "ada@example.com" })).status,
+        409,
+      );
+      assert.equal((await call("POST", "/users", { name: "B", email: "no-at-sign" })).status, 400);
+      assert.equal((await call("POST", "/users", "{not json")).status, 400);
+      assert.equal((await call("POST", "/users", { name: "C" })).status, 400);
+      assert.equal(
+        (await call("POST", "/users", { name: "D", email: "d@x", admin: true })).status,
+        400,
+      );
+      assert.equal((await call("POST", "/users", [])).status, 400);
+
+      // Concurrent requests share the module-level client (and its pipelined connections).
+      const many = await Promise.all(
+        Array.from(
+          { length: 30 },
+          (_, i) => call("POST", "/users", { name: `user ${i}`, email: `user${i}@example.com` }),
+        ),
+      );
+      assert.deepEqual(many.map((r) => r.status), many.map(() => 201));
+      assert.equal(new Set(many.map((r) => r.body.id)).size, 30);
+
+      const stats = await call("GET", "/stats");
+      assert.equal(stats.status, 200);
+      assert.equal(stats.body.users, 33);
+      assert.ok(!Number.isNaN(Date.parse(stats.body.latest)));
+
+      const page = await call("GET", "/users?limit=2");
+      assert.deepEqual(page.body.map((u: { name: string }) => u.name), ["Ada", "Alan"]);
+      const next = await call("GET", `/users?limit=1&after=${page.body[1].id}`);
+      assert.deepEqual(next.body.map((u: { name: string }) => u.name), ["Grace"]);
+      assert.equal((await call("GET", "/users?limit=-1")).status, 400);
+
+      const id = ada.body.id;
+      assert.deepEqual((await call("GET", `/users/${id}`)).body, ada.body);
+      const renamed = await call("PATCH", `/users/${id}`, { name: "Ada Lovelace" });
+      assert.equal(renamed.status, 200);
+      assert.equal(renamed.body.name, "Ada Lovelace");
+      assert.equal(renamed.body.email, "ada@example.com");
+      assert.equal((await call("PATCH", `/users/${id}`, {})).status, 400);
+
+      assert.equal((await call("DELETE", `/users/${id}`)).status, 204);
+      assert.equal((await call("DELETE", `/users/${id}`)).status, 404);
+      assert.equal((await call("GET", `/users/${id}`)).status, 404);
+      assert.equal((await call("PATCH", `/users/${id}`, { name: "x" })).status, 404);
+
+      assert.equal((await call("PUT", "/users")).status, 405);
+      assert.equal((await call("GET", "/nowhere")).status, 404);
+    } finally {
+      await server.shutdown();
+      await app.sql.end();
+    }
+  });
+});
+
+Deno.test("examples/deploy_handler.ts: the handler, called directly, with DATABASE_URL", async () => {
+  const deploy = await import("../examples/deploy_handler.ts");
+  const get = (path: string, method = "GET") =>
+    deploy.handler(new Request(`http://deploy.test${path}`, { method }));
+
+  // Without DATABASE_URL it answers 500 and says why.
+  await withEnv({ DATABASE_URL: undefined, DATABASE_CA: undefined }, async () => {
+    const res = await get("/");
+    assert.equal(res.status, 500);
+    assert.deepEqual(await res.json(), { error: "DATABASE_URL is not set" });
+  });
+
+  await withSchema("pgpipe_example_deploy", async () => {
+    const env = { DATABASE_URL: inSchema(url, "pgpipe_example_deploy"), DATABASE_CA: undefined };
+    await withEnv(env, async () => {
+      try {
+        const info = await (await get("/")).json();
+        assert.match(info.version, /^\d+/);
+        assert.equal(typeof info.tls, "boolean");
+
+        // Concurrent hits on one page: the upsert counts each exactly once.
+        const hits = await Promise.all(
+          Array.from({ length: 10 }, () => get("/hits/home", "POST").then((r) => r.json())),
+        );
+        const counts = hits.map((h) => h.hits).sort((a, b) => a - b);
+        assert.deepEqual(counts, Array.from({ length: 10 }, (_, i) => i + 1));
+        await (await get("/hits/about", "POST")).body?.cancel();
+        assert.deepEqual(await (await get("/hits/home")).json(), { page: "home", hits: 10 });
+        assert.deepEqual(await (await get("/hits/never")).json(), { page: "never", hits: 0 });
+        assert.deepEqual(await (await get("/hits")).json(), [
+          { page: "home", hits: 10 },
+          { page: "about", hits: 1 },
+        ]);
+        const missing = await get("/elsewhere");
+        assert.equal(missing.status, 404);
+        await missing.body?.cancel();
+      } finally {
+        await deploy.close();
+      }
+    });
+  });
+});
+
+const tls = tlsCluster();
+
+Deno.test({
+  name: "examples/deploy_handler.ts: TLS from the URL's sslmode, or verify-full with DATABASE_CA",
+  ignore: tls === undefined,
+  async fn() {
+    const c = tls!;
+    const deploy = await import("../examples/deploy_handler.ts");
+    const base = `postgres://${c.users.scram.user}:${encodeURIComponent(c.users.scram.password)}` +
+      `@localhost:${c.port}/${c.database}`;
+    const tlsOn = async (env: Record<string, string | undefined>) =>
+      await withEnv(env, async () => {
+        try {
+          const res = await deploy.handler(new Request("http://deploy.test/"));
+          const body = await res.json();
+          return res.status === 200 ? body.tls : body.error;
+        } finally {
+          await deploy.close();
+        }
+      });
+    assert.equal(await tlsOn({ DATABASE_URL: `${base}?sslmode=require` }), true);
+    assert.equal(await tlsOn({ DATABASE_URL: `${base}?sslmode=disable` }), false);
+    assert.equal(await tlsOn({ DATABASE_URL: base, DATABASE_CA: c.caCert }), true);
+    // A CA that did not sign the server's certificate: the connection is refused.
+    const wrong = await withEnv({ DATABASE_URL: base, DATABASE_CA: c.otherCaCert }, async () => {
+      const errors: unknown[] = [];
+      const original = console.error;
+      console.error = (e: unknown) => errors.push(e); // the handler logs the error it hides
+      try {
+        const res = await deploy.handler(new Request("http://deploy.test/"));
+        return { status: res.status, body: await res.json(), errors };
+      } finally {
+        console.error = original;
+        await deploy.close();
+      }
+    });
+    assert.equal(wrong.status, 500);
+    assert.deepEqual(wrong.body, { error: "database error" });
+    assert.equal((wrong.errors[0] as { code?: string }).code, "SSL_FAILED");
+  },
+});
+
+Deno.test("examples/copy_cursor.ts: COPY in, cursor batches, COPY out", async () => {
+  const { main } = await import("../examples/copy_cursor.ts");
+  const summary = await main(url, 5000, 300);
+  assert.equal(summary.loaded, 5000);
+  assert.equal(summary.batches, Math.ceil(5000 / 300));
+  assert.equal(summary.largestBatch, 300);
+  assert.deepEqual(summary.sensors.map((s) => s.sensor), [
+    "east",
+    "north",
+    "roof",
+    "south",
+    "west",
+  ]);
+  assert.equal(summary.sensors.reduce((n, s) => n + s.readings, 0), 5000);
+
+  // The server's CSV agrees with what JavaScript computed from the cursor's rows.
+  const [header, ...lines] = summary.csv.trim().split("\n");
+  assert.equal(header, "sensor,readings,min,max,mean");
+  const server = lines.map((line) => line.split(","));
+  assert.deepEqual(
+    server.map((
+      [sensor, readings, min, max],
+    ) => [sensor, Number(readings), Number(min), Number(max)]),
+    summary.sensors.map((s) => [s.sensor, s.readings, s.min, s.max]),
+  );
+  server.forEach(([, , , , mean], i) => {
+    assert.ok(
+      Math.abs(Number(mean) - summary.sensors[i].mean) < 0.0015,
+      `${mean} vs ${summary.sensors[i].mean}`,
+    );
+  });
+});
