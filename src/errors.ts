@@ -109,8 +109,7 @@ export type ConnectionErrorCode =
   | "SSL_FAILED"
   | "AUTH_UNSUPPORTED"
   | "AUTH_FAILED"
-  | "PROTOCOL_VIOLATION"
-  | "COPY_UNSUPPORTED";
+  | "PROTOCOL_VIOLATION";
 
 /**
  * The connection could not be made or was lost. `outcome` tells, for a query

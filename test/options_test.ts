@@ -227,3 +227,23 @@ Deno.test("max: queries spread over connections, each still pipelining", async (
   const pids = new Set(rows.map((r) => r[0].pid));
   assert.ok(pids.size >= 2 && pids.size <= 3, `${pids.size} connections used`);
 });
+
+Deno.test("transforms do not reach the driver's own queries (fetch_types with a row transform)", async () => {
+  await using admin = postgres(url, { max: 1, ...quiet });
+  await admin`drop type if exists pgpipe_shape cascade`;
+  await admin`create type pgpipe_shape as enum ('round', 'square')`;
+  try {
+    await using sql = postgres(url, {
+      max: 1,
+      transform: {
+        row: (row: Record<string, unknown>) => ({ wrapped: row }),
+        value: (v: unknown) => v,
+      },
+      ...quiet,
+    });
+    const [row] = await sql`select array['round']::pgpipe_shape[] as shapes`;
+    assert.deepEqual(row, { wrapped: { shapes: ["round"] } });
+  } finally {
+    await admin`drop type pgpipe_shape`;
+  }
+});

@@ -213,3 +213,16 @@ Deno.test("cursor on sql.unsafe text still reads in batches (extended protocol)"
   }
   assert.deepEqual(sizes, [10, 10, 5]);
 });
+
+Deno.test("COPY FROM STDIN awaited as a plain query is refused, not hung (both protocols)", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  await sql`create temp table plain_copy (x int)`;
+  const refused = (e: unknown) =>
+    e instanceof PostgresError && /needs query\.writable\(\)/.test(e.message);
+  await assert.rejects(sql`copy plain_copy from stdin`, refused);
+  await assert.rejects(sql.unsafe("copy plain_copy from stdin"), refused);
+  const [{ n }] = await sql`select count(*)::int as n from plain_copy`;
+  assert.equal(n, 0);
+  const after = await Promise.all([sql`select 1 as a`, sql`select 2 as b`]);
+  assert.deepEqual([after[0][0].a, after[1][0].b], [1, 2]);
+});

@@ -13,6 +13,8 @@ import { type DecodeOptions, decoderFor, type TextDecoderFn } from "../types/tex
 const FIRST_USER_OID = 16384;
 
 // int8: OIDs are unsigned 32-bit, and int4 would turn those past 2^31 negative.
+const PLAIN = { bigint: false } as const;
+
 const QUERY = "select t.oid::int8, t.typarray::int8, t.typdelim::text from pg_catalog.pg_type t " +
   `where t.typarray <> 0 and t.oid >= ${FIRST_USER_OID}`;
 
@@ -21,7 +23,8 @@ function rows(conn: Connection): Promise<unknown[][]> {
     const out: unknown[][] = [];
     conn.send(
       new QueryRequest(
-        { text: QUERY, params: [], types: [], prepare: false, mode: "array" },
+        // Plain decoding: the user's transforms (row, value, column) must not reshape these rows.
+        { text: QUERY, params: [], types: [], prepare: false, mode: "array", decode: PLAIN },
         {
           push: (row) => out.push(row as unknown[]),
           length: 0,

@@ -66,13 +66,16 @@ function describeKind(kind: SessionKind): string {
   return kind.readOnly ? "a read-only primary" : "a read-write primary";
 }
 
+/** The driver's own queries decode plainly, whatever transforms the user configured. */
+const PLAIN = { bigint: false } as const;
+
 /** Runs one simple query and resolves to its first row (text values). */
 function firstRow(conn: Connection, text: string): Promise<unknown[]> {
   return new Promise((resolve, reject) => {
     const rows: unknown[][] = [];
     conn.send(
       new QueryRequest(
-        { text, params: [], types: [], prepare: false, mode: "array", simple: true },
+        { text, params: [], types: [], prepare: false, mode: "array", simple: true, decode: PLAIN },
         {
           push: (row) => rows.push(row as unknown[]),
           length: 0,

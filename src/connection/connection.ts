@@ -491,11 +491,11 @@ export class Connection implements EncodeContext {
         this.#options.onnotify?.(notification(buf, start, end));
         return;
       case Backend.CopyInResponse:
-        return req.copyIn ? req.copyIn() : this.#refuseCopy(type);
+        return req.copyIn ? req.copyIn() : this.#refuseCopy(type, req);
       case Backend.CopyOutResponse:
-        return req.copyOut ? req.copyOut() : this.#refuseCopy(type);
+        return req.copyOut ? req.copyOut() : this.#refuseCopy(type, req);
       case Backend.CopyBothResponse:
-        return this.#refuseCopy(type);
+        return this.#refuseCopy(type, req);
       case Backend.CopyData:
         return req.copyData?.(buf, start, end);
       case Backend.CopyDone:
@@ -512,14 +512,16 @@ export class Connection implements EncodeContext {
    * server would read those messages as COPY data and the FIFO could no longer
    * be trusted, so the connection is closed instead.
    */
-  #refuseCopy(type: number): void {
+  #refuseCopy(type: number, req: PipelineRequest): void {
     if (type === Backend.CopyOutResponse) return;
     if (this.#queue.length - this.#head > 1 || this.#writer.length > 0) {
       throw new ProtocolViolation(
         "COPY FROM STDIN was pipelined with other queries; it is not supported yet",
       );
     }
-    fe.copyFail(this.#writer, "pgpipe does not support COPY FROM STDIN yet");
+    fe.copyFail(this.#writer, "COPY ... FROM STDIN needs query.writable() in pgpipe");
+    // In the extended protocol the server ignored our Sync during copy-in: send another.
+    if (!req.simpleProtocol) fe.sync(this.#writer);
     if (!this.#flushQueued && !this.#writing) {
       this.#flushQueued = true;
       queueMicrotask(this.#flush);

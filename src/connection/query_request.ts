@@ -7,6 +7,7 @@ import * as fe from "../protocol/frontend.ts";
 import type { Writer } from "../protocol/writer.ts";
 import { ConnectionError, type PostgresError } from "../errors.ts";
 import type { EncodeContext, PipelineRequest } from "./request.ts";
+import type { DecodeOptions } from "../types/text_decoders.ts";
 import { Statement, StatementCache } from "./statement.ts";
 
 /** Values of the row being decoded, before the statement's row constructor copies them. */
@@ -70,6 +71,11 @@ export interface QuerySpec {
   simple?: boolean;
   /** Only Parse and Describe the statement (unnamed), without running it. */
   describeOnly?: boolean;
+  /**
+   * Decoding for this query instead of the connection's: the driver's own
+   * queries (fetch_types, host checks) must not see the user's transforms.
+   */
+  decode?: DecodeOptions;
 }
 
 /** One query in the pipeline. */
@@ -120,6 +126,11 @@ export class QueryRequest implements PipelineRequest {
     if (cache.forget(this.#key, st)) cache.evicted.push(st);
     this.#retried = true;
     return this.restart();
+  }
+
+  /** Whether it went as a simple-protocol Query. */
+  get simpleProtocol(): boolean {
+    return this.spec.simple === true;
   }
 
   /** Forgets the partial outcome so the request can be sent again (bystander of a cancel). */
@@ -204,7 +215,7 @@ export class QueryRequest implements PipelineRequest {
 
   rowDescription(columns: Column[], ctx: EncodeContext): void {
     if (this.#targets !== null) this.#nextStatement();
-    this.#statement!.describe(columns, ctx.decode);
+    this.#statement!.describe(columns, this.spec.decode ?? ctx.decode);
   }
 
   noData(): void {

@@ -41,6 +41,8 @@ export interface RequestIO {
 
 /** One Sync-terminated segment in the pipeline. */
 export interface PipelineRequest {
+  /** Sent as a simple-protocol Query (no Sync of its own). */
+  readonly simpleProtocol?: boolean;
   /** The connection the pool routed it to, so it can be cancelled there. */
   route?: { cancel(req: PipelineRequest, reason: Error): void };
   /**
