@@ -96,7 +96,20 @@ export class PostgresError extends Error {
   }
 }
 
-/** Stable codes of {@link ConnectionError}. */
+/**
+ * Stable codes of {@link ConnectionError}.
+ *
+ * @example
+ * ```ts
+ * import postgres, { ConnectionError } from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * try {
+ *   await sql`select 1`;
+ * } catch (e) {
+ *   if (e instanceof ConnectionError && e.code === "CONNECT_TIMEOUT") console.log("database unreachable");
+ * }
+ * ```
+ */
 export type ConnectionErrorCode =
   | "CONNECTION_CLOSED"
   | "CONNECTION_DESTROYED"

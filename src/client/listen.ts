@@ -8,7 +8,16 @@ import type { Notification } from "../protocol/backend.ts";
 import { exec, quoteIdentifier } from "./exec.ts";
 import { connect, type HostOptions } from "./hosts.ts";
 
-/** Called with each notification's payload on a channel. */
+/**
+ * Called with each notification's payload on a channel.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * await sql.listen("jobs", (payload, n) => console.log(n.channel, n.pid, payload));
+ * ```
+ */
 export type NotifyHandler = (payload: string, notification: Notification) => void;
 
 /**

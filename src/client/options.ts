@@ -11,7 +11,15 @@ import { readPgpass } from "./pgpass.ts";
 import { type CustomTypes, customTypes, type PostgresType } from "../query/custom_types.ts";
 import { normalizeTransform, type Transform, type Transforms } from "../query/transform.ts";
 
-/** TLS settings: a mode, or a mode with trusted CA certificates. */
+/**
+ * TLS settings: a mode, or a mode with trusted CA certificates.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres({ host: "db.example.com", ssl: { mode: "verify-full", ca: Deno.env.get("DB_CA") } });
+ * ```
+ */
 export type SslOption = boolean | SslMode | { mode?: SslMode; ca?: string | string[] };
 
 /**
@@ -123,7 +131,15 @@ export interface Options {
   onnotify?: (notification: Notification) => void;
 }
 
-/** The `debug` option: sees each query as it is sent. */
+/**
+ * The `debug` option: sees each query as it is sent.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres({ debug: (conn, query, params) => console.log(conn, query, params) });
+ * ```
+ */
 export type DebugHook = (
   connection: number,
   query: string,

@@ -42,9 +42,18 @@ import { Listener, type ListenHandle, type NotifyHandler } from "./listen.ts";
 /** The most parameters one statement can carry (a 16-bit count in Bind). */
 const MAX_PARAMETERS = 65535;
 
-/** Options shown back on `sql.options` (the password is never exposed). */
+/**
+ * Options shown back on `sql.options` (the password is never exposed).
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * console.log(sql.options.host, sql.options.max); // never the password
+ * ```
+ */
 export interface PublicOptions {
-  /** Host or socket directory. */
+  /** Host or socket directory (the first one, when several are configured). */
   host: string;
   /** Port. */
   port: number;
@@ -126,6 +135,13 @@ export interface SqlTag {
 /**
  * What a transaction callback's result resolves to: an array of queries
  * (pipelined together) becomes the array of their results.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * const [a, b] = await sql.begin((tx) => [tx`select 1 as x`, tx`select 2 as y`]); // two Results
+ * ```
  */
 export type UnwrapQueries<T> = T extends readonly unknown[]
   ? { -readonly [K in keyof T]: Awaited<T[K]> }
@@ -189,7 +205,10 @@ export interface Transaction extends TransactionSql {
  * import postgres from "jsr:@pgpipe/pgpipe";
  * const sql = postgres();
  * await using reserved = await sql.reserve();
- * await reserved`set local work_mem = '64MB'`;
+ * // Session-scoped work must stay on one connection: take and release the lock there.
+ * await reserved`select pg_advisory_lock(${42})`;
+ * await reserved`update jobs set taken = true where id = ${7}`;
+ * await reserved`select pg_advisory_unlock(${42})`;
  * ```
  */
 export interface ReservedSql extends SqlTag {

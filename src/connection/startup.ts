@@ -9,7 +9,15 @@ import { ScramClient, ScramError } from "../protocol/scram.ts";
 import type { Writer } from "../protocol/writer.ts";
 import { ConnectionError, PostgresError } from "../errors.ts";
 
-/** A password, or a function that supplies one when the server asks. */
+/**
+ * A password, or a function that supplies one when the server asks.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres({ password: async () => (await fetch("https://vault.internal/pg")).text() });
+ * ```
+ */
 export type PasswordSource = string | (() => string | Promise<string>) | undefined;
 
 /** What the startup exchange needs from the connection. */

@@ -12,7 +12,15 @@ import { ConnectionError } from "../errors.ts";
 import { sslRequest } from "../protocol/frontend.ts";
 import { Writer } from "../protocol/writer.ts";
 
-/** libpq's sslmode values. */
+/**
+ * libpq's sslmode values.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres("postgres://app@db.example.com/app?sslmode=verify-full");
+ * ```
+ */
 export type SslMode = "disable" | "allow" | "prefer" | "require" | "verify-ca" | "verify-full";
 
 /** Where and how to connect. */

@@ -114,6 +114,12 @@ export class ProtocolViolation extends Error {
 /**
  * Error and notice fields by their one-letter protocol code
  * (S severity, C code, M message, D detail, H hint, ...).
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres({ onnotice: (notice) => console.log(notice.S, notice.C, notice.M) });
+ * ```
  */
 export type FieldMap = Record<string, string>;
 
@@ -228,7 +234,16 @@ export function cstrPair(buf: Uint8Array, start: number, end: number): [string, 
   return [utf8(buf, start, a), utf8(buf, a + 1, b)];
 }
 
-/** A NotificationResponse: who sent it, on which channel, with what payload. */
+/**
+ * A NotificationResponse: who sent it, on which channel, with what payload.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * await sql.listen("jobs", (_payload, n) => console.log(n.pid, n.channel, n.payload));
+ * ```
+ */
 export interface Notification {
   /** The notifying backend's process ID. */
   pid: number;

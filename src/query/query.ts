@@ -5,7 +5,16 @@
 import type { QueryConfig } from "./config.ts";
 import type { Result, Row } from "./result.ts";
 
-/** How rows are shaped. */
+/**
+ * How rows are shaped.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * const rows = await sql`select 1 as a, 2 as b`.values(); // mode "array": [[1, 2]]
+ * ```
+ */
 export type QueryMode = "object" | "array" | "raw";
 
 /** How a run is observed and steered: cancellation, and rows streamed to a callback. */
@@ -24,7 +33,16 @@ export interface CursorSource {
   close(): Promise<void>;
 }
 
-/** What `describe()` resolves to: the statement's parameter and result types. */
+/**
+ * What `describe()` resolves to: the statement's parameter and result types.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * const { types, columns } = await sql`select * from users where id = ${1}`.describe();
+ * ```
+ */
 export interface DescribedStatement {
   /** The SQL text as sent. */
   string: string;
@@ -58,7 +76,16 @@ function isCancellation(e: unknown): boolean {
     (e as { code?: string })?.code === "57014";
 }
 
-/** Returned by a `cursor` callback to stop reading early (as in postgres.js). */
+/**
+ * Returned by a `cursor` callback to stop reading early (as in postgres.js).
+ *
+ * @example
+ * ```ts
+ * import postgres, { CLOSE } from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * await sql`select * from big`.cursor(100, (rows) => rows.some((r) => r.done) ? CLOSE : undefined);
+ * ```
+ */
 export const CLOSE: unique symbol = Symbol("pgpipe.cursor.close");
 
 function abortError(message: string): DOMException {
@@ -231,7 +258,7 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
   cursor(rows?: number): AsyncIterable<T[number][]>;
   /** Calls `fn` with each batch of `rows` rows; return `CLOSE` from it to stop early. */
   cursor(rows: number, fn: (rows: T[number][]) => unknown): Promise<void>;
-  /** Calls `fn` with each row, one at a time. */
+  /** Calls `fn` with each row, as a one-row array (a batch of 1). */
   cursor(fn: (rows: T[number][]) => unknown): Promise<void>;
   cursor(
     a?: number | ((rows: T[number][]) => unknown),

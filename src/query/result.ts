@@ -3,7 +3,17 @@
  * postgres.js users expect (`count`, `command`, `columns`, `statement`).
  */
 
-/** A result column as described by the server. */
+/**
+ * A result column as described by the server.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * const result = await sql`select 1 as n`;
+ * console.log(result.columns?.[0].name, result.columns?.[0].type); // "n" 23
+ * ```
+ */
 export interface ResultColumn {
   /** Column name (the row key). */
   name: string;
@@ -15,7 +25,17 @@ export interface ResultColumn {
   number: number;
 }
 
-/** The prepared statement a query ran as. */
+/**
+ * The prepared statement a query ran as.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * const result = await sql`select ${1}::int as n`;
+ * console.log(result.statement?.text, result.statement?.parameterTypes);
+ * ```
+ */
 export interface ResultStatement {
   /** Server-side name ("" for the unnamed statement). */
   name: string;
@@ -27,7 +47,16 @@ export interface ResultStatement {
   columns: ResultColumn[] | null;
 }
 
-/** A row as an object keyed by column name. */
+/**
+ * A row as an object keyed by column name.
+ *
+ * @example
+ * ```ts
+ * import postgres, { type Row } from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * const rows = await sql<Row[]>`select * from users`;
+ * ```
+ */
 export type Row = Record<string, unknown>;
 
 /**
