@@ -18,21 +18,10 @@ interface Client {
   end(): Promise<void>;
 }
 
+/** Both drivers share the postgres.js API used here, so one client serves either. */
 async function client(): Promise<Client> {
-  if (driver === "pgpipe") {
-    const sql = postgres(url, { max: 1, ssl: false, onnotice: () => {} });
-    return {
-      all: async (n) => await sql.unsafe(text(n)),
-      cursor: async (n, batch) => {
-        let rows = 0;
-        for await (const b of sql.unsafe(text(n)).cursor(batch)) rows += b.length;
-        return rows;
-      },
-      end: () => sql.end(),
-    };
-  }
-  const { default: pg } = await import(POSTGRES_JS);
-  const sql = pg(url, { max: 1, ssl: false, onnotice: () => {} });
+  const make = driver === "pgpipe" ? postgres : (await import(POSTGRES_JS)).default;
+  const sql = make(url, { max: 1, ssl: false, onnotice: () => {} });
   return {
     all: async (n) => await sql.unsafe(text(n)),
     cursor: async (n, batch) => {

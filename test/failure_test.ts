@@ -7,22 +7,10 @@ import assert from "node:assert/strict";
 import postgres, { ConnectionError, PostgresError, QueryError } from "../mod.ts";
 import { type Cluster, findPgBin, startCluster } from "./harness/cluster.ts";
 import { databaseUrl } from "./harness/env.ts";
+import { within } from "./harness/util.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
-
-/** Fails the test instead of hanging when `p` does not settle within `ms`. */
-async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const limit = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([p, limit]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 Deno.test("1000 queries in flight when the backend is terminated: all settle with typed outcomes", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });

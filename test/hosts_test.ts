@@ -21,37 +21,9 @@ import {
   readyForQuery,
 } from "./harness/fake_server.ts";
 import { startReplica } from "./harness/replica.ts";
+import { withEnv, within } from "./harness/util.ts";
 
 const quiet = { onnotice: () => {} };
-
-/** Fails the test instead of hanging when `p` does not settle within `ms`. */
-async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const limit = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([p, limit]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Runs `fn` with environment variables set, restoring them afterwards. */
-async function withEnv(vars: Record<string, string | undefined>, fn: () => unknown): Promise<void> {
-  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, Deno.env.get(k)]));
-  const apply = (v: Record<string, string | undefined>) => {
-    for (const [k, val] of Object.entries(v)) {
-      val === undefined ? Deno.env.delete(k) : Deno.env.set(k, val);
-    }
-  };
-  apply(vars);
-  try {
-    await fn();
-  } finally {
-    apply(saved);
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // URL and options

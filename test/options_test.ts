@@ -4,25 +4,10 @@ import postgres from "../mod.ts";
 import { parseUrl, resolveOptions } from "../src/client/options.ts";
 import { matchPgpass } from "../src/client/pgpass.ts";
 import { databaseUrl, hasClusters, tlsCluster } from "./harness/env.ts";
+import { withEnv } from "./harness/util.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
-
-/** Runs `fn` with environment variables set, restoring them afterwards. */
-async function withEnv(vars: Record<string, string | undefined>, fn: () => unknown): Promise<void> {
-  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, Deno.env.get(k)]));
-  const apply = (v: Record<string, string | undefined>) => {
-    for (const [k, val] of Object.entries(v)) {
-      val === undefined ? Deno.env.delete(k) : Deno.env.set(k, val);
-    }
-  };
-  apply(vars);
-  try {
-    await fn();
-  } finally {
-    apply(saved);
-  }
-}
 
 Deno.test("URL: credentials and names are percent-decoded; unknown keys become startup parameters", () => {
   const p = parseUrl(
