@@ -62,71 +62,22 @@ function check(ok: boolean, what: string): void {
 /** Thrown from postgres.js's sql.begin callback to make it roll back. */
 class Rollback extends Error {}
 
-// ---------------------------------------------------------------- pgpipe
+// ------------------------------------------- pgpipe and postgres.js (the same API)
 
-const pgpipe: Driver = {
-  name: "pgpipe",
-  source: "mod.ts (this repository)",
-  async connect(url, options = {}) {
-    const sql = postgres(url, {
-      max: options.connections ?? 1,
-      ssl: false,
-      application_name: options.applicationName,
-      onnotice: () => {},
-    });
-    const [{ x }] = await sql`select 1::int as x`;
-    check(x === 1, `pgpipe warm-up returned ${x}`);
-    // pgpipe has no sql.begin yet: with max 1 every statement goes down the one session, in
-    // order, so begin / statements / rollback issued as plain queries form one transaction.
-    const tx: Tx = {
-      async createInsertTable() {
-        await sql`create temp table bench_insert (a text, b boolean, c integer)`;
-      },
-      async insertRow(a, b, c) {
-        await sql`insert into bench_insert (a, b, c) values (${a}, ${b}, ${c})`;
-      },
-      async countInserted() {
-        const [{ n }] = await sql`select count(*)::int as n from bench_insert`;
-        return n as number;
-      },
-    };
-    return {
-      async selectPgType() {
-        return (await sql`select * from pg_type`).length;
-      },
-      async selectInt(v) {
-        const [{ x }] = await sql`select ${v}::int as x`;
-        return x as number;
-      },
-      async rolledBack(fn) {
-        if ((options.connections ?? 1) !== 1) throw new Error("pgpipe transactions need max: 1");
-        await sql`begin`;
-        try {
-          await fn(tx);
-        } finally {
-          await sql`rollback`;
-        }
-      },
-      close: () => sql.end(),
-    };
-  },
-};
-
-// ---------------------------------------------------------------- postgres.js
-
-// The slice of postgres.js's API the bench uses (its own types are not loaded statically).
+// The slice of the postgres.js API the bench uses. pgpipe implements the same API, so one adapter
+// serves both: the very same calls, transactions included, run on each driver.
 type PgJsResult = Record<string, unknown>[] & { count: number };
 interface PgJsSql {
-  (strings: TemplateStringsArray, ...values: unknown[]): Promise<PgJsResult>;
+  (strings: TemplateStringsArray, ...values: unknown[]): PromiseLike<PgJsResult>;
   begin(fn: (sql: PgJsSql) => Promise<unknown>): Promise<unknown>;
   end(options?: { timeout?: number }): Promise<void>;
 }
 type PgJsFactory = (url: string, options: Record<string, unknown>) => PgJsSql;
 
-function postgresJs(factory: PgJsFactory): Driver {
+function postgresJsApi(name: string, source: string, factory: PgJsFactory): Driver {
   return {
-    name: "postgres.js",
-    source: POSTGRES_JS,
+    name,
+    source,
     async connect(url, options = {}) {
       const sql = factory(url, {
         max: options.connections ?? 1,
@@ -137,7 +88,7 @@ function postgresJs(factory: PgJsFactory): Driver {
           : undefined,
       });
       const [{ x }] = await sql`select 1::int as x`;
-      check(x === 1, `postgres.js warm-up returned ${x}`);
+      check(x === 1, `${name} warm-up returned ${x}`);
       const wrap = (t: PgJsSql): Tx => ({
         async createInsertTable() {
           await t`create temp table bench_insert (a text, b boolean, c integer)`;
@@ -159,8 +110,8 @@ function postgresJs(factory: PgJsFactory): Driver {
           return x as number;
         },
         async rolledBack(fn) {
-          // sql.begin is postgres.js's supported way to pin a transaction to one connection;
-          // throwing from the callback is how it is told to roll back.
+          // sql.begin pins the transaction to one connection; throwing from the callback is how
+          // it is told to roll back.
           try {
             await sql.begin(async (t) => {
               await fn(wrap(t));
@@ -174,6 +125,16 @@ function postgresJs(factory: PgJsFactory): Driver {
       };
     },
   };
+}
+
+const pgpipe = postgresJsApi(
+  "pgpipe",
+  "mod.ts (this repository)",
+  postgres as unknown as PgJsFactory,
+);
+
+function postgresJs(factory: PgJsFactory): Driver {
+  return postgresJsApi("postgres.js", POSTGRES_JS, factory);
 }
 
 // ---------------------------------------------------------------- deno-postgres
