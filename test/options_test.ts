@@ -85,24 +85,18 @@ Deno.test({
       });
       await Deno.chmod(file, 0o600);
       await withEnv({ PGPASSFILE: file, PGPASSWORD: undefined }, async () => {
-        await using sql = postgres({
+        const target = {
           host: "127.0.0.1",
           port: c.port,
           user: u.user,
           database: c.database,
-          ssl: "disable",
+          ssl: "disable" as const,
           ...quiet,
-        });
+        };
+        await using sql = postgres(target);
         assert.equal((await sql`select current_user as u`)[0].u, u.user);
         await Deno.chmod(file, 0o644);
-        await using loose = postgres({
-          host: "127.0.0.1",
-          port: c.port,
-          user: u.user,
-          database: c.database,
-          ssl: "disable",
-          ...quiet,
-        });
+        await using loose = postgres(target);
         await assert.rejects(
           loose`select 1`,
           (e: Error & { code?: string }) => e.code === "AUTH_FAILED",

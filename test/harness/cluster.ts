@@ -304,6 +304,37 @@ export async function logTail(path: string): Promise<string> {
   }
 }
 
+/**
+ * Starts the server in `dataDir` on a free port, appending `conf(port)` to postgresql.conf.
+ * Another process may grab the port between freePort() and bind, so it retries on EADDRINUSE.
+ * Returns the port.
+ */
+export async function startOnFreePort(
+  pgCtl: string,
+  dataDir: string,
+  logFile: string,
+  cwd: string,
+  conf: (port: number) => string,
+): Promise<number> {
+  for (let attempt = 1;; attempt++) {
+    const port = freePort();
+    await Deno.writeTextFile(join(dataDir, "postgresql.conf"), conf(port), { append: true });
+    try {
+      // -w returns once the server accepts connections (read-only ones, for a standby).
+      await run(pgCtl, ["-D", dataDir, "-l", logFile, "-w", "-t", "60", "start"], {
+        asServerUser: true,
+        cwd,
+        timeoutMs: 70_000,
+      });
+      return port;
+    } catch (e) {
+      const log = await logTail(logFile);
+      if (attempt < 3 && /already in use/.test(log)) continue;
+      throw new Error(`${(e as Error).message}\n--- server log ---\n${log}`);
+    }
+  }
+}
+
 /** Last resort when pg_ctl cannot stop the server: kill the postmaster from its pid file. */
 export async function killPostmaster(dataDir: string): Promise<void> {
   try {
@@ -355,24 +386,14 @@ export async function startCluster(
     // Overwriting/appending keeps the files' owner (postgres) and mode (0600).
     await Deno.writeTextFile(join(dataDir, "pg_hba.conf"), hbaConf(ssl, replication));
 
-    // Another process may grab the port between freePort() and bind: retry on EADDRINUSE.
-    let port = 0;
-    for (let attempt = 1;; attempt++) {
-      port = freePort();
-      const conf = serverConf(port, tmp, ssl, certDir, replication); // appended: the last setting wins
-      await Deno.writeTextFile(join(dataDir, "postgresql.conf"), conf, { append: true });
-      try {
-        await run(pgCtl, ["-D", dataDir, "-l", logFile, "-w", "-t", "60", "start"], {
-          ...asServer,
-          timeoutMs: 70_000,
-        });
-        break;
-      } catch (e) {
-        const log = await logTail(logFile);
-        if (attempt < 3 && /already in use/.test(log)) continue;
-        throw new Error(`${(e as Error).message}\n--- server log ---\n${log}`);
-      }
-    }
+    // Appended: the last setting wins.
+    const port = await startOnFreePort(
+      pgCtl,
+      dataDir,
+      logFile,
+      tmp,
+      (p) => serverConf(p, tmp, ssl, certDir, replication),
+    );
 
     const users = makeUsers();
     const psqlPath = isFile(join(bin, "psql")) ? join(bin, "psql") : "psql";

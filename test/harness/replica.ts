@@ -5,11 +5,10 @@ import { join } from "node:path";
 import {
   type Cluster,
   findPgBin,
-  freePort,
   isRoot,
   killPostmaster,
-  logTail,
   run,
+  startOnFreePort,
 } from "./cluster.ts";
 
 export interface Replica {
@@ -56,26 +55,16 @@ export async function startReplica(primary: Cluster): Promise<Replica> {
       ...["-D", dataDir, "-R", "-X", "stream", "-c", "fast", "--no-sync"],
       ...["-h", primary.socketDir, "-p", `${primary.port}`, "-U", "postgres"],
     ], { ...asServer, timeoutMs: 60_000 });
-    let port = 0;
-    for (let attempt = 1;; attempt++) {
-      port = freePort();
-      // Appended after the primary's settings (copied by the backup): the last setting wins.
-      const conf = `\n# pgpipe test replica\nport = ${port}\n` +
-        `unix_socket_directories = ${lit(tmp)}\nhot_standby = on\n`;
-      await Deno.writeTextFile(join(dataDir, "postgresql.conf"), conf, { append: true });
-      try {
-        // -w returns once the standby accepts (read-only) connections.
-        await run(pgCtl, ["-D", dataDir, "-l", logFile, "-w", "-t", "60", "start"], {
-          ...asServer,
-          timeoutMs: 70_000,
-        });
-        break;
-      } catch (e) {
-        const log = await logTail(logFile);
-        if (attempt < 3 && /already in use/.test(log)) continue;
-        throw new Error(`${(e as Error).message}\n--- replica log ---\n${log}`);
-      }
-    }
+    // Appended after the primary's settings (copied by the backup): the last setting wins.
+    const port = await startOnFreePort(
+      pgCtl,
+      dataDir,
+      logFile,
+      tmp,
+      (p) =>
+        `\n# pgpipe test replica\nport = ${p}\n` +
+        `unix_socket_directories = ${lit(tmp)}\nhot_standby = on\n`,
+    );
     const promote = async () => {
       await run(pgCtl, ["-D", dataDir, "-w", "-t", "30", "promote"], {
         ...asServer,
