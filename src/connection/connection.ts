@@ -72,6 +72,12 @@ export interface ConnectionOptions {
 }
 
 const IDLE = 0x49; // ReadyForQuery status outside a transaction block
+/**
+ * While this many written requests still await answers, new ones are held for the next write
+ * instead of a write per tick: the server has work queued, so they would only wait in its
+ * socket buffer, and fewer, larger writes save a system call on both sides per batch.
+ */
+const WRITE_AHEAD = 64;
 
 /** Messages that may arrive at any time, not as part of a request's answer. */
 const OUT_OF_BAND = new Set<number>([
@@ -108,6 +114,8 @@ export class Connection implements EncodeContext {
   #spare = new Writer();
   #writing = false;
   #flushQueued = false;
+  #held = false; // requests encoded and held back until answers bring written ones below WRITE_AHEAD
+  #forced = false; // bytes in #writer that must go out now (COPY data, CopyFail), not held
   #queue: PipelineRequest[] = []; // written or encoded, awaiting answers
   #sizes: number[] = []; // encoded bytes of each queued request, for the byte bound
   #queuedBytes = 0;
@@ -123,6 +131,7 @@ export class Connection implements EncodeContext {
     write: (encode) => {
       if (this.#closed !== null) return;
       encode(this.#writer);
+      this.#forced = true;
       this.#scheduleFlush();
     },
     flushed: () =>
@@ -338,10 +347,18 @@ export class Connection implements EncodeContext {
   }
 
   #scheduleFlush(): void {
-    if (!this.#flushQueued && !this.#writing) {
-      this.#flushQueued = true;
-      queueMicrotask(this.#flush);
+    if (this.#flushQueued || this.#writing) return;
+    if (this.#holding()) {
+      this.#held = true;
+      return;
     }
+    this.#flushQueued = true;
+    queueMicrotask(this.#flush);
+  }
+
+  /** Whether what #writer holds can wait: enough written requests are still being answered. */
+  #holding(): boolean {
+    return !this.#forced && this.#unsent - this.#head >= WRITE_AHEAD;
   }
 
   #flush = async (): Promise<void> => {
@@ -350,7 +367,12 @@ export class Connection implements EncodeContext {
     this.#writing = true;
     try {
       while (this.#writer.length > 0) {
+        if (this.#holding()) {
+          this.#held = true;
+          break;
+        }
         // Swap buffers so requests sent during this write accumulate for the next one.
+        this.#forced = false;
         const out = this.#writer;
         this.#writer = this.#spare;
         this.#spare = out;
@@ -425,6 +447,10 @@ export class Connection implements EncodeContext {
           this.#queuedBytes = 0;
         }
         this.#cancelled.delete(req);
+        if (this.#held && !this.#holding()) {
+          this.#held = false;
+          this.#scheduleFlush();
+        }
         if (req === this.#resend) {
           this.#resend = null;
           this.status = before;
@@ -522,10 +548,8 @@ export class Connection implements EncodeContext {
     fe.copyFail(this.#writer, "COPY ... FROM STDIN needs query.writable() in pgpipe");
     // In the extended protocol the server ignored our Sync during copy-in: send another.
     if (!req.simpleProtocol) fe.sync(this.#writer);
-    if (!this.#flushQueued && !this.#writing) {
-      this.#flushQueued = true;
-      queueMicrotask(this.#flush);
-    }
+    this.#forced = true;
+    this.#scheduleFlush();
   }
 
   /**
@@ -583,6 +607,7 @@ export class Connection implements EncodeContext {
   #fail(err: ConnectionError): void {
     if (this.#closed !== null) return;
     this.#closed = err;
+    this.#held = this.#forced = false;
     this.#transport.close();
     const queue = this.#queue.slice(this.#head);
     const unsentFrom = Math.max(0, this.#unsent - this.#head);
