@@ -12,6 +12,8 @@ import { Statement, StatementCache } from "./statement.ts";
 
 /** Values of the row being decoded, before the statement's row constructor copies them. */
 const scratch: unknown[] = [];
+/** Bind's result formats when every column is text (the default). */
+const TEXT: readonly number[] = [];
 
 /** How rows are shaped: objects keyed by column name, arrays, or arrays of raw bytes. */
 export type RowMode = "object" | "array" | "raw";
@@ -91,6 +93,7 @@ export class QueryRequest implements PipelineRequest {
   #owner = false; // this request sent the statement's Parse
   #ctx: EncodeContext | null = null;
   #retried = false; // re-prepared once after a stale statement
+  #binary = false; // bound with the statement's binary result formats
   /** The first error of this request (server, decoding); settles it as a rejection. */
   protected failure: Error | null = null;
   #targets: ResultTarget[] | null = null; // simple protocol: one result per statement
@@ -160,6 +163,7 @@ export class QueryRequest implements PipelineRequest {
     this.#owner = false;
     this.#key = "";
     this.#cache = null;
+    this.#binary = false;
     const spec = this.spec;
     const cache = ctx.statements;
     if (spec.describeOnly) {
@@ -196,7 +200,11 @@ export class QueryRequest implements PipelineRequest {
         fe.describe(w, "S", st.name);
       }
       this.#statement = st;
-      fe.bind(w, st.name, spec.params, []);
+      // Binary results only once the columns are known (not for the query that prepares the
+      // statement) and never for raw(), which hands out the server's text bytes.
+      const binary = st.formats.length > 0 && spec.mode !== "raw";
+      this.#binary = binary;
+      fe.bind(w, st.name, spec.params, binary ? st.formats : TEXT);
     }
     this.encodeExecute(w);
   }
@@ -242,7 +250,7 @@ export class QueryRequest implements PipelineRequest {
   #decode(buf: Uint8Array, start: number, end: number): unknown {
     const st = this.#statement!;
     const decoders = st.decoders;
-    const bytes = st.byteDecoders;
+    const bytes = this.#binary ? st.binaryDecoders : st.byteDecoders;
     if (end - start < 2) throw new ProtocolViolation("DataRow is truncated");
     const n = (buf[start] << 8) | buf[start + 1];
     if (st.columns === null || n !== st.columns.length) {

@@ -10,6 +10,7 @@ import type { Column } from "../protocol/backend.ts";
 import type { PostgresError } from "../errors.ts";
 import { type DecodeOptions, decoderFor, type TextDecoderFn } from "../types/text_decoders.ts";
 import { type ByteDecoderFn, byteDecoderFor } from "../types/byte_decoders.ts";
+import { binaryDecoderFor } from "../types/binary_decoders.ts";
 
 /** Makes a row object from decoded column values. */
 export type RowConstructor = new (values: unknown[]) => Record<string, unknown>;
@@ -67,6 +68,13 @@ export class Statement {
   decoders: (TextDecoderFn | null)[] = [];
   /** Per-column decoders that read the bytes directly (no string made); null: use `decoders`. */
   byteDecoders: (ByteDecoderFn | null)[] = [];
+  /**
+   * Result format codes for Bind once the columns are known: 1 (binary) where the binary form
+   * decodes to the same value for less work, else 0. Empty while every column is text.
+   */
+  formats: number[] = [];
+  /** Per-column decoders for a result bound with `formats`: binary ones, else `byteDecoders`. */
+  binaryDecoders: (ByteDecoderFn | null)[] = [];
   /** Builds an object row from the decoded values (generated once the columns are known). */
   Row: RowConstructor = emptyRow;
   /** Maps each finished row (the `transform.row` option), or null. */
@@ -87,6 +95,9 @@ export class Statement {
     this.keys = new Array(n);
     this.decoders = new Array(n);
     this.byteDecoders = new Array(n);
+    const formats: number[] = new Array(n).fill(0);
+    this.binaryDecoders = new Array(n);
+    let binary = false;
     const rename = options.column;
     const custom = options.parsers;
     const value = options.value;
@@ -107,7 +118,17 @@ export class Statement {
           : (text: string) => value(inner(text), column);
       }
       this.decoders[i] = decode;
+      const fromBinary = customDecode === undefined ? binaryDecoderFor(type) : null;
+      if (fromBinary !== null) {
+        formats[i] = 1;
+        binary = true;
+        const column = columns[i];
+        this.binaryDecoders[i] = value === undefined
+          ? fromBinary
+          : (buf, start, end) => value(fromBinary(buf, start, end), column);
+      } else this.binaryDecoders[i] = this.byteDecoders[i];
     }
+    this.formats = binary ? formats : [];
     this.rowTransform = options.row ?? null;
     this.Row = rowConstructor(this.keys);
   }

@@ -183,22 +183,33 @@ function parseDateTime(text: string, clock: number): Date {
   // " BC" is always last. 1 BC is astronomical year 0, 2 BC is year -1, and so on.
   if (text.charCodeAt(len - 1) === 67 && text.charCodeAt(len - 2) === 66) year = 1 - year;
 
-  if (clock === CLOCK_LOCAL) {
-    if (year >= 0 && year < 100) {
-      // The Date constructor reads years 0..99 as 1900..1999. Set the date first, then the
-      // time: building the 19xx wall time could land in a DST gap of that year and shift it.
-      const date = new Date(0);
-      date.setFullYear(year, month, day);
-      date.setHours(hour, minute, second, ms);
-      return date;
-    }
-    return new Date(year, month, day, hour, minute, second, ms);
-  }
+  if (clock === CLOCK_LOCAL) return localDate(year, month, day, hour, minute, second, ms);
   // Own day arithmetic: ~3x faster than Date.UTC, and free of its 0..99 -> 1900s quirk.
   const time = daysFromCivil(year, month, day) * 864e5 + hour * 3600000 + minute * 60000 +
     second * 1000 + ms - offsetSeconds * 1000;
   // new Date() turns times beyond ±8.64e15 into an Invalid Date, as the server's range is wider.
   return new Date(time);
+}
+
+/** The instant a local wall-clock reading names, like `new Date(y, m, d, ...)` for every year. */
+export function localDate(
+  year: number,
+  month: number,
+  day: number,
+  hour: number,
+  minute: number,
+  second: number,
+  ms: number,
+): Date {
+  if (year >= 0 && year < 100) {
+    // The Date constructor reads years 0..99 as 1900..1999. Set the date first, then the
+    // time: building the 19xx wall time could land in a DST gap of that year and shift it.
+    const date = new Date(0);
+    date.setFullYear(year, month, day);
+    date.setHours(hour, minute, second, ms);
+    return date;
+  }
+  return new Date(year, month, day, hour, minute, second, ms);
 }
 
 /**
