@@ -8,6 +8,7 @@ import { benchUrl, isQuick } from "./env.ts";
 
 const SELECT_NS = [1, 5, 10, 50, 100, 200];
 const INSERT_NS = [1, 10, 50, 100, 200];
+const TYPED_ROWS = 10_000;
 
 const quick = isQuick();
 const url = benchUrl();
@@ -51,6 +52,22 @@ for (const n of SELECT_NS) {
       },
     });
   }
+}
+
+// One query of 10,000 rows of everyday types (timestamps, floats, dates): decoding, not the wire.
+for (const [i, { name, adapter }] of clients.entries()) {
+  Deno.bench({
+    name,
+    group: `select ${TYPED_ROWS} typed rows`,
+    baseline: i === 0,
+    ...(quick ? { warmup: 2, n: 3 } : { warmup: 5, n: 50 }),
+    async fn(b) {
+      b.start();
+      const rows = await adapter.selectTyped(TYPED_ROWS);
+      b.end();
+      if (rows !== TYPED_ROWS) throw new Error(`${name}: ${rows} typed rows, not ${TYPED_ROWS}`);
+    },
+  });
 }
 
 for (const n of INSERT_NS) {
