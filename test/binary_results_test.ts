@@ -204,3 +204,22 @@ Deno.test("custom parsers keep their column in text; transform.value sees binary
   assert.equal(seen.length, 2);
   for (const d of seen) assert.equal((d as Date).toISOString(), "2001-02-03T00:00:00.000Z");
 });
+
+Deno.test("cursors and forEach read binary rows once the statement is known", async () => {
+  await using sql = postgres(url, { max: 1 });
+  const q = () =>
+    sql`select i, timestamptz '2000-01-01 00:00:00+00' + i * interval '1 ms' as t
+        from generate_series(1, ${250}::int) i`;
+  const whole = await q();
+  const batches: Record<string, unknown>[] = [];
+  for await (const rows of q().cursor(100)) batches.push(...rows);
+  const streamed: Record<string, unknown>[] = [];
+  await q().forEach((row) => {
+    streamed.push(row);
+  });
+  assert.equal(whole.length, 250);
+  assert.deepEqual(batches, [...whole]);
+  assert.deepEqual(streamed, [...whole]);
+  assert.equal((whole[249].t as Date).getTime(), Date.UTC(2000, 0, 1) + 250);
+  assert.deepEqual(formatsOf(await q()), [1, 1]);
+});
