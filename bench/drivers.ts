@@ -4,9 +4,9 @@
 // Run directly (`deno run -A --no-lock bench/drivers.ts`) it prints which drivers load, as JSON:
 // bench/run.ts probes in a child process so its own process never writes a deno.lock.
 import postgres from "../mod.ts";
-import { DENO_POSTGRES, POSTGRES_JS } from "./peers.ts";
+import { DENO_POSTGRES, PGLUE, POSTGRES_JS } from "./peers.ts";
 
-export { DENO_POSTGRES, POSTGRES_JS };
+export { DENO_POSTGRES, PGLUE, POSTGRES_JS };
 
 /** Statements run inside a transaction (which the adapter always rolls back). */
 export interface Tx {
@@ -247,10 +247,84 @@ function denoPostgres(Client: DpClientClass): Driver {
   };
 }
 
+// ---------------------------------------------------------------- pglue
+
+// The slice of pglue's API the bench uses (its README and bench.ts): one Wire is one connection.
+type PgRow = Record<string, unknown>;
+interface PgWire {
+  query(s: TemplateStringsArray, ...xs: unknown[]): PromiseLike<PgRow[]>;
+  begin(): Promise<{ rollback(): Promise<unknown> }>;
+  close(): void;
+}
+type PgConnect = (url: string) => Promise<PgWire>;
+
+function pglue(connectWire: PgConnect): Driver {
+  return {
+    name: "pglue",
+    source: PGLUE,
+    async connect(url, options = {}) {
+      const wires: PgWire[] = [];
+      try {
+        for (let i = 0; i < (options.connections ?? 1); i++) {
+          wires.push(await connectWire(withApplicationName(url, options.applicationName)));
+        }
+      } catch (e) {
+        for (const w of wires) w.close();
+        throw e;
+      }
+      let turn = 0;
+      const next = () => wires[turn++ % wires.length];
+      const [{ x }] = await next().query`select 1::int as x`;
+      check(x === 1, `pglue warm-up returned ${x}`);
+      const tx = (w: PgWire): Tx => ({
+        async createInsertTable() {
+          await w.query`create temp table bench_insert (a text, b boolean, c integer)`;
+        },
+        async insertRow(a, b, c) {
+          await w.query`insert into bench_insert (a, b, c) values (${a}, ${b}, ${c})`;
+        },
+        async countInserted() {
+          const [{ n }] = await w.query`select count(*)::int as n from bench_insert`;
+          return n as number;
+        },
+      });
+      return {
+        async selectPgType() {
+          return (await next().query`select * from pg_type`).length;
+        },
+        async selectTyped(rows) {
+          const result = await next()
+            .query`select i, timestamptz '2020-01-01 00:00:00+00' + i * interval '1 second' as ts, i * 0.5::float8 as f, i % 2 = 0 as b, date '2020-01-01' + i % 1000 as d from generate_series(1, ${rows}::int) i`;
+          const { i, ts, f, b, d } = result[result.length - 1];
+          checkTypedRow("pglue", rows, [i, ts, f, b, d]);
+          return result.length;
+        },
+        async selectInt(v) {
+          const [{ x }] = await next().query`select ${v}::int as x`;
+          return x as number;
+        },
+        async rolledBack(fn) {
+          const w = wires[0];
+          const t = await w.begin();
+          try {
+            await fn(tx(w));
+          } finally {
+            await t.rollback();
+          }
+        },
+        close() {
+          for (const w of wires) w.close();
+          return Promise.resolve();
+        },
+      };
+    },
+  };
+}
+
 // ---------------------------------------------------------------- loading
 
 /** Every driver the bench knows, in report order (pgpipe first: it is the baseline). */
-export const DRIVER_NAMES = ["pgpipe", "postgres.js", "deno-postgres"] as const;
+export const DRIVER_NAMES = ["pgpipe", "postgres.js", "deno-postgres", "pglue"] as const;
 
 // Dynamic import through a variable: not analysed ahead of time, so a failure is catchable.
 const load = (specifier: string): Promise<Record<string, unknown>> => import(specifier);
@@ -264,12 +338,29 @@ async function loadPeer(name: string): Promise<Driver> {
     const mod = await load(DENO_POSTGRES);
     return denoPostgres(mod.Client as DpClientClass);
   }
+  if (name === "pglue") {
+    const mod = await load(PGLUE);
+    const connect = (mod.connect ?? (mod.default as { connect?: unknown })?.connect) as PgConnect;
+    if (typeof connect !== "function") throw new Error("pglue exports no connect()");
+    return pglue(connect);
+  }
   throw new Error(`unknown driver ${name}`);
 }
 
+/** Where each peer is loaded from. */
+const SOURCES: Record<string, string> = {
+  "postgres.js": POSTGRES_JS,
+  "deno-postgres": DENO_POSTGRES,
+  "pglue": PGLUE,
+};
+
 /** The bench's one line for a peer that did not load. */
 export function skipLine(s: Skipped): string {
-  const hint = s.source.startsWith("jsr:") ? " (JSR unreachable?)" : "";
+  const hint = s.source.startsWith("jsr:")
+    ? " (JSR unreachable?)"
+    : s.source.startsWith("https:")
+    ? " (host unreachable?)"
+    : "";
   return `skipped ${s.name}: ${s.source} could not be loaded${hint}: ${s.reason}`;
 }
 
@@ -288,7 +379,7 @@ export async function loadDrivers(
       drivers.push(pgpipe);
       continue;
     }
-    const source = name === "postgres.js" ? POSTGRES_JS : DENO_POSTGRES;
+    const source = SOURCES[name];
     try {
       drivers.push(await loadPeer(name));
     } catch (e) {

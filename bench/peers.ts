@@ -5,3 +5,8 @@
 export const POSTGRES_JS = "npm:postgres@3.4.9";
 /** deno-postgres from JSR, pinned (skipped where JSR is unreachable). */
 export const DENO_POSTGRES = "jsr:@db/postgres@0.19.5";
+/**
+ * pglue, a Deno pipelining driver published only as source on GitHub, pinned to a tag (skipped
+ * where GitHub is unreachable).
+ */
+export const PGLUE = "https://raw.githubusercontent.com/luaneko/pglue/refs/tags/v0.2.0/mod.ts";
