@@ -114,7 +114,6 @@ export class Connection implements EncodeContext {
   #spare = new Writer();
   #writing = false;
   #flushQueued = false;
-  #held = false; // requests encoded and held back until answers bring written ones below WRITE_AHEAD
   #forced = false; // bytes in #writer that must go out now (COPY data, CopyFail), not held
   #queue: PipelineRequest[] = []; // written or encoded, awaiting answers
   #sizes: number[] = []; // encoded bytes of each queued request, for the byte bound
@@ -347,11 +346,8 @@ export class Connection implements EncodeContext {
   }
 
   #scheduleFlush(): void {
-    if (this.#flushQueued || this.#writing) return;
-    if (this.#holding()) {
-      this.#held = true;
-      return;
-    }
+    // Held bytes stay in #writer; the answer that brings the written count down sends them.
+    if (this.#flushQueued || this.#writing || this.#holding()) return;
     this.#flushQueued = true;
     queueMicrotask(this.#flush);
   }
@@ -366,11 +362,7 @@ export class Connection implements EncodeContext {
     if (this.#writing || this.#closed !== null) return;
     this.#writing = true;
     try {
-      while (this.#writer.length > 0) {
-        if (this.#holding()) {
-          this.#held = true;
-          break;
-        }
+      while (this.#writer.length > 0 && !this.#holding()) {
         // Swap buffers so requests sent during this write accumulate for the next one.
         this.#forced = false;
         const out = this.#writer;
@@ -447,10 +439,7 @@ export class Connection implements EncodeContext {
           this.#queuedBytes = 0;
         }
         this.#cancelled.delete(req);
-        if (this.#held && !this.#holding()) {
-          this.#held = false;
-          this.#scheduleFlush();
-        }
+        if (this.#writer.length > 0) this.#scheduleFlush(); // requests held back may go now
         if (req === this.#resend) {
           this.#resend = null;
           this.status = before;
@@ -607,7 +596,7 @@ export class Connection implements EncodeContext {
   #fail(err: ConnectionError): void {
     if (this.#closed !== null) return;
     this.#closed = err;
-    this.#held = this.#forced = false;
+    this.#forced = false;
     this.#transport.close();
     const queue = this.#queue.slice(this.#head);
     const unsentFrom = Math.max(0, this.#unsent - this.#head);
