@@ -9,6 +9,7 @@ import postgres from "../mod.ts";
 import { binaryDecoderFor } from "../src/types/binary_decoders.ts";
 import { decoderFor } from "../src/types/text_decoders.ts";
 import { Oid } from "../src/types/oids.ts";
+import { ProtocolViolation } from "../src/protocol/backend.ts";
 import { databaseUrl } from "./harness/env.ts";
 
 const url = databaseUrl();
@@ -222,4 +223,23 @@ Deno.test("cursors and forEach read binary rows once the statement is known", as
   assert.deepEqual(streamed, [...whole]);
   assert.equal((whole[249].t as Date).getTime(), Date.UTC(2000, 0, 1) + 250);
   assert.deepEqual(formatsOf(await q()), [1, 1]);
+});
+
+Deno.test("a binary value of the wrong width is a protocol violation, not a wrong value", () => {
+  const widths: [number, number][] = [
+    [Oid.bool, 1],
+    [Oid.int2, 2],
+    [Oid.int4, 4],
+    [Oid.oid, 4],
+    [Oid.float8, 8],
+    [Oid.date, 4],
+    [Oid.timestamp, 8],
+    [Oid.timestamptz, 8],
+  ];
+  for (const [oid, size] of widths) {
+    const decode = binaryDecoderFor(oid)!;
+    assert.doesNotThrow(() => decode(new Uint8Array(size), 0, size));
+    assert.throws(() => decode(new Uint8Array(size + 1), 0, size + 1), ProtocolViolation);
+    assert.throws(() => decode(new Uint8Array(size), 0, size - 1), ProtocolViolation);
+  }
 });

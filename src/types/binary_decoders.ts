@@ -13,14 +13,12 @@
  */
 import { Oid } from "./oids.ts";
 import type { ByteDecoderFn } from "./byte_decoders.ts";
-import { localDate } from "./text_decoders.ts";
-import { ProtocolViolation } from "../protocol/backend.ts";
+import { localDate, MAX_TIME } from "./text_decoders.ts";
+import { i16, i32, ProtocolViolation } from "../protocol/backend.ts";
 
 /** ms between 1970-01-01 and PostgreSQL's epoch, 2000-01-01. */
 const PG_EPOCH_MS = 946_684_800_000;
 const DAY_MS = 86_400_000;
-/** Largest instant a JS `Date` holds; PostgreSQL ±infinity maps to ±this, as in text. */
-const MAX_TIME = 8.64e15;
 
 function width(start: number, end: number, size: number, type: string): void {
   if (end - start !== size) {
@@ -35,18 +33,17 @@ const decodeBool: ByteDecoderFn = (buf, start, end) => {
 
 const decodeInt2: ByteDecoderFn = (buf, start, end) => {
   width(start, end, 2, "int2");
-  return ((buf[start] << 24) >> 16) | buf[start + 1];
+  return i16(buf, start);
 };
 
 const decodeInt4: ByteDecoderFn = (buf, start, end) => {
   width(start, end, 4, "int4");
-  return (buf[start] << 24) | (buf[start + 1] << 16) | (buf[start + 2] << 8) | buf[start + 3];
+  return i32(buf, start);
 };
 
 const decodeOid: ByteDecoderFn = (buf, start, end) => {
   width(start, end, 4, "oid");
-  return ((buf[start] << 24) | (buf[start + 1] << 16) | (buf[start + 2] << 8) | buf[start + 3]) >>>
-    0;
+  return i32(buf, start) >>> 0;
 };
 
 /** One scratch cell to reinterpret eight big-endian bytes as a float64. */
@@ -65,10 +62,8 @@ const decodeBytea: ByteDecoderFn = (buf, start, end) => buf.slice(start, end);
 
 /** Microseconds since 2000-01-01 as milliseconds, rounded down as the text parser truncates. */
 function microsToMs(buf: Uint8Array, start: number): number {
-  const hi = (buf[start] << 24) | (buf[start + 1] << 16) | (buf[start + 2] << 8) | buf[start + 3];
-  const lo =
-    ((buf[start + 4] << 24) | (buf[start + 5] << 16) | (buf[start + 6] << 8) | buf[start + 7]) >>>
-    0;
+  const hi = i32(buf, start);
+  const lo = i32(buf, start + 4) >>> 0;
   if (hi === 0x7fffffff && lo === 0xffffffff) return Infinity; // 'infinity'
   if (hi === -0x80000000 && lo === 0) return -Infinity; // '-infinity'
   // floor((hi * 2^32 + lo) / 1000) without BigInt, exactly: 2^32 = 4294967 * 1000 + 296, so
@@ -107,7 +102,7 @@ const decodeTimestamp: ByteDecoderFn = (buf, start, end) => {
 
 const decodeDate: ByteDecoderFn = (buf, start, end) => {
   width(start, end, 4, "date");
-  const days = (buf[start] << 24) | (buf[start + 1] << 16) | (buf[start + 2] << 8) | buf[start + 3];
+  const days = i32(buf, start);
   if (days === 0x7fffffff) return new Date(MAX_TIME);
   if (days === -0x80000000) return new Date(-MAX_TIME);
   return new Date(days * DAY_MS + PG_EPOCH_MS);

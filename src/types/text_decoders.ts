@@ -32,7 +32,7 @@ export interface DecodeOptions {
 }
 
 /** Largest and smallest instants a JS `Date` can hold; PostgreSQL ±infinity maps to them. */
-const MAX_TIME = 8.64e15;
+export const MAX_TIME = 8.64e15;
 
 const decodeBool: TextDecoderFn = (text) => text === "t";
 
