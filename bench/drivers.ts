@@ -60,11 +60,22 @@ export interface Skipped {
   reason: string;
 }
 
-/** Rows of the everyday column types that binary results speed up: int4, timestamptz, float8, bool, date. */
-export const TYPED_ROWS_SQL =
+/**
+ * Rows of the everyday column types that binary results speed up (int4, timestamptz, float8,
+ * bool, date), as the two halves of a template around the row count: every driver's tag gets the
+ * very same strings object, and drivers without a tag get the `$1` text.
+ */
+const TYPED_ROWS_PARTS = [
   "select i, timestamptz '2020-01-01 00:00:00+00' + i * interval '1 second' as ts, " +
   "i * 0.5::float8 as f, i % 2 = 0 as b, date '2020-01-01' + i % 1000 as d " +
-  "from generate_series(1, $1::int) i";
+  "from generate_series(1, ",
+  "::int) i",
+];
+const TYPED_ROWS_TEMPLATE = Object.assign([...TYPED_ROWS_PARTS], {
+  raw: [...TYPED_ROWS_PARTS],
+}) as unknown as TemplateStringsArray;
+/** The same query with a `$1` placeholder. */
+export const TYPED_ROWS_SQL = TYPED_ROWS_PARTS.join("$1");
 
 /** Checks the last row of TYPED_ROWS_SQL (as an array of its five values) for `rows` rows. */
 export function checkTypedRow(driver: string, rows: number, last: unknown[]): void {
@@ -126,8 +137,7 @@ function postgresJsApi(name: string, source: string, factory: PgJsFactory): Driv
           return (await sql`select * from pg_type`).length;
         },
         async selectTyped(rows) {
-          const result =
-            await sql`select i, timestamptz '2020-01-01 00:00:00+00' + i * interval '1 second' as ts, i * 0.5::float8 as f, i % 2 = 0 as b, date '2020-01-01' + i % 1000 as d from generate_series(1, ${rows}::int) i`;
+          const result = await sql(TYPED_ROWS_TEMPLATE, rows);
           checkTypedRow(name, rows, Object.values(result[result.length - 1]));
           return result.length;
         },
@@ -293,8 +303,7 @@ function pglue(connectWire: PgConnect): Driver {
           return (await next().query`select * from pg_type`).length;
         },
         async selectTyped(rows) {
-          const result = await next()
-            .query`select i, timestamptz '2020-01-01 00:00:00+00' + i * interval '1 second' as ts, i * 0.5::float8 as f, i % 2 = 0 as b, date '2020-01-01' + i % 1000 as d from generate_series(1, ${rows}::int) i`;
+          const result = await next().query(TYPED_ROWS_TEMPLATE, rows);
           const { i, ts, f, b, d } = result[result.length - 1];
           checkTypedRow("pglue", rows, [i, ts, f, b, d]);
           return result.length;
