@@ -178,6 +178,7 @@ Deno.test("cancel: a running query is cancelled; its pipelined neighbours are no
 
 Deno.test("cancel: a query queued behind a slow one is cancelled when it starts; not-yet-sent ones are dropped", async () => {
   await using sql = postgres(url, { max: 1, max_pipeline: 2, ...quiet });
+  await sql`select 1`; // connected: the queries below are written at once, not queued in the pool
   const slow = sql`select pg_sleep(0.2) as s`.execute();
   const target = sql`select pg_sleep(5) as s`.execute();
   const waiting = sql`select 'never' as x`.execute(); // past max_pipeline: waits locally
