@@ -79,9 +79,9 @@ export async function main(
       value float8 not null
     )`;
 
-  // COPY FROM STDIN: a WritableStream; pipeTo applies backpressure and closes it at the end,
-  // which completes the COPY.
-  const writable = await sql`copy readings (sensor, taken_at, value) from stdin`.writable();
+  // COPY FROM STDIN as a Web WritableStream (`writable()` gives a Node Writable instead);
+  // pipeTo applies backpressure and closes it at the end, which completes the COPY.
+  const writable = await sql`copy readings (sensor, taken_at, value) from stdin`.writableStream();
   await ReadableStream.from(readings(count)).pipeTo(writable);
   const [{ loaded }] = await sql`select count(*)::int as loaded from readings`;
 
@@ -111,12 +111,12 @@ export async function main(
     mean: Math.round((s.sum / s.n) * 1000) / 1000,
   }));
 
-  // COPY TO STDOUT: a ReadableStream of bytes, here read whole as text.
+  // COPY TO STDOUT as a Web ReadableStream of bytes (`readable()`: a Node Readable), read whole.
   const readable = await sql`
     copy (
       select sensor, count(*) as readings, min(value), max(value), round(avg(value)::numeric, 3) as mean
       from readings group by sensor order by sensor
-    ) to stdout with (format csv, header)`.readable();
+    ) to stdout with (format csv, header)`.readableStream();
   const csv = await new Response(readable).text();
 
   return { loaded: loaded as number, batches, largestBatch, sensors, csv };

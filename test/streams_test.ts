@@ -112,10 +112,10 @@ Deno.test("describe returns parameter and column types without running the query
   );
 });
 
-Deno.test("COPY FROM STDIN through a WritableStream; COPY TO STDOUT through a ReadableStream", async () => {
+Deno.test("COPY FROM STDIN through writableStream(); COPY TO STDOUT through readableStream()", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
   await sql`create temp table copied (id int, name text)`;
-  const writable = await sql`copy copied from stdin`.writable();
+  const writable = await sql`copy copied from stdin`.writableStream();
   const writer = writable.getWriter();
   for (let i = 1; i <= 1000; i++) await writer.write(`${i}\tname ${i}\n`);
   await writer.write(new TextEncoder().encode("1001\tbytes\n"));
@@ -123,7 +123,8 @@ Deno.test("COPY FROM STDIN through a WritableStream; COPY TO STDOUT through a Re
   const [{ n }] = await sql`select count(*)::int as n from copied`;
   assert.equal(n, 1001);
 
-  const readable = await sql`copy (select id, name from copied order by id) to stdout`.readable();
+  const readable = await sql`copy (select id, name from copied order by id) to stdout`
+    .readableStream();
   const text = await new Response(readable).text();
   const lines = text.trimEnd().split("\n");
   assert.equal(lines.length, 1001);
@@ -134,20 +135,20 @@ Deno.test("COPY FROM STDIN through a WritableStream; COPY TO STDOUT through a Re
 Deno.test("COPY failures: bad data, abort, wrong direction; the connection stays usable", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
   await sql`create temp table copy_bad (id int)`;
-  const writable = await sql`copy copy_bad from stdin`.writable();
+  const writable = await sql`copy copy_bad from stdin`.writableStream();
   const writer = writable.getWriter();
   await writer.write("1\nnot a number\n");
   await assert.rejects(writer.close(), (e) => e instanceof PostgresError && e.code === "22P02");
-  const aborted = (await sql`copy copy_bad from stdin`.writable()).getWriter();
+  const aborted = (await sql`copy copy_bad from stdin`.writableStream()).getWriter();
   await aborted.write("5\n");
   await aborted.abort("changed my mind");
   assert.equal((await sql`select count(*)::int as n from copy_bad`)[0].n, 0);
   await assert.rejects(
-    sql`select 1`.writable(),
+    sql`select 1`.writableStream(),
     (e) => e instanceof QueryError && e.code === "NOT_COPY_FROM_STDIN",
   );
-  await assert.rejects(sql`copy copy_bad from stdin where id > ${1}`.writable(), QueryError);
-  const wrong = await sql`select 1`.readable();
+  await assert.rejects(sql`copy copy_bad from stdin where id > ${1}`.writableStream(), QueryError);
+  const wrong = await sql`select 1`.readableStream();
   await assert.rejects(new Response(wrong).text(), (e) => e instanceof QueryError);
   assert.equal((await sql`select 9 as nine`)[0].nine, 9);
 });
@@ -155,7 +156,7 @@ Deno.test("COPY failures: bad data, abort, wrong direction; the connection stays
 Deno.test("COPY TO STDOUT: cancelling the reader drains the rest; the connection stays usable", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
   const readable = await sql`copy (select g from generate_series(1, 200000) g) to stdout`
-    .readable();
+    .readableStream();
   const reader = readable.getReader();
   const first = await reader.read();
   assert.ok(first.value && first.value.length > 0);

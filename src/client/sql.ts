@@ -6,7 +6,10 @@
 import type { Connection } from "../connection/connection.ts";
 import { QueryRequest, type QuerySpec, type ResultTarget } from "../connection/query_request.ts";
 import { CursorRequest } from "../connection/cursor_request.ts";
+import type { Readable, Writable } from "node:stream";
 import { CopyInRequest, CopyOutRequest } from "../connection/copy_request.ts";
+import { CopyReadable, CopyWritable } from "../connection/copy_node_streams.ts";
+import { copyInWebStream, copyOutWebStream } from "../connection/copy_web_streams.ts";
 import type { PipelineRequest } from "../connection/request.ts";
 import { QueryError } from "../errors.ts";
 import { compile } from "../query/compile.ts";
@@ -418,19 +421,37 @@ function makeRunner(sink: Sink, prepare: boolean, config: QueryConfig): QueryRun
           sink.send(new QueryRequest(describe, newResult(), { resolve: done, reject }));
         }));
     },
-    copyIn(query: Query<readonly unknown[]>): Promise<WritableStream<Uint8Array | string>> {
+    copyIn(query: Query<readonly unknown[]>): Promise<Writable> {
       return withSpec(query, async (spec) => {
         const req = new CopyInRequest(copyText(spec));
-        const stream = req.stream();
+        const stream = new CopyWritable(req);
         sink.send(req);
         await req.started;
         return stream;
       });
     },
-    copyOut(query: Query<readonly unknown[]>): Promise<ReadableStream<Uint8Array>> {
+    copyOut(query: Query<readonly unknown[]>): Promise<Readable> {
+      return withSpec(query, async (spec) => {
+        const req = new CopyOutRequest(copyText(spec));
+        const stream = new CopyReadable(req);
+        sink.send(req);
+        await req.started;
+        return stream;
+      });
+    },
+    copyInStream(query: Query<readonly unknown[]>): Promise<WritableStream<Uint8Array | string>> {
+      return withSpec(query, async (spec) => {
+        const req = new CopyInRequest(copyText(spec));
+        const stream = copyInWebStream(req);
+        sink.send(req);
+        await req.started;
+        return stream;
+      });
+    },
+    copyOutStream(query: Query<readonly unknown[]>): Promise<ReadableStream<Uint8Array>> {
       return withSpec(query, (spec) => {
         const req = new CopyOutRequest(copyText(spec));
-        const stream = req.stream();
+        const stream = copyOutWebStream(req);
         sink.send(req);
         return stream;
       });

@@ -2,6 +2,7 @@
  * A lazy query: created by the `sql` tag, sent only when awaited (or
  * `.execute()`d). Until then it can be embedded in another query as a fragment.
  */
+import type { Readable, Writable } from "node:stream";
 import type { QueryConfig } from "./config.ts";
 import type { Result, Row } from "./result.ts";
 
@@ -64,10 +65,14 @@ export interface QueryRunner {
   cursor(query: Query<readonly unknown[]>, rows: number): CursorSource;
   /** Prepares and describes the query without running it. */
   describe(query: Query<readonly unknown[]>): Promise<DescribedStatement>;
-  /** Starts COPY ... FROM STDIN; resolves when the server is ready for data. */
-  copyIn(query: Query<readonly unknown[]>): Promise<WritableStream<Uint8Array | string>>;
-  /** Starts COPY ... TO STDOUT. */
-  copyOut(query: Query<readonly unknown[]>): Promise<ReadableStream<Uint8Array>>;
+  /** Starts COPY ... FROM STDIN; resolves with a Node Writable when the server is ready for data. */
+  copyIn(query: Query<readonly unknown[]>): Promise<Writable>;
+  /** Starts COPY ... TO STDOUT; resolves with a Node Readable when the server started it. */
+  copyOut(query: Query<readonly unknown[]>): Promise<Readable>;
+  /** Starts COPY ... FROM STDIN; resolves with a WritableStream when the server is ready for data. */
+  copyInStream(query: Query<readonly unknown[]>): Promise<WritableStream<Uint8Array | string>>;
+  /** Starts COPY ... TO STDOUT; resolves with a ReadableStream at once. */
+  copyOutStream(query: Query<readonly unknown[]>): Promise<ReadableStream<Uint8Array>>;
 }
 
 /** A query cancelled before it was sent, or on the server (57014). */
@@ -305,17 +310,42 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
   }
 
   /**
-   * For `COPY ... FROM STDIN`: resolves with a WritableStream once the server
-   * is ready for data. Write bytes or strings; `close()` finishes the COPY,
-   * `abort()` cancels it.
+   * For `COPY ... FROM STDIN`: resolves with a Node `Writable` once the server
+   * is ready for data (as in postgres.js). Write strings or bytes; `end()`
+   * finishes the COPY and `'finish'` is emitted once the server confirmed it;
+   * `destroy(err)` aborts it (the table is untouched). It works as the
+   * destination of `pipe()` and `stream.pipeline()`.
    */
-  writable(): Promise<WritableStream<Uint8Array | string>> {
+  writable(): Promise<Writable> {
     return this.#runner.copyIn(this);
   }
 
-  /** For `COPY ... TO STDOUT`: a ReadableStream of the data, with backpressure. */
-  readable(): Promise<ReadableStream<Uint8Array>> {
+  /**
+   * For `COPY ... TO STDOUT`: resolves with a Node `Readable` of Buffers, one
+   * per row (CopyData message), once the server started the COPY (as in
+   * postgres.js). Reading from the server pauses while the stream's buffer is
+   * full; `destroy()` drops the rest, leaving the connection usable.
+   */
+  readable(): Promise<Readable> {
     return this.#runner.copyOut(this);
+  }
+
+  /**
+   * For `COPY ... FROM STDIN`, as a Web `WritableStream` (e.g. the target of
+   * `pipeTo`): resolves once the server is ready for data. `close()` finishes
+   * the COPY, `abort()` cancels it.
+   */
+  writableStream(): Promise<WritableStream<Uint8Array | string>> {
+    return this.#runner.copyInStream(this);
+  }
+
+  /**
+   * For `COPY ... TO STDOUT`, as a Web `ReadableStream` of bytes with
+   * backpressure; `cancel()` drops the rest. A query that is not such a COPY
+   * errors the stream.
+   */
+  readableStream(): Promise<ReadableStream<Uint8Array>> {
+    return this.#runner.copyOutStream(this);
   }
 
   /** Runs the query (once) and settles with its result. */
