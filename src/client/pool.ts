@@ -76,6 +76,7 @@ export class Pool {
   #lastError: Error | null = null;
   #reservers: Reserver[] = [];
   #ended: ConnectionError | null = null;
+  #destroyed = false; // sql.end({ timeout }) ran out: whatever is left fails CONNECTION_DESTROYED
 
   /** The options every connection of this pool is opened with. */
   get options(): HostOptions {
@@ -117,7 +118,12 @@ export class Pool {
   }
 
   #endedError(): ConnectionError {
-    const e = new ConnectionError(this.#ended!.code, this.#ended!.message);
+    const e = this.#destroyed
+      ? new ConnectionError(
+        "CONNECTION_DESTROYED",
+        "the client was ended with sql.end({ timeout }) and the timeout passed",
+      )
+      : new ConnectionError(this.#ended!.code, this.#ended!.message);
     e.outcome = "not-sent";
     return e;
   }
@@ -191,7 +197,11 @@ export class Pool {
     }
     const debug = this.#pool.debug;
     if (debug !== undefined && req instanceof QueryRequest) {
-      debug(this.#ids.get(c) ?? 0, req.spec.text, req.spec.params, req.spec.types);
+      try {
+        debug(this.#ids.get(c) ?? 0, req.spec.text, req.spec.params, req.spec.types);
+      } catch (e) {
+        return req.fail(e as Error); // the user's hook failed: that query fails, nothing else
+      }
     }
     c.send(req);
   }
@@ -270,6 +280,7 @@ export class Pool {
     }).then(
       (c) => {
         this.#opening--;
+        if (this.#destroyed) return c.destroy(); // too late: sql.end({ timeout }) ran out
         this.#everConnected = true;
         this.#backoff = 0;
         this.#lastError = null;
@@ -404,6 +415,14 @@ export class Pool {
     );
     const outcome = await Promise.race([all, expired]);
     clearTimeout(timer);
-    if (outcome === "timeout") { for (const c of this.#open) c.destroy(); }
+    if (outcome === "timeout") this.#destroyAll();
+  }
+
+  /** The end timeout passed: everything still waiting, opening or in flight fails now. */
+  #destroyAll(): void {
+    this.#destroyed = true;
+    for (const req of this.#takeWaiting(this.#waiting.length)) req.fail(this.#endedError());
+    for (const r of this.#reservers.splice(0)) r.reject(this.#endedError());
+    for (const c of this.#open) c.destroy();
   }
 }
