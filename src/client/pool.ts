@@ -76,7 +76,7 @@ export class Pool {
   #lastError: Error | null = null;
   #reservers: Reserver[] = [];
   #ended: ConnectionError | null = null;
-  #destroyed = false; // sql.end({ timeout }) ran out: whatever is left fails CONNECTION_DESTROYED
+  #destroyed = false; // sql.end({ timeout }) ran out: whatever was left failed CONNECTION_DESTROYED
 
   /** The options every connection of this pool is opened with. */
   get options(): HostOptions {
@@ -117,8 +117,9 @@ export class Pool {
     this.#idleTimers.set(c, timer);
   }
 
-  #endedError(): ConnectionError {
-    const e = this.#destroyed
+  /** `destroying`: for requests that were waiting when end's timeout ran out. */
+  #endedError(destroying = false): ConnectionError {
+    const e = destroying
       ? new ConnectionError(
         "CONNECTION_DESTROYED",
         "the client was ended with sql.end({ timeout }) and the timeout passed",
@@ -421,8 +422,8 @@ export class Pool {
   /** The end timeout passed: everything still waiting, opening or in flight fails now. */
   #destroyAll(): void {
     this.#destroyed = true;
-    for (const req of this.#takeWaiting(this.#waiting.length)) req.fail(this.#endedError());
-    for (const r of this.#reservers.splice(0)) r.reject(this.#endedError());
+    for (const req of this.#takeWaiting(this.#waiting.length)) req.fail(this.#endedError(true));
+    for (const r of this.#reservers.splice(0)) r.reject(this.#endedError(true));
     for (const c of this.#open) c.destroy();
   }
 }
