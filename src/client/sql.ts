@@ -6,8 +6,13 @@
 import type { Connection } from "../connection/connection.ts";
 import { QueryRequest, type QuerySpec, type ResultTarget } from "../connection/query_request.ts";
 import { CursorRequest } from "../connection/cursor_request.ts";
-import type { Readable, Writable } from "node:stream";
-import { CopyInRequest, CopyOutRequest } from "../connection/copy_request.ts";
+import {
+  CopyInRequest,
+  CopyOutRequest,
+  CopyRequest,
+  type CopyResult,
+  reasonText,
+} from "../connection/copy_request.ts";
 import { CopyReadable, CopyWritable } from "../connection/copy_node_streams.ts";
 import { copyInWebStream, copyOutWebStream } from "../connection/copy_web_streams.ts";
 import type { PipelineRequest } from "../connection/request.ts";
@@ -20,6 +25,8 @@ import { Helper } from "../query/helpers.ts";
 import { Identifier } from "../query/identifier.ts";
 import {
   CLOSE,
+  type CopyStart,
+  type CopyStreams,
   type CursorSource,
   type DescribedStatement,
   Query,
@@ -468,7 +475,11 @@ function makeRunner(
         }));
     },
     cancel(control: RunControl, reason: Error): void {
-      if (control.request !== null) sink.cancel(control.request as PipelineRequest, reason);
+      const req = control.request as PipelineRequest | null;
+      if (req === null) return;
+      // A COPY already on its connection ends through the protocol (CopyFail, or cancel/drain).
+      if (req instanceof CopyRequest && req.sent) req.stop(reasonText(reason, "cancelled"));
+      else sink.cancel(req, reason);
     },
     cursor(query: Query<readonly unknown[]>, rows: number): CursorSource {
       let fail = (e: unknown) => failure(query, null, e);
@@ -511,42 +522,60 @@ function makeRunner(
           sink.send(new QueryRequest(describe, newResult(), settle));
         }));
     },
-    copyIn(query: Query<readonly unknown[]>): Promise<Writable> {
-      return withSpec(query, async (spec) => {
-        const req = new CopyInRequest(copyText(spec));
-        const stream = new CopyWritable(req);
-        sink.send(req);
-        await req.started;
-        return stream;
+    copy<K extends keyof CopyStreams>(
+      query: Query<readonly unknown[]>,
+      kind: K,
+      control: RunControl,
+    ): CopyStart<CopyStreams[K]> {
+      let done: Promise<Result<unknown>> | null = null;
+      const stream = withSpec(query, (spec, fail) => {
+        const text = copyText(spec);
+        const into = kind === "writable" || kind === "writableStream";
+        const req = into ? new CopyInRequest(text, fail) : new CopyOutRequest(text, fail);
+        control.request = req;
+        done = req.done.then(copyResult);
+        done.catch(ignore); // when the stream rejects, `result` rejects with that instead
+        return startStream(sink, kind, req);
       });
-    },
-    copyOut(query: Query<readonly unknown[]>): Promise<Readable> {
-      return withSpec(query, async (spec) => {
-        const req = new CopyOutRequest(copyText(spec));
-        const stream = new CopyReadable(req);
-        sink.send(req);
-        await req.started;
-        return stream;
-      });
-    },
-    copyInStream(query: Query<readonly unknown[]>): Promise<WritableStream<Uint8Array | string>> {
-      return withSpec(query, async (spec) => {
-        const req = new CopyInRequest(copyText(spec));
-        const stream = copyInWebStream(req);
-        sink.send(req);
-        await req.started;
-        return stream;
-      });
-    },
-    copyOutStream(query: Query<readonly unknown[]>): Promise<ReadableStream<Uint8Array>> {
-      return withSpec(query, (spec) => {
-        const req = new CopyOutRequest(copyText(spec));
-        const stream = copyOutWebStream(req);
-        sink.send(req);
-        return stream;
-      });
+      const result = stream.then(() => done!);
+      result.catch(ignore); // observed by awaiting the query, if ever
+      return { stream, result };
     },
   };
+}
+
+/** The stream of each kind over a COPY request of the matching direction. */
+const copyStreams: { [K in keyof CopyStreams]: (req: CopyRequest) => CopyStreams[K] } = {
+  writable: (req) => new CopyWritable(req as CopyInRequest),
+  readable: (req) => new CopyReadable(req as CopyOutRequest),
+  writableStream: (req) => copyInWebStream(req as CopyInRequest),
+  readableStream: (req) => copyOutWebStream(req as CopyOutRequest),
+};
+
+/**
+ * Sends the COPY and resolves with its stream once the server started it. No
+ * closure here may outlive that: the request's promises must not reach the
+ * stream, or a stream the user dropped could never be collected (see
+ * abandonWhenCollected).
+ */
+function startStream<K extends keyof CopyStreams>(
+  sink: Sink,
+  kind: K,
+  req: CopyRequest,
+): Promise<CopyStreams[K]> {
+  const stream = (copyStreams[kind] as (req: CopyRequest) => CopyStreams[K])(req);
+  sink.send(req);
+  return req.started.then(() => stream);
+}
+
+function ignore(): void {}
+
+/** A finished COPY as a query result: no rows, the count and command of its completion tag. */
+function copyResult(r: CopyResult): Result<unknown> {
+  const result = new Result<unknown>();
+  result.command = r.command;
+  result.count = r.count;
+  return result;
 }
 
 /** Builds the tagged template over a runner. */

@@ -146,6 +146,11 @@ export class Connection implements EncodeContext {
       this.#paused = null;
       wake?.();
     },
+    cancel: () => {
+      const head = this.#queue[this.#head];
+      if (head !== undefined && this.#closed === null) this.#cancelNow(head);
+    },
+    inTransaction: () => this.status !== IDLE,
   };
   #cancelWhenHead = new Set<PipelineRequest>(); // cancel asked while others ran ahead of it
   #cancelled = new Set<PipelineRequest>(); // requests a CancelRequest was sent for

@@ -1,7 +1,7 @@
 /**
  * COPY as Node streams (`query.readable()` / `query.writable()`), as
- * postgres.js gives them: `.on('data')`, `.pipe()`, `stream.pipeline()` and
- * `for await` work unchanged.
+ * postgres.js gives them: `.on('data')`, `.pipe()`, `stream.pipeline()`,
+ * `write()`/`end()`/`'finish'`, `destroy(err)` and `for await` work unchanged.
  */
 import { Buffer } from "node:buffer";
 import { Readable, Writable } from "node:stream";
@@ -10,43 +10,66 @@ import {
   type CopyInRequest,
   type CopyOutRequest,
   type CopyOutSink,
+  reasonText,
 } from "./copy_request.ts";
+
+const EMPTY = Buffer.alloc(0);
 
 /**
  * A COPY TO STDOUT's data as a Node Readable of Buffers, one per CopyData
  * message (a row, in the text and CSV formats). Reading from the server pauses
  * while the stream's buffer is full and resumes when it is read; destroying
- * the stream drops the rest of the data, so the connection stays usable.
+ * the stream stops the COPY, so the connection stays usable.
+ *
+ * A failure is emitted as `'error'` after the rows that came before it, and
+ * only once someone reads the stream or listens for errors: a COPY that fails
+ * before its stream is read does not throw from an `'error'` event nobody
+ * could have listened to yet.
  */
 export class CopyReadable extends Readable {
   #req: CopyOutRequest;
-  // Held here so it lives exactly as long as the stream: the request holds it weakly.
+  // Held here so it lives as long as the stream: the request holds it weakly while paused.
   #sink: CopyOutSink;
+  #reading = false; // _read was called and nothing was pushed since
+  #failure: Error | null = null; // why the COPY failed, until it is emitted
 
   constructor(req: CopyOutRequest) {
     super();
     this.#req = req;
     this.#sink = {
       data: (buf, start, end) => {
-        const chunk = Buffer.allocUnsafe(end - start);
-        chunk.set(buf.subarray(start, end));
-        return this.push(chunk);
+        this.#reading = false;
+        return this.push(Buffer.from(buf.subarray(start, end))); // a copy: buf is reused
       },
       end: (err) => {
-        if (err === null) this.push(null);
-        else this.destroy(err);
+        if (err === null) return void this.push(null);
+        this.#failure = err;
+        if (this.#reading || this.listenerCount("error") > 0) this.#deliverFailure();
       },
     };
     req.connect(this.#sink);
     abandonWhenCollected(this, req);
   }
 
+  /**
+   * Emits the failure once the rows buffered before it have been read: until
+   * then an empty push ends this read, and Node calls `_read` again as the
+   * reader takes more.
+   */
+  #deliverFailure(): void {
+    if (this.readableLength === 0) return void this.destroy(this.#failure!);
+    this.#reading = false;
+    this.push(EMPTY);
+  }
+
   override _read(): void {
+    if (this.#failure !== null) return this.#deliverFailure();
+    this.#reading = true;
     this.#req.pull();
   }
 
   override _destroy(err: Error | null, callback: (error?: Error | null) => void): void {
-    this.#req.discard(); // nothing if the COPY already ended
+    this.#req.stop(reasonText(err, "the COPY stream was destroyed")); // nothing once it ended
     callback(err);
   }
 }
@@ -87,7 +110,7 @@ export class CopyWritable extends Writable {
 
   override _destroy(err: Error | null, callback: (error?: Error | null) => void): void {
     // CopyFail unless the COPY already ended: the server aborts it and the table is untouched.
-    this.#req.abort(err?.message ?? "the COPY stream was destroyed");
+    this.#req.stop(reasonText(err, "the COPY stream was destroyed"));
     callback(err);
   }
 }

@@ -7,9 +7,9 @@
  *
  * A COPY whose stream is dropped unfinished would hold its connection for
  * ever: a COPY FROM waits for more data, a paused COPY TO for a reader. So a
- * request never holds its stream strongly, and when the stream is
- * garbage-collected the request gives up (CopyFail, or the rest of the data is
- * read and dropped) and the connection serves the next query.
+ * request holds its stream only while data flows to it, and when the stream
+ * is garbage-collected the request gives up (CopyFail, or the rest of the
+ * data is cancelled or dropped) and the connection serves the next query.
  */
 import * as fe from "../protocol/frontend.ts";
 import type { Writer } from "../protocol/writer.ts";
@@ -25,21 +25,17 @@ export interface CopyResult {
   count: number | null;
 }
 
-/** What a request does when the stream it serves was collected unfinished. */
-interface Abandonable {
-  abandon(): void;
-}
-
 /** Requests whose stream was collected give up; the request itself is the unregister token. */
-const collected = new FinalizationRegistry<Abandonable>((req) => req.abandon());
+const collected = new FinalizationRegistry<CopyRequest>((req) => req.abandon());
 
 /**
  * Ties a request to the stream a user holds: when the stream is
  * garbage-collected before the COPY ended, the request is abandoned. The
- * request must not reference the stream strongly, or it would never be collected.
+ * request must not reference the stream strongly (except while data flows to
+ * it), or it would never be collected.
  */
 export function abandonWhenCollected(stream: object, req: CopyRequest): void {
-  collected.register(stream, req, req);
+  if (!req.finished) collected.register(stream, req, req);
 }
 
 /** A CopyFail reason is a C string: no NUL bytes. */
@@ -47,8 +43,14 @@ function failReason(reason: string): string {
   return reason.replaceAll("\0", " ");
 }
 
+/** The message a stream's abort/destroy reason gives the server. */
+export function reasonText(reason: unknown, fallback: string): string {
+  if (reason instanceof Error) return reason.message || fallback;
+  return reason === undefined || reason === null ? fallback : String(reason);
+}
+
 /** Base for both directions: the segment's bookkeeping. */
-export abstract class CopyRequest implements PipelineRequest, Abandonable {
+export abstract class CopyRequest implements PipelineRequest {
   readonly barrier = true;
   /** Where the pool sent it (for cancel). */
   route: PipelineRequest["route"] = undefined;
@@ -57,27 +59,35 @@ export abstract class CopyRequest implements PipelineRequest, Abandonable {
   protected result: CopyResult = { command: null, count: null };
   protected readonly text: string;
   /** Whether the segment is over (ReadyForQuery, or the connection failed). */
-  protected finished = false;
+  finished = false;
   /** Whether the server started the COPY in the expected direction. */
   protected began = false;
-  /** Settles when the COPY's segment ends. */
+  /** Settles when the COPY's segment ends: rejects with the server's (or the connection's) error. */
   readonly done: Promise<CopyResult>;
   /** Resolves when the server started the COPY (CopyInResponse or CopyOutResponse). */
   readonly started: Promise<void>;
   #resolve!: (r: CopyResult) => void;
   #reject!: (e: Error) => void;
   #start!: { resolve(): void; reject(e: Error): void };
+  #decorate: (e: Error) => Error;
 
-  constructor(text: string) {
+  /** `decorate` gives an error the query's details before anyone sees it. */
+  constructor(text: string, decorate: (e: Error) => Error = (e) => e) {
     this.text = text;
+    this.#decorate = decorate;
     this.done = new Promise((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
     });
     this.started = new Promise((resolve, reject) => this.#start = { resolve, reject });
-    // Observed through the streams (or not at all, for a stream the user dropped).
+    // Observed through the streams and the query (or not at all, for a stream the user dropped).
     this.done.catch(() => {});
     this.started.catch(() => {});
+  }
+
+  /** Whether it was written to a connection (it is then stopped through the protocol). */
+  get sent(): boolean {
+    return this.io !== null;
   }
 
   encode(w: Writer, _ctx: EncodeContext): void {
@@ -111,7 +121,9 @@ export abstract class CopyRequest implements PipelineRequest, Abandonable {
     if (this.finished) return;
     this.finished = true;
     collected.unregister(this);
-    if (!this.began) this.#start.reject(this.failure ?? this.wrongKind());
+    if (!this.began) this.failure ??= this.wrongKind();
+    if (this.failure !== null) this.failure = this.#decorate(this.failure);
+    if (!this.began) this.#start.reject(this.failure!);
     this.finish();
     if (this.failure !== null) this.#reject(this.failure);
     else this.#resolve(this.result);
@@ -127,21 +139,26 @@ export abstract class CopyRequest implements PipelineRequest, Abandonable {
   protected abstract wrongKind(): QueryError;
   /** Called once when the segment ends, before `done` settles. */
   protected abstract finish(): void;
+  /** Stops the COPY early (the user cancelled the query or destroyed its stream). */
+  abstract stop(reason: string): void;
+
   /** The stream was garbage-collected before the COPY ended: let the connection go. */
-  abstract abandon(): void;
+  abandon(): void {
+    this.stop("the COPY stream was garbage-collected before it was finished");
+  }
 }
 
 /**
  * COPY ... FROM STDIN: the caller sends data with `send`, then `complete()`
- * (CopyDone) or `abort()` (CopyFail).
+ * (CopyDone) or `stop()` (CopyFail).
  */
 export class CopyInRequest extends CopyRequest {
   #ended = false; // CopyDone or CopyFail written
-  #abortWhenStarted: string | null = null;
+  #stopWhenStarted: string | null = null;
 
   copyIn(): void {
     this.begin();
-    if (this.#abortWhenStarted !== null) this.abort(this.#abortWhenStarted);
+    if (this.#stopWhenStarted !== null) this.stop(this.#stopWhenStarted);
   }
 
   /** COPY TO STDOUT asked for as writable(): its data is read and dropped, then it rejects. */
@@ -183,47 +200,51 @@ export class CopyInRequest extends CopyRequest {
   }
 
   /**
-   * Sends CopyFail: the server aborts the COPY (the table is untouched) and
-   * the connection is free again. Does nothing once the COPY has ended.
+   * Sends CopyFail: the server aborts the COPY (the table is untouched; inside
+   * a transaction, the transaction is aborted too) and the connection is free
+   * again. Does nothing once the COPY has ended.
    */
-  abort(reason: string): void {
+  stop(reason: string): void {
     if (this.#ended || this.finished) return;
     if (!this.began) {
-      this.#abortWhenStarted = reason;
+      this.#stopWhenStarted ??= reason;
       return;
     }
     this.#ended = true;
     this.io!.write((w) => fe.copyFail(w, failReason(reason)));
   }
-
-  abandon(): void {
-    this.abort("the COPY stream was garbage-collected before it was finished");
-  }
 }
 
 /**
- * Where a COPY TO's data goes. The request holds it weakly: it is kept alive
- * by the stream it feeds, so a stream the user dropped can be collected.
+ * Where a COPY TO's data goes. The request holds it strongly only while data
+ * flows to it, and weakly while its reader is behind: a paused stream the
+ * user dropped can then be collected.
  */
 export interface CopyOutSink {
   /** One CopyData body in `buf[start, end)`, valid only during the call; false when full. */
   data(buf: Uint8Array, start: number, end: number): boolean;
-  /** The COPY ended: `null` when complete, else why it failed. */
+  /** The COPY ended: `null` when complete, else why it failed. Not called if it never began. */
   end(err: Error | null): void;
 }
 
 /** COPY ... TO STDOUT: each CopyData goes to the sink, with backpressure. */
 export class CopyOutRequest extends CopyRequest {
   #sink: WeakRef<CopyOutSink> | null = null;
+  #held: CopyOutSink | null = null; // while reading from the server is not paused
   #discard = false; // the stream was cancelled, destroyed or collected: drop the rest
+  #cancelled = false;
+  #idleAtStart = false;
 
-  /** Sets where the data goes (held weakly; see CopyOutSink). */
+  /** Sets where the data goes (see CopyOutSink for how it is held). */
   connect(sink: CopyOutSink): void {
     this.#sink = new WeakRef(sink);
+    this.#held = sink;
   }
 
   copyOut(): void {
+    this.#idleAtStart = !this.io!.inTransaction();
     this.begin();
+    if (this.#discard) this.#cancelIfSafe(); // stopped before the server started it
   }
 
   /** COPY FROM STDIN asked for as readable(): refused at once with CopyFail. */
@@ -238,34 +259,50 @@ export class CopyOutRequest extends CopyRequest {
 
   copyData(buf: Uint8Array, start: number, end: number): void {
     if (this.#discard) return;
-    const sink = this.#sink?.deref();
+    const sink = this.#held ?? this.#sink?.deref();
     if (sink === undefined) return this.abandon();
-    if (!sink.data(buf, start, end)) this.io!.pauseReading();
+    if (!sink.data(buf, start, end) && !this.#discard) {
+      this.io!.pauseReading();
+      this.#held = null; // the reader is behind: if it is dropped now, it can be collected
+    }
   }
 
   copyDone(): void {}
 
   /** The reader wants more: resume reading from the server. */
   pull(): void {
-    if (!this.finished) this.io?.resumeReading();
+    if (this.finished) return;
+    this.#held ??= this.#sink?.deref() ?? null;
+    this.io?.resumeReading();
   }
 
   /**
-   * The reader is gone (cancelled, destroyed): the server still sends the
-   * rest, which is read and dropped so the connection stays usable.
+   * The reader is gone (cancelled, destroyed, collected). Outside a
+   * transaction block the server is asked to cancel the COPY, so a large
+   * export does not run on for nobody (the query then rejects with 57014);
+   * inside one that would abort the transaction, so the rest is read and
+   * dropped instead. Either way the connection stays usable.
    */
-  discard(): void {
+  stop(_reason: string): void {
+    if (this.finished) return;
     this.#discard = true;
-    this.pull();
+    this.#held = null;
+    if (this.began) this.#cancelIfSafe();
+    this.io?.resumeReading();
   }
 
-  abandon(): void {
-    this.discard();
+  #cancelIfSafe(): void {
+    if (this.#idleAtStart && !this.#cancelled) {
+      this.#cancelled = true;
+      this.io!.cancel();
+    }
   }
 
   protected finish(): void {
+    const sink = this.#held ?? this.#sink?.deref();
+    this.#held = null;
     this.io?.resumeReading();
-    if (this.#discard) return;
-    this.#sink?.deref()?.end(this.failure ?? (this.began ? null : this.wrongKind()));
+    if (this.#discard || !this.began) return; // nobody reads it, or readable() rejects instead
+    sink?.end(this.failure);
   }
 }

@@ -1,7 +1,7 @@
 /**
  * COPY as Web Streams (`query.readableStream()` / `query.writableStream()`),
- * for code written against the Streams API: `pipeTo`, `ReadableStream.from`,
- * `new Response(stream)`.
+ * for code written against the Streams API: `pipeTo`, `pipeThrough`,
+ * `ReadableStream.from`, `new Response(stream)`.
  */
 import { QueryError } from "../errors.ts";
 import {
@@ -9,17 +9,13 @@ import {
   type CopyInRequest,
   type CopyOutRequest,
   type CopyOutSink,
+  reasonText,
 } from "./copy_request.ts";
 
 const encoder = new TextEncoder();
 
-/** Keeps each stream's sink alive exactly as long as the stream (the request holds it weakly). */
+/** Keeps each stream's sink alive as long as the stream (the request holds it weakly while paused). */
 const sinks = new WeakMap<ReadableStream<Uint8Array>, CopyOutSink>();
-
-function reasonText(reason: unknown, fallback: string): string {
-  if (reason instanceof Error) return reason.message;
-  return reason === undefined ? fallback : String(reason);
-}
 
 /**
  * A WritableStream over a started COPY FROM STDIN: each chunk is sent as
@@ -32,7 +28,7 @@ export function copyInWebStream(req: CopyInRequest): WritableStream<Uint8Array |
       if (typeof chunk === "string") return req.send(encoder.encode(chunk));
       if (chunk instanceof Uint8Array) return req.send(chunk);
       // The stream errors and calls nothing else: end the COPY here so the connection is freed.
-      req.abort("the COPY stream was given a chunk that is not bytes or a string");
+      req.stop("the COPY stream was given a chunk that is not bytes or a string");
       throw new QueryError(
         "INVALID_COPY_CHUNK",
         `COPY data must be a Uint8Array or a string, got ${chunk === null ? "null" : typeof chunk}`,
@@ -42,7 +38,7 @@ export function copyInWebStream(req: CopyInRequest): WritableStream<Uint8Array |
       await req.complete();
     },
     abort: async (reason) => {
-      req.abort(reasonText(reason, "aborted by the client"));
+      req.stop(reasonText(reason, "aborted by the client"));
       await req.done.catch(() => {});
     },
   });
@@ -53,7 +49,7 @@ export function copyInWebStream(req: CopyInRequest): WritableStream<Uint8Array |
 /**
  * A ReadableStream of a COPY TO STDOUT's data, one chunk per CopyData message.
  * Reading from the server pauses while `highWaterMark` chunks wait unread;
- * `cancel()` drops the rest of the data.
+ * `cancel()` stops the COPY.
  */
 export function copyOutWebStream(
   req: CopyOutRequest,
@@ -65,7 +61,7 @@ export function copyOutWebStream(
       controller = c;
     },
     pull: () => req.pull(),
-    cancel: () => req.discard(),
+    cancel: (reason) => req.stop(reasonText(reason, "the COPY stream was cancelled")),
   }, { highWaterMark });
   const sink: CopyOutSink = {
     data: (buf, start, end) => {
@@ -73,7 +69,7 @@ export function copyOutWebStream(
         controller.enqueue(buf.slice(start, end));
         return (controller.desiredSize ?? 1) > 0;
       } catch {
-        req.discard(); // the stream is closed or errored: nobody will read the rest
+        req.stop("the COPY stream was closed"); // closed or errored: nobody will read the rest
         return true;
       }
     },

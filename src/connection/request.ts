@@ -37,6 +37,13 @@ export interface RequestIO {
   pauseReading(): void;
   /** Resumes reading. */
   resumeReading(): void;
+  /**
+   * Asks the server to cancel the statement it is running (a CancelRequest):
+   * while a barrier request holds the connection, that is its own statement.
+   */
+  cancel(): void;
+  /** Whether a transaction block was open at the last ReadyForQuery. */
+  inTransaction(): boolean;
 }
 
 /** One Sync-terminated segment in the pipeline. */

@@ -66,14 +66,38 @@ export interface QueryRunner {
   cursor(query: Query<readonly unknown[]>, rows: number): CursorSource;
   /** Prepares and describes the query without running it. */
   describe(query: Query<readonly unknown[]>): Promise<DescribedStatement>;
-  /** Starts COPY ... FROM STDIN; resolves with a Node Writable when the server is ready for data. */
-  copyIn(query: Query<readonly unknown[]>): Promise<Writable>;
-  /** Starts COPY ... TO STDOUT; resolves with a Node Readable when the server started it. */
-  copyOut(query: Query<readonly unknown[]>): Promise<Readable>;
-  /** Starts COPY ... FROM STDIN; resolves with a WritableStream when the server is ready for data. */
-  copyInStream(query: Query<readonly unknown[]>): Promise<WritableStream<Uint8Array | string>>;
-  /** Starts COPY ... TO STDOUT; resolves with a ReadableStream at once. */
-  copyOutStream(query: Query<readonly unknown[]>): Promise<ReadableStream<Uint8Array>>;
+  /**
+   * Starts a COPY whose data goes through the stream of `kind`; `control`
+   * gets its request (for `cancel`).
+   */
+  copy<K extends keyof CopyStreams>(
+    query: Query<readonly unknown[]>,
+    kind: K,
+    control: RunControl,
+  ): CopyStart<CopyStreams[K]>;
+}
+
+/**
+ * The streams a COPY's data can go through, by the name of the `Query` method
+ * that returns each: Node streams (as postgres.js) and Web streams.
+ */
+export interface CopyStreams {
+  /** COPY ... TO STDOUT as a Node `Readable` of Buffers. */
+  readable: Readable;
+  /** COPY ... FROM STDIN as a Node `Writable` of strings and bytes. */
+  writable: Writable;
+  /** COPY ... TO STDOUT as a Web `ReadableStream` of bytes. */
+  readableStream: ReadableStream<Uint8Array>;
+  /** COPY ... FROM STDIN as a Web `WritableStream` of strings and bytes. */
+  writableStream: WritableStream<Uint8Array | string>;
+}
+
+/** A COPY the runner started: its stream once the server is ready, and its outcome. */
+export interface CopyStart<S> {
+  /** Resolves with the stream once the server started the COPY. */
+  stream: Promise<S>;
+  /** Settles when the COPY ends: its count and command, or the server's error. */
+  result: Promise<Result<unknown>>;
 }
 
 /** A query cancelled before it was sent, or on the server (57014). */
@@ -235,6 +259,8 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
    * it when it is the statement running (its neighbours in the pipeline are not
    * affected), and it rejects with the server's 57014 error, unless it finished
    * first. `reason`, an Error, replaces that error for a query not yet sent.
+   * A COPY started through one of its stream methods is stopped as its
+   * stream's `destroy()`/`abort()`/`cancel()` would stop it.
    */
   cancel(reason?: unknown): void {
     const error = reason instanceof Error ? reason : cancelledByUser();
@@ -320,41 +346,108 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
 
   /**
    * For `COPY ... FROM STDIN`: resolves with a Node `Writable` once the server
-   * is ready for data (as in postgres.js). Write strings or bytes; `end()`
-   * finishes the COPY and `'finish'` is emitted once the server confirmed it;
-   * `destroy(err)` aborts it (the table is untouched). It works as the
-   * destination of `pipe()` and `stream.pipeline()`.
+   * is ready for data, as in postgres.js. Write strings or bytes; `end()`
+   * finishes the COPY and `'finish'` is emitted once the server confirmed it
+   * (a server error is emitted as `'error'` instead); `destroy(err)` aborts it
+   * with CopyFail (the table is untouched). It works as the destination of
+   * `pipe()` and `stream.pipeline()`. Awaiting the query afterwards gives the
+   * COPY's outcome: a `Result` with `count` rows copied, or the server's error.
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * import { Readable } from "node:stream";
+   * import { pipeline } from "node:stream/promises";
+   * const sql = postgres();
+   * const query = sql`copy users (name, age) from stdin`;
+   * await pipeline(Readable.from(["Murray\t68\n", "Walter\t80\n"]), await query.writable());
+   * console.log((await query).count); // 2
+   * ```
    */
   writable(): Promise<Writable> {
-    return this.#runner.copyIn(this);
+    return this.#copy("writable");
   }
 
   /**
    * For `COPY ... TO STDOUT`: resolves with a Node `Readable` of Buffers, one
-   * per row (CopyData message), once the server started the COPY (as in
-   * postgres.js). Reading from the server pauses while the stream's buffer is
-   * full; `destroy()` drops the rest, leaving the connection usable.
+   * per CopyData message (a row, in the text and CSV formats), once the server
+   * started the COPY, as in postgres.js. Reading from the server pauses while
+   * the stream's buffer is full. `destroy()` stops the COPY (outside a
+   * transaction the server is asked to cancel it, inside one the rest is read
+   * and dropped); the connection stays usable either way. Awaiting the query
+   * afterwards gives the COPY's outcome.
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres();
+   * const readable = await sql`copy (select name, age from users) to stdout`.readable();
+   * for await (const row of readable) console.log(row.toString()); // "Murray\t68\n"
+   * ```
    */
   readable(): Promise<Readable> {
-    return this.#runner.copyOut(this);
+    return this.#copy("readable");
   }
 
   /**
    * For `COPY ... FROM STDIN`, as a Web `WritableStream` (e.g. the target of
    * `pipeTo`): resolves once the server is ready for data. `close()` finishes
-   * the COPY, `abort()` cancels it.
+   * the COPY and resolves when the server confirmed it; `abort()` cancels it
+   * with CopyFail.
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres();
+   * await ReadableStream.from(["1\tAda\n", "2\tAlan\n"])
+   *   .pipeTo(await sql`copy users (id, name) from stdin`.writableStream());
+   * ```
    */
   writableStream(): Promise<WritableStream<Uint8Array | string>> {
-    return this.#runner.copyInStream(this);
+    return this.#copy("writableStream");
   }
 
   /**
    * For `COPY ... TO STDOUT`, as a Web `ReadableStream` of bytes with
-   * backpressure; `cancel()` drops the rest. A query that is not such a COPY
-   * errors the stream.
+   * backpressure: resolves once the server started the COPY. `cancel()` stops
+   * it, as `destroy()` does for {@linkcode Query.readable}.
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres();
+   * const csv = await sql`copy users to stdout with (format csv, header)`.readableStream();
+   * await csv.pipeTo((await Deno.create("users.csv")).writable);
+   * ```
    */
   readableStream(): Promise<ReadableStream<Uint8Array>> {
-    return this.#runner.copyOutStream(this);
+    return this.#copy("readableStream");
+  }
+
+  /**
+   * Starts the COPY; from then on the query's own promise is the COPY's
+   * outcome, and `cancel()`/`signal()` stop it.
+   */
+  #copy<K extends keyof CopyStreams>(kind: K): Promise<CopyStreams[K]> {
+    if (this.#cancelled !== null) return Promise.reject(this.#cancelled);
+    const signal = this.#signal;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const control: RunControl = { request: null, each: undefined };
+    const { stream, result } = this.#runner.copy(this, kind, control);
+    if (this.#promise === null) {
+      this.#promise = result as Promise<Result<T[number]>>;
+      this.#control = control;
+    }
+    if (signal !== null) {
+      const reason = () => signal.reason instanceof Error ? signal.reason : cancelledByUser();
+      const onAbort = () => this.#runner.cancel(control, reason());
+      signal.addEventListener("abort", onAbort, { once: true });
+      result.then(
+        () => signal.removeEventListener("abort", onAbort),
+        () => signal.removeEventListener("abort", onAbort),
+      );
+    }
+    return stream;
   }
 
   /** Runs the query (once) and settles with its result. */
