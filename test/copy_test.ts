@@ -9,6 +9,7 @@ import { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import postgres, { PostgresError, QueryError } from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
+import { runWithGc } from "./harness/collect.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -347,23 +348,8 @@ Deno.test("Web streams: abort() sends CopyFail; cancel() stops an export; bad ch
 // Abandoned streams (needs --expose-gc, so in a child process)
 
 Deno.test("abandoned COPY streams release the connection when collected; a flowing one is not collected", async () => {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      "--v8-flags=--expose-gc",
-      new URL("./fixtures/abandoned_copy.ts", import.meta.url).pathname,
-      url,
-    ],
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  // Each scenario gives up after 10 s; past 2 minutes in all, something hangs that should not.
-  const kill = setTimeout(() => child.kill("SIGKILL"), 120_000);
-  const out = await child.output().finally(() => clearTimeout(kill));
-  const stderr = new TextDecoder().decode(out.stderr);
-  assert.equal(out.code, 0, stderr);
-  const report = JSON.parse(new TextDecoder().decode(out.stdout));
+  const fixture = new URL("./fixtures/abandoned_copy.ts", import.meta.url);
+  const report = await runWithGc(fixture, [url]) as Record<string, any>;
   assert.equal(report.starved, undefined, `the connection stayed held after: ${report.starved}`);
   const collected = /57014: COPY from stdin failed: the COPY stream was garbage-collected/;
   for (const kind of ["writable", "writableStream", "writableNeverAwaited"]) {

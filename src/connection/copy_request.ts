@@ -273,7 +273,8 @@ export class CopyOutRequest extends CopyRequest {
   pull(): void {
     if (this.finished) return;
     this.#held ??= this.#sink?.deref() ?? null;
-    this.io?.resumeReading();
+    // Before the COPY began, reading was never paused for it (only a request ahead of it runs).
+    if (this.began) this.io!.resumeReading();
   }
 
   /**
