@@ -47,6 +47,12 @@ export type { DebugHook, Options, SslOption } from "./src/client/options.ts";
 export type { PasswordSource } from "./src/connection/startup.ts";
 export type { ListenHandle, NotifyHandler } from "./src/client/listen.ts";
 export type {
+  LargeObject,
+  LargeObjectData,
+  LargeObjectReadableOptions,
+  LargeObjectWritableOptions,
+} from "./src/client/large_object.ts";
+export type {
   PublicOptions,
   ReservedSql,
   Sql,

@@ -49,6 +49,7 @@ import { Pool } from "./pool.ts";
 import { fetchArrayTypes } from "./fetch_types.ts";
 import { quoteIdentifier } from "./exec.ts";
 import { Listener, type ListenHandle, type NotifyHandler } from "./listen.ts";
+import { type LargeObject, openLargeObject } from "./large_object.ts";
 
 /** The most parameters one query may carry (a 16-bit count in Bind; postgres.js's limit). */
 const MAX_PARAMETERS = 65534;
@@ -284,6 +285,25 @@ export interface Sql extends SqlTag {
   listen(channel: string, fn: NotifyHandler, onlisten?: () => void): Promise<ListenHandle>;
   /** Sends a notification (`pg_notify`), the payload as a parameter. */
   notify(channel: string, payload: string): Promise<void>;
+  /**
+   * Opens the large object `oid`, or creates one without it, in a transaction
+   * on a reserved connection, as postgres.js does; `close()` on the result
+   * commits and releases the connection. `mode` is `INV_WRITE | INV_READ`
+   * (`0x20000 | 0x40000`, the default), or one of them.
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * import { createReadStream } from "node:fs";
+   * import { pipeline } from "node:stream/promises";
+   * const sql = postgres();
+   * const lo = await sql.largeObject();
+   * await pipeline(createReadStream("photo.jpg"), await lo.writable());
+   * await lo.close();
+   * await sql`insert into photos (file) values (${lo.oid})`;
+   * ```
+   */
+  largeObject(oid?: number, mode?: number): Promise<LargeObject>;
   /** Waits for queries in flight, then closes every connection; with `timeout` (seconds), destroys them after it. */
   end(options?: { timeout?: number }): Promise<void>;
   /** The same as `end()` (Bun.sql's name). */
@@ -851,6 +871,10 @@ export function createSql(url?: string, options?: Options): Sql {
       value: async (channel: string, payload: string) => {
         await sql`select pg_notify(${channel}, ${payload})`;
       },
+    },
+    largeObject: {
+      value: (oid?: number, mode?: number) =>
+        openLargeObject(() => begin() as Promise<Transaction>, oid, mode),
     },
     end: { value: end },
     close: { value: end },
