@@ -218,6 +218,39 @@ Deno.test("Node writable: destroy() without an error, and query.cancel(), abort 
   assert.equal((await sql`select count(*)::int as n from never`)[0].n, 0);
 });
 
+Deno.test("query.signal() stops a COPY either way and rejects with the signal's reason", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  await sql`create temp table signalled (x int)`;
+  const into = new AbortController();
+  const q1 = sql`copy signalled from stdin`.signal(into.signal);
+  const writable = await q1.writable();
+  writable.on("error", () => {}); // writes after the abort fail
+  writable.write("1\n");
+  into.abort(new Error("user left"));
+  await assert.rejects(q1, /user left/);
+  assert.equal((await sql`select count(*)::int as n from signalled`)[0].n, 0);
+
+  const out = new AbortController();
+  const q2 = sql`copy (select generate_series(1, 1000000000)) to stdout`.signal(out.signal);
+  const readable = await q2.readable();
+  await new Promise((r) => readable.once("data", r));
+  readable.pause();
+  out.abort(new Error("enough"));
+  await assert.rejects(q2, /enough/);
+  // The stream ends too, with the server's error, once it is read.
+  await assert.rejects(
+    (async () => {
+      for await (const _ of readable) { /* what was buffered, then the error */ }
+    })(),
+    (e) => e instanceof PostgresError && e.code === "57014",
+  );
+  await assert.rejects(
+    sql`copy signalled from stdin`.signal(AbortSignal.abort(new Error("too late"))).writable(),
+    /too late/,
+  );
+  assert.equal((await sql`select 1 as one`)[0].one, 1);
+});
+
 Deno.test("Node readable: a COPY that fails mid-way errors the stream after the rows before it", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
   const query = sql`copy (select 10 / (5 - g) from generate_series(1, 10) g) to stdout`;

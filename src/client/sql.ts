@@ -11,7 +11,6 @@ import {
   CopyOutRequest,
   CopyRequest,
   type CopyResult,
-  reasonText,
 } from "../connection/copy_request.ts";
 import { CopyReadable, CopyWritable } from "../connection/copy_node_streams.ts";
 import { copyInWebStream, copyOutWebStream } from "../connection/copy_web_streams.ts";
@@ -498,7 +497,7 @@ function makeRunner(
       const req = control.request as PipelineRequest | null;
       if (req === null) return;
       // A COPY already on its connection ends through the protocol (CopyFail, or cancel/drain).
-      if (req instanceof CopyRequest && req.sent) req.stop(reasonText(reason, "cancelled"));
+      if (req instanceof CopyRequest && req.sent) req.cancel(reason);
       else sink.cancel(req, reason);
     },
     cursor(query: Query<readonly unknown[]>, rows: number): CursorSource {

@@ -139,8 +139,16 @@ export abstract class CopyRequest implements PipelineRequest {
   protected abstract wrongKind(): QueryError;
   /** Called once when the segment ends, before `done` settles. */
   protected abstract finish(): void;
-  /** Stops the COPY early (the user cancelled the query or destroyed its stream). */
+  /** Stops the COPY early: its stream was destroyed, cancelled or collected. */
   abstract stop(reason: string): void;
+
+  /**
+   * Stops the COPY early because its query was cancelled (`query.cancel()`,
+   * `query.signal()`): as `stop`, and a stream still open ends with an error.
+   */
+  cancel(reason: Error): void {
+    this.stop(reasonText(reason, "cancelled"));
+  }
 
   /** The stream was garbage-collected before the COPY ended: let the connection go. */
   abandon(): void {
@@ -234,6 +242,7 @@ export class CopyOutRequest extends CopyRequest {
   #discard = false; // the stream was cancelled, destroyed or collected: drop the rest
   #cancelled = false;
   #idleAtStart = false;
+  #cancelledBy: Error | null = null; // the query was cancelled: its stream ends with an error
 
   /** Sets where the data goes (see CopyOutSink for how it is held). */
   connect(sink: CopyOutSink): void {
@@ -292,6 +301,12 @@ export class CopyOutRequest extends CopyRequest {
     this.io?.resumeReading();
   }
 
+  override cancel(reason: Error): void {
+    if (this.finished) return;
+    this.#cancelledBy = reason;
+    this.stop(reasonText(reason, "cancelled"));
+  }
+
   #cancelIfSafe(): void {
     if (this.#idleAtStart && !this.#cancelled) {
       this.#cancelled = true;
@@ -303,7 +318,8 @@ export class CopyOutRequest extends CopyRequest {
     const sink = this.#held ?? this.#sink?.deref();
     this.#held = null;
     this.io?.resumeReading();
-    if (this.#discard || !this.began) return; // nobody reads it, or readable() rejects instead
-    sink?.end(this.failure);
+    if (!this.began) return; // readable() rejects instead
+    if (this.#cancelledBy !== null) return sink?.end(this.failure ?? this.#cancelledBy);
+    if (!this.#discard) sink?.end(this.failure); // else nobody reads it any more
   }
 }

@@ -433,21 +433,33 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
     const signal = this.#signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
     const control: RunControl = { request: null, each: undefined };
-    const { stream, result } = this.#runner.copy(this, kind, control);
+    const started = this.#runner.copy(this, kind, control);
+    let result = started.result;
+    if (signal !== null) {
+      const onAbort = () =>
+        this.#runner.cancel(
+          control,
+          signal.reason instanceof Error ? signal.reason : cancelledByUser(),
+        );
+      signal.addEventListener("abort", onAbort, { once: true });
+      result = result.then(
+        (r) => {
+          signal.removeEventListener("abort", onAbort);
+          return r;
+        },
+        (e) => {
+          signal.removeEventListener("abort", onAbort);
+          // Stopped by the signal: reject with its reason, as other queries do.
+          throw signal.aborted && isCancellation(e) ? signal.reason : e;
+        },
+      );
+      result.catch(() => {}); // observed by awaiting the query, if ever
+    }
     if (this.#promise === null) {
       this.#promise = result as Promise<Result<T[number]>>;
       this.#control = control;
     }
-    if (signal !== null) {
-      const reason = () => signal.reason instanceof Error ? signal.reason : cancelledByUser();
-      const onAbort = () => this.#runner.cancel(control, reason());
-      signal.addEventListener("abort", onAbort, { once: true });
-      result.then(
-        () => signal.removeEventListener("abort", onAbort),
-        () => signal.removeEventListener("abort", onAbort),
-      );
-    }
-    return stream;
+    return started.stream;
   }
 
   /** Runs the query (once) and settles with its result. */
