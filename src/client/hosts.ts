@@ -13,9 +13,9 @@
  * (PostgreSQL 14 and later), else from one query.
  */
 import { Connection, type ConnectionOptions } from "../connection/connection.ts";
-import { QueryRequest } from "../connection/query_request.ts";
 import type { PipelineRequest } from "../connection/request.ts";
 import { ConnectionError, PostgresError } from "../errors.ts";
+import { firstRow } from "./exec.ts";
 import type { HostTarget, LoadBalanceHosts, TargetSessionAttrs } from "./options.ts";
 
 /** The servers a client may connect to, and what kind of session it needs. */
@@ -64,34 +64,6 @@ export function matches(kind: SessionKind, target: TargetSessionAttrs): boolean 
 function describeKind(kind: SessionKind): string {
   if (kind.standby) return "a standby";
   return kind.readOnly ? "a read-only primary" : "a read-write primary";
-}
-
-/** The driver's own queries decode plainly, whatever transforms the user configured. */
-const PLAIN = { bigint: false } as const;
-
-/** Runs one simple query and resolves to its first row (text values). */
-function firstRow(conn: Connection, text: string): Promise<unknown[]> {
-  return new Promise((resolve, reject) => {
-    const rows: unknown[][] = [];
-    conn.send(
-      new QueryRequest(
-        { text, params: [], types: [], prepare: false, mode: "array", simple: true, decode: PLAIN },
-        {
-          push: (row) => rows.push(row as unknown[]),
-          length: 0,
-          command: null,
-          count: null,
-          columns: null,
-          statement: null,
-        },
-        {
-          resolve: () =>
-            rows.length > 0 ? resolve(rows[0]) : reject(new Error(`no row from: ${text}`)),
-          reject,
-        },
-      ),
-    );
-  });
 }
 
 /**

@@ -129,6 +129,12 @@ export interface Options {
   onparameter?: (name: string, value: string) => void;
   /** Called for each LISTEN notification. */
   onnotify?: (notification: Notification) => void;
+  /**
+   * The publications `sql.subscribe()` streams changes from: one name, or
+   * several separated by commas (unquoted names are lower-cased, as in SQL;
+   * `"Quoted"` ones are kept). Default `alltables`.
+   */
+  publications?: string;
 }
 
 /**
@@ -193,6 +199,10 @@ export interface ResolvedOptions {
   onnotice: (notice: FieldMap) => void;
   onparameter?: (name: string, value: string) => void;
   onnotify?: (notification: Notification) => void;
+  /** The `publications` option as given (it goes into START_REPLICATION). */
+  publications: string;
+  /** The publication names it lists, as the server reads them. */
+  publicationNames: string[];
 }
 
 const TARGET_SESSION_ATTRS: readonly TargetSessionAttrs[] = [
@@ -364,6 +374,42 @@ function parseSsl(value: SslOption | string | undefined): { mode?: SslMode; ca?:
   return { mode: value.mode ?? (ca ? "verify-full" : "require"), ca };
 }
 
+/**
+ * The names in a comma-separated publication list, read the way the server
+ * reads `publication_names`: blanks around names are ignored, unquoted names
+ * are lower-cased, and `"quoted"` names keep their case (`""` is a quote).
+ */
+export function parsePublications(text: string): string[] {
+  const names: string[] = [];
+  const blank = (c: string) => c === " " || c === "\t" || c === "\n" || c === "\r";
+  let i = 0;
+  for (;;) {
+    while (i < text.length && blank(text[i])) i++;
+    let name = "";
+    if (text[i] === '"') {
+      for (i++;; i++) {
+        if (i >= text.length) throw new TypeError(`publications: unterminated quote in ${text}`);
+        if (text[i] === '"') {
+          if (text[i + 1] !== '"') break;
+          i++;
+        }
+        name += text[i];
+      }
+      i++;
+    } else {
+      const from = i;
+      while (i < text.length && text[i] !== "," && !blank(text[i])) i++;
+      name = text.slice(from, i).replace(/[A-Z]/g, (c) => c.toLowerCase());
+    }
+    if (name === "") throw new TypeError(`publications: an empty name in "${text}"`);
+    names.push(name);
+    while (i < text.length && blank(text[i])) i++;
+    if (i === text.length) return names;
+    if (text[i] !== ",") throw new TypeError(`publications: expected a comma in "${text}"`);
+    i++;
+  }
+}
+
 function logNotice(notice: FieldMap): void {
   console.log(`${notice.S ?? "NOTICE"}: ${notice.M ?? ""}`);
 }
@@ -496,6 +542,11 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
   if (!(idleTimeout >= 0) || !(maxLifetime >= 0)) {
     throw new TypeError("idle_timeout and max_lifetime must be numbers of seconds (0: none)");
   }
+  const publications = options.publications ?? "alltables";
+  if (typeof publications !== "string") {
+    throw new TypeError("publications must be a string of comma-separated names");
+  }
+  const publicationNames = parsePublications(publications);
   const maxPipeline = options.max_pipeline ?? Number(q.get("max_pipeline") ?? 1000);
   if (!(Number.isInteger(maxPipeline) && maxPipeline >= 1)) {
     throw new TypeError("max_pipeline must be a positive integer");
@@ -530,5 +581,7 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     onnotice: options.onnotice ?? logNotice,
     onparameter: options.onparameter,
     onnotify: options.onnotify,
+    publications,
+    publicationNames,
   };
 }

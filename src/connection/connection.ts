@@ -510,7 +510,7 @@ export class Connection implements EncodeContext {
       case Backend.CopyOutResponse:
         return req.copyOut ? req.copyOut() : this.#refuseCopy(type, req);
       case Backend.CopyBothResponse:
-        return this.#refuseCopy(type, req);
+        return req.copyBoth ? req.copyBoth() : this.#refuseCopy(type, req);
       case Backend.CopyData:
         return req.copyData?.(buf, start, end);
       case Backend.CopyDone:
