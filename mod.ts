@@ -72,6 +72,7 @@ export { Result, type ResultColumn, type ResultStatement, type Row } from "./src
 export {
   ConnectionError,
   type ConnectionErrorCode,
+  type Notice,
   PostgresError,
   QueryError,
 } from "./src/errors.ts";

@@ -284,6 +284,8 @@ function serverConf(
     wal_level: "logical",
     max_wal_senders: 10,
     max_replication_slots: 10,
+    // Two-phase commit (sql.prepare inside sql.begin) needs slots for prepared transactions.
+    max_prepared_transactions: 10,
   };
   if (replication) conf.hot_standby = "on";
   if (ssl) {
