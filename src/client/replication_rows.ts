@@ -122,6 +122,11 @@ export interface DecodedRelation {
   info: RelationInfo;
   /** The column decoders and row shape, as a described statement holds them for query results. */
   statement: Statement;
+  /**
+   * What `transform.column.from` threw while naming the columns: every change to the
+   * relation then fails with it (reported, not delivered) until the server describes it again.
+   */
+  broken: unknown;
 }
 
 /** The relations of one replication session, by OID. */
@@ -145,10 +150,15 @@ export class RelationRows {
       format: 0,
     }));
     const statement = new Statement("", "", []);
-    statement.describe(columns, this.#decode);
+    let broken: unknown = undefined;
+    try {
+      statement.describe(columns, this.#decode);
+    } catch (e) {
+      broken = e; // the user's column transform threw: never into the read loop
+    }
     const infos: ColumnInfo[] = m.columns.map((c, i) => ({
       key: c.key,
-      name: statement.keys[i],
+      name: broken === undefined ? statement.keys[i] : c.name,
       type: c.type,
       atttypmod: c.typmod,
     }));
@@ -161,6 +171,7 @@ export class RelationRows {
         keys: infos.filter((c) => c.key),
       },
       statement,
+      broken,
     });
   }
 
@@ -179,6 +190,7 @@ export class RelationRows {
    * resend; then `transform.row`.
    */
   row(relation: DecodedRelation, tuple: TupleValue[]): Row {
+    if (relation.broken !== undefined) throw relation.broken;
     const st = relation.statement;
     const decoders = st.decoders;
     const n = decoders.length;

@@ -29,6 +29,7 @@ import { firstRow } from "./exec.ts";
 import { connect, type HostOptions } from "./hosts.ts";
 import {
   type DecodedRelation,
+  type RelationInfo,
   RelationRows,
   type ReplicationEvent,
   type TruncateEvent,
@@ -51,10 +52,21 @@ export interface StreamOptions {
   publicationNames: readonly string[];
   /** Each change: a row (null for a truncate) and its description. */
   onchange(row: Row | null, event: ReplicationEvent | TruncateEvent): void;
-  /** A change that could not be handed on (a transform threw); the stream goes on. */
-  onerror(err: unknown): void;
+  /**
+   * A change that could not be handed on (a custom type parser or a transform
+   * threw), with what it was when that is known; the stream goes on.
+   */
+  onerror(err: unknown, change: FailedChange | null): void;
   /** The stream ended by itself (connection lost, server error); never after `close()`. */
   onlost(err: Error): void;
+}
+
+/** The change an error kept from its subscribers. */
+export interface FailedChange {
+  /** What happened. */
+  command: ReplicationEvent["command"] | "truncate";
+  /** The table it happened in. */
+  relation: RelationInfo;
 }
 
 /** `E'...'`: a string literal whatever standard_conforming_strings says. */
@@ -91,6 +103,16 @@ export class ReplicationStream {
     return this.#conn.pid;
   }
 
+  /** The replication connection's secret key (with `pid`, what a CancelRequest names). */
+  get secret(): number {
+    return this.#conn.secret;
+  }
+
+  /** When the replication connection was opened (ms since the epoch). */
+  get openedAt(): number {
+    return this.#conn.openedAt;
+  }
+
   /**
    * Connects, checks the publications exist, creates the slot and starts
    * streaming. Rejects with the server's error (no REPLICATION privilege,
@@ -116,7 +138,9 @@ export class ReplicationStream {
       await stream.#start();
     } catch (e) {
       stream.#over = true;
-      conn.end().catch(() => {});
+      clearInterval(stream.#timer);
+      // Nothing is in flight once the start failed, so this only says goodbye and closes.
+      await conn.end().catch(() => {});
       throw e;
     }
     return stream;
@@ -169,9 +193,23 @@ export class ReplicationStream {
     this.#request.write((w) => standbyStatusUpdate(w, lsn, postgresClock(Date.now())));
   }
 
-  /** One CopyData of the stream. Malformed bytes throw: the connection fails, as it should. */
+  /**
+   * One CopyData of the stream. Malformed bytes throw a ProtocolViolation,
+   * which the connection's read loop turns into a PROTOCOL_VIOLATION failure
+   * (the stream cannot go on past a message it could not read); anything else
+   * thrown here is reported and the stream goes on.
+   */
   #data(buf: Uint8Array, start: number, end: number): void {
     if (this.#over) return;
+    try {
+      this.#message(buf, start, end);
+    } catch (e) {
+      if (e instanceof ProtocolViolation) throw e;
+      this.#report(e, null);
+    }
+  }
+
+  #message(buf: Uint8Array, start: number, end: number): void {
     const message = replicationMessage(buf, start, end);
     if (message.kind === "keepalive") {
       if (!this.#inTransaction && message.walEnd > this.#reached) this.#reached = message.walEnd;
@@ -203,6 +241,7 @@ export class ReplicationStream {
       }
       case "truncate":
         for (const oid of m.relations) {
+          if (this.#over) return; // a callback closed the stream
           const relation = this.#relations.get(oid).info;
           this.#hand(null, {
             command: "truncate",
@@ -233,7 +272,8 @@ export class ReplicationStream {
       old = oldTuple === null ? null : this.#relations.row(relation, oldTuple);
     } catch (e) {
       if (e instanceof ProtocolViolation) throw e;
-      return this.#options.onerror(e); // a custom type parser or transform threw
+      // A custom type parser or transform threw.
+      return this.#report(e, { command, relation: relation.info });
     }
     this.#hand(row, { command, relation: relation.info, key, old });
   }
@@ -242,7 +282,16 @@ export class ReplicationStream {
     try {
       this.#options.onchange(row, event);
     } catch (e) {
-      this.#options.onerror(e);
+      this.#report(e, event);
+    }
+  }
+
+  /** Hands an error on; the reporter is the client's own code, but it must not stop the stream. */
+  #report(err: unknown, change: FailedChange | null): void {
+    try {
+      this.#options.onerror(err, change);
+    } catch (e) {
+      console.error("pgpipe: reporting a subscribe error failed", e, err);
     }
   }
 
