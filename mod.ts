@@ -46,6 +46,13 @@ import {
 export type { DebugHook, Options, SslOption } from "./src/client/options.ts";
 export type { PasswordSource } from "./src/connection/startup.ts";
 export type { ListenHandle, NotifyHandler } from "./src/client/listen.ts";
+export type { SubscribeHandler, SubscriptionHandle } from "./src/client/subscribe.ts";
+export type {
+  ColumnInfo,
+  RelationInfo,
+  ReplicationEvent,
+  TruncateEvent,
+} from "./src/client/replication_rows.ts";
 export type {
   PublicOptions,
   ReservedSql,

@@ -39,6 +39,7 @@ import { Pool } from "./pool.ts";
 import { fetchArrayTypes } from "./fetch_types.ts";
 import { quoteIdentifier } from "./exec.ts";
 import { Listener, type ListenHandle, type NotifyHandler } from "./listen.ts";
+import { type SubscribeHandler, Subscriber, type SubscriptionHandle } from "./subscribe.ts";
 
 /** The most parameters one query may carry (a 16-bit count in Bind; postgres.js's limit). */
 const MAX_PARAMETERS = 65534;
@@ -274,6 +275,47 @@ export interface Sql extends SqlTag {
   listen(channel: string, fn: NotifyHandler, onlisten?: () => void): Promise<ListenHandle>;
   /** Sends a notification (`pg_notify`), the payload as a parameter. */
   notify(channel: string, payload: string): Promise<void>;
+  /**
+   * Calls `fn` for each row change that `pattern` matches, streamed by logical
+   * replication (the `pgoutput` plugin) from the publications named by the
+   * `publications` option (default `alltables`; create it yourself, e.g.
+   * `create publication alltables for all tables`). The server needs
+   * `wal_level = logical`, and the user the REPLICATION attribute (or superuser).
+   *
+   * `pattern` is `operation[:[schema.]table[=key]]`: the operation `*`,
+   * `insert`, `update`, `delete` (or `truncate`, which `*` leaves out); the
+   * schema defaults to `public`; `key` is the row's replica identity (primary
+   * key) values joined by commas. `fn` gets the row (the new one, or for a
+   * delete the old one or its key columns; null for a truncate) and
+   * `{ command, relation, key, old }`, decoded with the client's types and
+   * transforms.
+   *
+   * Every subscription of a client shares one replication connection (not
+   * counted in `max`) and a TEMPORARY slot. If the connection is lost it is
+   * reopened with a new slot (changes made meanwhile are not seen) and
+   * `onsubscribe` runs again, as it does first when streaming starts. What
+   * `fn` or `onsubscribe` throws, and a lost stream, go to `onerror` (else to
+   * the console); nothing stops the stream.
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres({ publications: "alltables" });
+   * const { unsubscribe } = await sql.subscribe(
+   *   "update:users=1",
+   *   (row, { command, old }) => console.log(command, old?.name, "->", row?.name),
+   *   () => console.log("streaming: reload anything missed while away"),
+   * );
+   * await sql`update users set name = 'Ada' where id = 1`;
+   * await unsubscribe();
+   * ```
+   */
+  subscribe(
+    pattern: string,
+    fn: SubscribeHandler,
+    onsubscribe?: () => void,
+    onerror?: (err: Error) => void,
+  ): Promise<SubscriptionHandle>;
   /** Waits for queries in flight, then closes every connection; with `timeout` (seconds), destroys them after it. */
   end(options?: { timeout?: number }): Promise<void>;
   /** The same as `end()` (Bun.sql's name). */
@@ -687,6 +729,12 @@ export function createSql(url?: string, options?: Options): Sql {
   const prepare = resolved.prepare;
   const sql = makeTag(makeRunner(pool, prepare, config, resolved.max > 1)) as Sql;
   const listener = new Listener(pool.options);
+  const subscriber = new Subscriber({
+    connection: pool.options,
+    decode,
+    publications: resolved.publications,
+    publicationNames: resolved.publicationNames,
+  });
 
   async function open(modes: string): Promise<{ conn: Connection; tx: TransactionSql }> {
     if (!TRANSACTION_MODES.test(modes)) {
@@ -779,7 +827,7 @@ export function createSql(url?: string, options?: Options): Sql {
   }
 
   async function end(o?: { timeout?: number }): Promise<void> {
-    await Promise.all([pool.end(o?.timeout), listener.end()]);
+    await Promise.all([pool.end(o?.timeout), listener.end(), subscriber.end()]);
   }
 
   const publicOptions: PublicOptions = {
@@ -797,6 +845,7 @@ export function createSql(url?: string, options?: Options): Sql {
     begin: { value: begin },
     reserve: { value: reserve },
     listen: { value: listener.listen.bind(listener) },
+    subscribe: { value: subscriber.subscribe.bind(subscriber) },
     notify: {
       value: async (channel: string, payload: string) => {
         await sql`select pg_notify(${channel}, ${payload})`;
@@ -804,7 +853,9 @@ export function createSql(url?: string, options?: Options): Sql {
     },
     end: { value: end },
     close: { value: end },
-    [Symbol.asyncDispose]: { value: () => Promise.all([pool.end(), listener.end()]) },
+    [Symbol.asyncDispose]: {
+      value: () => Promise.all([pool.end(), listener.end(), subscriber.end()]),
+    },
   });
   return sql;
 }

@@ -15,7 +15,10 @@ import { QueryError } from "../errors.ts";
 const COMMANDS = new Set(["*", "insert", "update", "delete", "truncate"]);
 
 function invalid(pattern: string, why: string): QueryError {
-  return new QueryError("INVALID_SUBSCRIBE_PATTERN", `invalid subscribe pattern "${pattern}": ${why}`);
+  return new QueryError(
+    "INVALID_SUBSCRIBE_PATTERN",
+    `invalid subscribe pattern "${pattern}": ${why}`,
+  );
 }
 
 /**
