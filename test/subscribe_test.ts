@@ -367,6 +367,35 @@ Deno.test("subscribe: a value transform that throws is reported, and later rows 
   });
 });
 
+Deno.test("subscribe: a column transform that throws fails its table's changes only", async () => {
+  await using sql = postgres(url, {
+    ...quiet,
+    publications: "sub_pub",
+    transform: {
+      column: (c) => {
+        if (c === "explode") throw new Error("cannot name explode");
+        return c.toUpperCase();
+      },
+    },
+  });
+  await withPublication(sql, "sub_pub", ["sub_named", "sub_plain"], async () => {
+    const got: unknown[] = [];
+    const errors: string[] = [];
+    const handle = await sql.subscribe("insert", (row) => got.push(row), undefined, (e) => {
+      errors.push(e.message);
+    });
+    await sql`create table sub_named (explode text)`;
+    await sql`create table sub_plain (v text)`;
+    await sql`insert into sub_named values ('a')`;
+    await sql`insert into sub_named values ('b')`;
+    await sql`insert into sub_plain values ('c')`;
+    await until("the plain insert", () => got.length === 1);
+    assert.deepEqual(got, [{ V: "c" }]);
+    assert.deepEqual(errors, ["cannot name explode", "cannot name explode"]);
+    await handle.unsubscribe();
+  });
+});
+
 Deno.test("subscribe: a missing publication rejects with the server's error; the client goes on", async () => {
   await using sql = postgres(url, { ...quiet, publications: "sub_missing" });
   const err = await sql.subscribe("*", () => {}).catch((e) => e);

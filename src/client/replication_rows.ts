@@ -96,8 +96,10 @@ export interface ReplicationEvent {
  * ```ts
  * import postgres from "jsr:@pgpipe/pgpipe";
  * const sql = postgres({ publications: "alltables" });
- * await sql.subscribe("truncate:users", (_row, { relation, cascade }) => {
- *   console.log(`${relation.table} was emptied`, cascade ? "(cascade)" : "");
+ * await sql.subscribe("truncate:users", (_row, info) => {
+ *   if (info.command === "truncate") {
+ *     console.log(`${info.relation.table} was emptied`, info.cascade ? "(cascade)" : "");
+ *   }
  * });
  * ```
  */
