@@ -34,6 +34,7 @@ import {
   serializeParameter,
 } from "../types/encode.ts";
 import { type Options, resolveOptions } from "./options.ts";
+import type { PasswordSource } from "../connection/startup.ts";
 import { Pool } from "./pool.ts";
 import { fetchArrayTypes } from "./fetch_types.ts";
 import { quoteIdentifier } from "./exec.ts";
@@ -43,13 +44,15 @@ import { Listener, type ListenHandle, type NotifyHandler } from "./listen.ts";
 const MAX_PARAMETERS = 65535;
 
 /**
- * Options shown back on `sql.options` (the password is never exposed).
+ * Options shown back on `sql.options`. The password is there as `pass` (and
+ * `password`), as postgres.js has it, but not enumerable: logging the options
+ * does not print it.
  *
  * @example
  * ```ts
  * import postgres from "jsr:@pgpipe/pgpipe";
  * const sql = postgres();
- * console.log(sql.options.host, sql.options.max); // never the password
+ * console.log(sql.options); // host, port, database, user, ...: no password
  * ```
  */
 export interface PublicOptions {
@@ -69,6 +72,10 @@ export interface PublicOptions {
   prepare: boolean;
   /** Most requests in flight per connection. */
   max_pipeline: number;
+  /** The password as given (options, URL or environment); not enumerable. */
+  readonly pass?: PasswordSource;
+  /** The same as `pass`; not enumerable. */
+  readonly password?: PasswordSource;
 }
 
 /**
@@ -231,8 +238,22 @@ export interface ReservedSql extends SqlTag {
  * ```
  */
 export interface Sql extends SqlTag {
-  /** The resolved options (without the password). */
+  /** The resolved options (the password only as non-enumerable `pass` and `password`). */
   readonly options: PublicOptions;
+  /**
+   * The server's parameters as it reports them (`server_version`, `TimeZone`,
+   * `application_name`, ...): empty until the first connection is open, then
+   * kept up to date as the server reports changes (the same object throughout).
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres();
+   * await sql`select 1`;
+   * console.log(sql.parameters.server_version);
+   * ```
+   */
+  readonly parameters: Readonly<Record<string, string>>;
   /**
    * Runs `fn` in a transaction on a reserved connection: committed when `fn`
    * resolves, rolled back (and the error rethrown) when it throws. If `fn`
@@ -528,7 +549,9 @@ export function createSql(url?: string, options?: Options): Sql {
       port: resolved.port,
       sslmode: resolved.sslmode,
       ca: resolved.ca,
+      socket: resolved.socket,
     },
+    failure: resolved.failure,
     hosts: {
       hosts: resolved.hosts,
       targetSessionAttrs: resolved.targetSessionAttrs,
@@ -647,8 +670,13 @@ export function createSql(url?: string, options?: Options): Sql {
     prepare,
     max_pipeline: resolved.maxPipeline,
   };
+  Object.defineProperties(publicOptions, {
+    pass: { value: resolved.pass, enumerable: false },
+    password: { value: resolved.pass, enumerable: false },
+  });
   Object.defineProperties(sql, {
     options: { value: publicOptions, enumerable: true },
+    parameters: { value: pool.parameters, enumerable: true },
     begin: { value: begin },
     reserve: { value: reserve },
     listen: { value: listener.listen.bind(listener) },
