@@ -79,6 +79,7 @@ export {
   ConnectionError,
   type ConnectionErrorCode,
   type ConnectionErrorOptions,
+  type Notice,
   PostgresError,
   QueryError,
   type SocketErrorCode,

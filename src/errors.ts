@@ -56,10 +56,14 @@ export class PostgresError extends Error {
   readonly line?: string;
   /** Server source routine. */
   readonly routine?: string;
-  /** The query text (not enumerable, so logging the error does not dump it). */
+  /** The query text (enumerable only with the `debug` option, so logs do not show it). */
   declare readonly query?: string;
-  /** The parameters (not enumerable, they may hold secrets). */
+  /** The parameters as sent (enumerable only with `debug`: they may hold secrets). */
   declare readonly parameters?: readonly unknown[];
+  /** The values as given to the query (enumerable only with `debug`). */
+  declare readonly args?: readonly unknown[];
+  /** The parameter type OIDs sent (enumerable only with `debug`). */
+  declare readonly types?: readonly number[];
 
   /** Builds the error from an ErrorResponse's fields. */
   constructor(fields: FieldMap) {
@@ -144,6 +148,104 @@ const SOCKET_ERROR_CODES: ReadonlySet<string> = new Set<SocketErrorCode>([
 /** Whether `code` is one of the {@link SocketErrorCode}s (a socket that could not be opened). */
 export function isSocketErrorCode(code: string): code is SocketErrorCode {
   return SOCKET_ERROR_CODES.has(code);
+}
+
+/**
+ * The error of a query cancelled before the server ran it: the same SQLSTATE
+ * (57014) and message as the server's own, so one check covers both.
+ */
+export function cancelledByUser(): PostgresError {
+  return new PostgresError({
+    S: "ERROR",
+    V: "ERROR",
+    C: "57014",
+    M: "canceling statement due to user request",
+  });
+}
+
+/**
+ * A notice from the server (a NoticeResponse: `NOTICE`, `WARNING`, `INFO`,
+ * ...), as the `onnotice` option receives it: a plain object with the same
+ * field names as {@linkcode PostgresError} (postgres.js's names).
+ *
+ * @example
+ * ```ts
+ * import postgres, { type Notice } from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres({
+ *   onnotice: (notice: Notice) => console.log(notice.severity, notice.code, notice.message),
+ * });
+ * ```
+ */
+export interface Notice {
+  /** NOTICE, WARNING, INFO, DEBUG, LOG (never localised). */
+  severity: string;
+  /** Severity in the server's language. */
+  severity_local: string;
+  /** SQLSTATE code, e.g. `42P07` for "relation already exists, skipping". */
+  code: string;
+  /** The message. */
+  message: string;
+  /** Secondary detail, if any. */
+  detail?: string;
+  /** A suggestion, if any. */
+  hint?: string;
+  /** 1-based character position in the query text. */
+  position?: string;
+  /** Position in an internally generated query. */
+  internal_position?: string;
+  /** The internally generated query. */
+  internal_query?: string;
+  /** Call stack context. */
+  where?: string;
+  /** Schema of the object involved. */
+  schema_name?: string;
+  /** Table of the object involved. */
+  table_name?: string;
+  /** Column involved. */
+  column_name?: string;
+  /** Data type involved. */
+  data_type_name?: string;
+  /** Constraint involved. */
+  constraint_name?: string;
+  /** Server source file. */
+  file?: string;
+  /** Server source line. */
+  line?: string;
+  /** Server source routine. */
+  routine?: string;
+}
+
+/** Protocol field codes and the names postgres.js gives them (optional fields). */
+const FIELD_NAMES: readonly (readonly [string, keyof Notice])[] = [
+  ["D", "detail"],
+  ["H", "hint"],
+  ["P", "position"],
+  ["p", "internal_position"],
+  ["q", "internal_query"],
+  ["W", "where"],
+  ["s", "schema_name"],
+  ["t", "table_name"],
+  ["c", "column_name"],
+  ["d", "data_type_name"],
+  ["n", "constraint_name"],
+  ["F", "file"],
+  ["L", "line"],
+  ["R", "routine"],
+];
+
+/** A NoticeResponse's fields as a {@linkcode Notice}. */
+export function noticeOf(fields: FieldMap): Notice {
+  const severity = fields.V ?? fields.S ?? "NOTICE";
+  const notice: Notice = {
+    severity,
+    severity_local: fields.S ?? severity,
+    code: fields.C ?? "00000",
+    message: fields.M ?? "",
+  };
+  for (const [letter, name] of FIELD_NAMES) {
+    if (fields[letter] !== undefined) notice[name] = fields[letter];
+  }
+  return notice;
 }
 
 /**

@@ -193,7 +193,8 @@ Deno.test("result: count, command, columns, values()", async () => {
   assert.equal(empty.length, 0);
   assert.equal(empty.count, 0);
   const raw = await sql`select 'ab'::text as t, null as n`.raw();
-  assert.deepEqual([...raw], [[new Uint8Array([97, 98]), null]]);
+  assert.deepEqual(raw.map(([t, n]) => [[...(t as Uint8Array)], n]), [[[97, 98], null]]);
+  assert.ok(raw[0][0] instanceof Uint8Array);
 });
 
 Deno.test("PostgresError carries the server's fields and the query, not enumerably", async () => {
@@ -254,7 +255,7 @@ Deno.test("notices, parameter changes and notifications are routed by type amid 
   const notifications: string[] = [];
   await using sql = postgres(url, {
     max: 1,
-    onnotice: (n) => notices.push(n.M),
+    onnotice: (n) => notices.push(n.message),
     onparameter: (k, v) => parameters.push([k, v]),
     onnotify: (n) => notifications.push(`${n.channel}:${n.payload}`),
   });

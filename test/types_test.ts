@@ -1,6 +1,7 @@
 // Unit tests for the text-format codecs in src/types/. No server needed.
 
 import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
 import { arrayOf, elementOf, Oid } from "../src/types/oids.ts";
 import { parseArrayLiteral } from "../src/types/array_literal.ts";
 import { decoderFor, type TextDecoderFn } from "../src/types/text_decoders.ts";
@@ -150,23 +151,24 @@ Deno.test("decoderFor: json and jsonb", () => {
 
 Deno.test("decoderFor: bytea hex format", () => {
   const f = dec(Oid.bytea);
-  assert.deepEqual(f("\\x"), new Uint8Array(0));
-  assert.deepEqual(f("\\x0a0b"), new Uint8Array([10, 11]));
-  assert.deepEqual(f("\\x00ff7f80"), new Uint8Array([0, 255, 127, 128]));
-  assert.deepEqual(f("\\xDEADbeef"), new Uint8Array([0xde, 0xad, 0xbe, 0xef]));
+  assert.deepEqual(f("\\x"), Buffer.alloc(0));
+  assert.deepEqual(f("\\x0a0b"), Buffer.from([10, 11]));
+  assert.deepEqual(f("\\x00ff7f80"), Buffer.from([0, 255, 127, 128]));
+  assert.deepEqual(f("\\xDEADbeef"), Buffer.from([0xde, 0xad, 0xbe, 0xef]));
   const all = new Uint8Array(256).map((_, i) => i);
   let hex = "\\x";
   for (const b of all) hex += b.toString(16).padStart(2, "0");
   const decoded = f(hex);
-  assert.ok(decoded instanceof Uint8Array);
-  assert.deepEqual(decoded, all);
+  assert.ok(decoded instanceof Buffer, "bytea decodes to a Buffer, as in postgres.js");
+  assert.equal(Buffer.from("wat").toString(), (f("\\x776174") as Buffer).toString());
+  assert.deepEqual(decoded, Buffer.from(all));
 });
 
 Deno.test("decoderFor: bytea escape format", () => {
   const f = dec(Oid.bytea);
-  assert.deepEqual(f("abc"), new Uint8Array([97, 98, 99]));
-  assert.deepEqual(f("a\\\\b"), new Uint8Array([97, 92, 98]));
-  assert.deepEqual(f("\\000\\377\\012x"), new Uint8Array([0, 255, 10, 120]));
+  assert.deepEqual(f("abc"), Buffer.from([97, 98, 99]));
+  assert.deepEqual(f("a\\\\b"), Buffer.from([97, 92, 98]));
+  assert.deepEqual(f("\\000\\377\\012x"), Buffer.from([0, 255, 10, 120]));
 });
 
 Deno.test("decoderFor: date is UTC midnight like new Date('YYYY-MM-DD')", () => {
@@ -392,9 +394,9 @@ Deno.test("array decoders: scalars", () => {
 
 Deno.test("array decoders: bytea, dates and json", () => {
   assert.deepEqual(dec(Oid.byteaArray)('{"\\\\x0102",NULL,"\\\\x"}'), [
-    new Uint8Array([1, 2]),
+    Buffer.from([1, 2]),
     null,
-    new Uint8Array(0),
+    Buffer.alloc(0),
   ]);
   assert.deepEqual(dec(Oid.dateArray)("{2020-01-01,infinity,NULL}"), [
     new Date("2020-01-01"),
@@ -465,7 +467,7 @@ Deno.test("serialize: bytea hex", () => {
   assert.equal(serialize(new Uint8Array(0)), "\\x");
   assert.equal(serialize(new Uint8Array([0, 1, 10, 15, 16, 127, 128, 255])), "\\x00010a0f107f80ff");
   const big = new Uint8Array(1000).map((_, i) => i & 255);
-  assert.deepEqual(dec(Oid.bytea)(serialize(big)!), big);
+  assert.deepEqual(dec(Oid.bytea)(serialize(big)!), Buffer.from(big));
   // A view into a larger buffer serialises only its own bytes.
   const view = new Uint8Array([9, 1, 2, 9]).subarray(1, 3);
   assert.equal(serialize(view), "\\x0102");
@@ -646,7 +648,7 @@ Deno.test("round trip: typed arrays", () => {
   assert.deepEqual(dec(Oid.int8Array, big)(serialize(bigints)!), bigints);
   const bools = [[true, false], [null, true]];
   assert.deepEqual(dec(Oid.boolArray)(serialize(bools)!), bools);
-  const bytes = [new Uint8Array([0, 255, 34, 92]), null];
+  const bytes = [Buffer.from([0, 255, 34, 92]), null];
   assert.deepEqual(dec(Oid.byteaArray)(serialize(bytes)!), bytes);
   // Nested JS arrays are always extra dimensions, so JSON elements here are objects only.
   const json = [{ a: 'x"y\\z', b: [1, "two"] }, { c: null }, null];

@@ -33,8 +33,11 @@ export type NotifyHandler = (payload: string, notification: Notification) => voi
  * ```
  */
 export interface ListenHandle {
-  /** The listening connection's state. */
-  state: { pid: number };
+  /**
+   * The listening connection's state: its backend `pid` and `secret`, those of
+   * the connection now listening (after a reconnect, the new one).
+   */
+  readonly state: { readonly pid: number; readonly secret: number };
   /** Stops this handler; the channel is unlistened when its last handler goes. */
   unlisten(): Promise<void>;
 }
@@ -45,12 +48,24 @@ interface Channel {
 }
 
 const MAX_BACKOFF_MS = 5000;
+/** A listening connection up this long resets the reconnect backoff. */
+const STABLE_MS = 10_000;
+
+/** Calls a user's onlisten; what it throws is reported, never let into the reconnect. */
+function callOnlisten(f: () => void, channel: string): void {
+  try {
+    f();
+  } catch (e) {
+    console.error(`pgpipe: the onlisten callback for "${channel}" threw`, e);
+  }
+}
 
 /** The listening connection and its channels. */
 export class Listener {
   #options: HostOptions;
   #channels = new Map<string, Channel>();
   #conn: Promise<Connection> | null = null;
+  #current: Connection | null = null; // the connection listening now, for ListenHandle.state
   #ended = false;
   #backoff = 0;
   #retry: ReturnType<typeof setTimeout> | undefined;
@@ -61,16 +76,20 @@ export class Listener {
 
   #connect(): Promise<Connection> {
     return this.#conn ??= (async () => {
+      let opened: Connection | null = null; // set once connect() returns it
       const conn = await connect({
         ...this.#options,
         onnotify: (n) => this.#dispatch(n),
-        onclose: () => this.#lost(),
+        onclose: () => this.#lost(opened),
       });
+      opened = conn;
       // A reconnect listens to every channel again, in one pipelined batch.
       const channels = [...this.#channels.keys()];
       await Promise.all(channels.map((c) => exec(conn, `listen ${quoteIdentifier(c)}`)));
-      this.#backoff = 0;
-      for (const c of channels) for (const f of this.#channels.get(c)?.onlisten ?? []) f();
+      this.#current = conn;
+      for (const c of channels) {
+        for (const f of this.#channels.get(c)?.onlisten ?? []) callOnlisten(f, c);
+      }
       return conn;
     })().catch((e) => {
       this.#conn = null;
@@ -83,22 +102,25 @@ export class Listener {
       try {
         handler(n.payload, n);
       } catch (e) {
-        // A throwing handler must not stop the others or the connection.
-        queueMicrotask(() => {
-          throw e;
-        });
+        // A throwing handler must not stop the others or the connection, nor end the process.
+        console.error(`pgpipe: a listen handler for "${n.channel}" threw`, e);
       }
     }
   }
 
-  #lost(): void {
+  /** The connection closed (`dead`), or an attempt to reopen it failed (null). */
+  #lost(dead: Connection | null): void {
     this.#conn = null;
     if (this.#ended || this.#channels.size === 0) return;
-    this.#backoff = Math.min(MAX_BACKOFF_MS, this.#backoff === 0 ? 50 : this.#backoff * 2);
+    // The first reconnect is at once (a terminated backend or a restart is usually back at
+    // once), later ones with growing pauses, until a connection has stayed up a while.
+    if (dead !== null && Date.now() - dead.openedAt > STABLE_MS) this.#backoff = 0;
+    const delay = this.#backoff;
+    this.#backoff = Math.min(MAX_BACKOFF_MS, Math.max(50, this.#backoff * 2));
     this.#retry = setTimeout(() => {
       this.#retry = undefined;
-      if (!this.#ended && this.#channels.size > 0) this.#connect().catch(() => this.#lost());
-    }, this.#backoff);
+      if (!this.#ended && this.#channels.size > 0) this.#connect().catch(() => this.#lost(null));
+    }, delay);
   }
 
   /** Adds a handler; resolves once the server listens on the channel. */
@@ -121,9 +143,13 @@ export class Listener {
         throw e;
       }
     }
-    onlisten?.();
+    if (onlisten) callOnlisten(onlisten, channel);
+    const current = () => this.#current ?? conn;
     return {
-      state: { pid: conn.pid },
+      get state() {
+        const now = current();
+        return { pid: now.pid, secret: now.secret };
+      },
       unlisten: () => this.#unlisten(channel, fn, onlisten),
     };
   }

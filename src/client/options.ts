@@ -15,6 +15,7 @@ import type { PasswordSource } from "../connection/startup.ts";
 import { readPgpass } from "./pgpass.ts";
 import { type CustomTypes, customTypes, type PostgresType } from "../query/custom_types.ts";
 import { normalizeTransform, type Transform, type Transforms } from "../query/transform.ts";
+import { type Notice, noticeOf } from "../errors.ts";
 
 /**
  * TLS settings: a mode, or a mode with trusted CA certificates.
@@ -140,8 +141,14 @@ export interface Options {
    * types, so arrays of enums and custom types decode into arrays. Default true.
    */
   fetch_types?: boolean;
-  /** Called with each query as it is sent: connection id, text, parameters, parameter types. */
-  debug?: DebugHook;
+  /**
+   * `true`, or a function called with each query as it is sent (connection id,
+   * text, parameters, parameter types). Either way every query then records its
+   * whole stack, so its error's stack ends with the frames that wrote it, and
+   * the error's `query`, `parameters`, `args` and `types` are enumerable (they
+   * are always there, but hidden from logs without `debug`). Default false.
+   */
+  debug?: boolean | DebugHook;
   /**
    * Seconds a running query may go without any answer from the server: then
    * it is cancelled, and if the server stays silent as long again the
@@ -165,6 +172,8 @@ export interface Options {
   socket?: SocketFunction;
   /** Use named, cached prepared statements (false: the unnamed statement, for PgBouncer). Default true. */
   prepare?: boolean;
+  /** @deprecated postgres.js's old name: `no_prepare: true` is `prepare: false`. */
+  no_prepare?: boolean;
   /** Most requests in flight on one connection; more wait locally. Default 1000. */
   max_pipeline?: number;
   /** Most bytes of requests in flight on one connection; more wait locally. Default 16 MiB. */
@@ -190,7 +199,7 @@ export interface Options {
   /** Extra startup parameters (e.g. `{ search_path: "app" }`). */
   connection?: Record<string, string>;
   /** Called for each notice from the server. Default: `console.log` of the notice. */
-  onnotice?: (notice: FieldMap) => void;
+  onnotice?: (notice: Notice) => void;
   /** Called when the server reports a parameter change. */
   onparameter?: (name: string, value: string) => void;
   /** Called for each LISTEN notification. */
@@ -253,7 +262,10 @@ export interface ResolvedOptions {
   idleTimeout: number;
   maxLifetime: number;
   fetchTypes: boolean;
+  /** The `debug` function, if one was given. */
   debug?: DebugHook;
+  /** `debug` was set (true or a function): whole stacks, enumerable query details. */
+  debugStacks: boolean;
   queryTimeout: number;
   maxQueue: number;
   /** Milliseconds; a function when the option is an object read at each attempt (it may throw). */
@@ -440,8 +452,10 @@ function parseSsl(value: SslOption | string | undefined): { mode?: SslMode; ca?:
   return { mode: value.mode ?? (ca ? "verify-full" : "require"), ca };
 }
 
-function logNotice(notice: FieldMap): void {
-  console.log(`${notice.S ?? "NOTICE"}: ${notice.M ?? ""}`);
+/** Hands the user's `onnotice` (or console.log, postgres.js's default) the notice object. */
+function noticeHook(onnotice: ((notice: Notice) => void) | undefined): (fields: FieldMap) => void {
+  const hook = onnotice ?? ((notice: Notice) => console.log(notice));
+  return (fields) => hook(noticeOf(fields));
 }
 
 /** URL query keys that configure the driver rather than being startup parameters. */
@@ -645,6 +659,12 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
   if (!(idleTimeout >= 0) || !(maxLifetime >= 0)) {
     throw new TypeError("idle_timeout and max_lifetime must be numbers of seconds (0: none)");
   }
+  if (
+    options.debug !== undefined && typeof options.debug !== "boolean" &&
+    typeof options.debug !== "function"
+  ) {
+    throw new TypeError(`debug must be true, false or a function; got ${typeof options.debug}`);
+  }
   const maxPipeline = options.max_pipeline ?? Number(q.get("max_pipeline") ?? 1000);
   if (!(Number.isInteger(maxPipeline) && maxPipeline >= 1)) {
     throw new TypeError("max_pipeline must be a positive integer");
@@ -680,11 +700,13 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     idleTimeout: idleTimeout * 1000,
     maxLifetime: maxLifetime * 1000,
     fetchTypes: options.fetch_types ?? q.get("fetch_types") !== "false",
-    debug: options.debug,
+    debug: typeof options.debug === "function" ? options.debug : undefined,
+    debugStacks: options.debug !== undefined && options.debug !== false,
     queryTimeout: (options.query_timeout ?? Number(q.get("query_timeout") ?? 0)) * 1000,
     maxQueue: options.max_queue ?? 100_000,
     connectTimeout: timeoutMs,
-    prepare: options.prepare ?? q.get("prepare") !== "false",
+    prepare: options.prepare ??
+      (options.no_prepare === true ? false : q.get("prepare") !== "false"),
     maxPipeline,
     maxPipelineBytes: options.max_pipeline_bytes ?? 16 * 1024 * 1024,
     maxStatements: options.max_statements ?? 1000,
@@ -692,7 +714,7 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     transform: normalizeTransform(options.transform),
     types: customTypes(options.types),
     params,
-    onnotice: options.onnotice ?? logNotice,
+    onnotice: noticeHook(options.onnotice),
     onparameter: options.onparameter,
     onnotify: options.onnotify,
   };

@@ -81,6 +81,7 @@ export class Pool {
   #lastError: Error | null = null;
   #reservers: Reserver[] = [];
   #ended: ConnectionError | null = null;
+  #destroyed = false; // sql.end({ timeout }) ran out: whatever was left failed CONNECTION_DESTROYED
 
   /**
    * The server's parameters (server_version, TimeZone, application_name, ...):
@@ -128,8 +129,14 @@ export class Pool {
     this.#idleTimers.set(c, timer);
   }
 
-  #endedError(): ConnectionError {
-    const e = new ConnectionError(this.#ended!.code, this.#ended!.message);
+  /** `destroying`: for requests that were waiting when end's timeout ran out. */
+  #endedError(destroying = false): ConnectionError {
+    const e = destroying
+      ? new ConnectionError(
+        "CONNECTION_DESTROYED",
+        "the client was ended with sql.end({ timeout }) and the timeout passed",
+      )
+      : new ConnectionError(this.#ended!.code, this.#ended!.message);
     e.outcome = "not-sent";
     return e;
   }
@@ -203,7 +210,11 @@ export class Pool {
     }
     const debug = this.#pool.debug;
     if (debug !== undefined && req instanceof QueryRequest) {
-      debug(this.#ids.get(c) ?? 0, req.spec.text, req.spec.params, req.spec.types);
+      try {
+        debug(this.#ids.get(c) ?? 0, req.spec.text, req.spec.params, req.spec.types);
+      } catch (e) {
+        return req.fail(e as Error); // the user's hook failed: that query fails, nothing else
+      }
     }
     c.send(req);
   }
@@ -287,6 +298,7 @@ export class Pool {
     }).then(
       (c) => {
         this.#opening--;
+        if (this.#destroyed) return c.destroy(); // too late: sql.end({ timeout }) ran out
         this.#everConnected = true;
         this.#backoff = 0;
         this.#lastError = null;
@@ -422,6 +434,14 @@ export class Pool {
     );
     const outcome = await Promise.race([all, expired]);
     clearTimeout(timer);
-    if (outcome === "timeout") { for (const c of this.#open) c.destroy(); }
+    if (outcome === "timeout") this.#destroyAll();
+  }
+
+  /** The end timeout passed: everything still waiting, opening or in flight fails now. */
+  #destroyAll(): void {
+    this.#destroyed = true;
+    for (const req of this.#takeWaiting(this.#waiting.length)) req.fail(this.#endedError(true));
+    for (const r of this.#reservers.splice(0)) r.reject(this.#endedError(true));
+    for (const c of this.#open) c.destroy();
   }
 }

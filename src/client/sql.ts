@@ -8,7 +8,7 @@ import { QueryRequest, type QuerySpec, type ResultTarget } from "../connection/q
 import { CursorRequest } from "../connection/cursor_request.ts";
 import { CopyInRequest, CopyOutRequest } from "../connection/copy_request.ts";
 import type { PipelineRequest } from "../connection/request.ts";
-import { QueryError } from "../errors.ts";
+import { ConnectionError, PostgresError, QueryError } from "../errors.ts";
 import { compile } from "../query/compile.ts";
 import { clientDecode, type QueryConfig, queryConfig } from "../query/config.ts";
 import type { Typed } from "../query/custom_types.ts";
@@ -24,6 +24,7 @@ import {
   type RunControl,
 } from "../query/query.ts";
 import { fileQuery, type UnsafeOptions, unsafeQuery } from "../query/raw.ts";
+import { originOf, type QueryDetails, withQueryDetails } from "../query/origin.ts";
 import { Result, type Row } from "../query/result.ts";
 import { array, json } from "../query/typed_values.ts";
 import {
@@ -40,8 +41,8 @@ import { fetchArrayTypes } from "./fetch_types.ts";
 import { quoteIdentifier } from "./exec.ts";
 import { Listener, type ListenHandle, type NotifyHandler } from "./listen.ts";
 
-/** The most parameters one statement can carry (a 16-bit count in Bind). */
-const MAX_PARAMETERS = 65535;
+/** The most parameters one query may carry (a 16-bit count in Bind; postgres.js's limit). */
+const MAX_PARAMETERS = 65534;
 
 /**
  * Options shown back on `sql.options`. The password is there as `pass` (and
@@ -137,6 +138,8 @@ export interface SqlTag {
   readonly types: Typed;
   /** Return it from a `cursor` callback to stop reading early. */
   readonly CLOSE: typeof CLOSE;
+  /** The class of errors reported by the server, for `err instanceof sql.PostgresError`. */
+  readonly PostgresError: typeof PostgresError;
 }
 
 /**
@@ -171,6 +174,24 @@ export type UnwrapQueries<T> = T extends readonly unknown[]
  * ```
  */
 export interface TransactionSql extends SqlTag {
+  /**
+   * Two-phase commit: when the transaction succeeds it ends with
+   * `PREPARE TRANSACTION 'name'` instead of COMMIT, to be finished later with
+   * `COMMIT PREPARED 'name'` (or `ROLLBACK PREPARED`), from any connection. The
+   * server needs `max_prepared_transactions` above 0.
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres();
+   * await sql.begin(async (tx) => {
+   *   await tx`insert into ledger (amount) values (${10})`;
+   *   await tx.prepare("ledger-42");
+   * });
+   * await sql`commit prepared 'ledger-42'`;
+   * ```
+   */
+  prepare(name: string): Promise<void>;
   /** Runs `fn` inside a savepoint: released on success, rolled back to on a throw (which is rethrown). */
   savepoint<T>(fn: (sql: TransactionSql) => T | Promise<T>): Promise<UnwrapQueries<T>>;
   /** Same, with a savepoint name. */
@@ -292,9 +313,29 @@ function isTemplate(value: unknown): value is TemplateStringsArray {
   return Array.isArray(value) && Object.hasOwn(value, "raw");
 }
 
-/** Turns queries into requests for one sink. */
-function makeRunner(sink: Sink, prepare: boolean, config: QueryConfig): QueryRunner {
+/** A statement that opens a transaction block (checked only on a shared pool with max > 1). */
+const OPENS_TRANSACTION = /^\s*(?:begin|start\s+transaction)\b/i;
+
+/** Whether `text` may open a transaction: a cheap first-character test before the regex. */
+function opensTransaction(text: string): boolean {
+  const c = text.charCodeAt(0) | 32;
+  return (c === 98 || c === 115 || c <= 32) && OPENS_TRANSACTION.test(text); // b, s, space
+}
+
+/**
+ * Turns queries into requests for one sink. `shared`: the sink is a pool of
+ * several connections, where a transaction opened by a plain query would
+ * catch unrelated queries pipelined on its connection, so it is refused
+ * (postgres.js's UNSAFE_TRANSACTION).
+ */
+function makeRunner(
+  sink: Sink,
+  prepare: boolean,
+  config: QueryConfig,
+  shared = false,
+): QueryRunner {
   const undef = config.undefinedValue;
+  const debug = config.debug;
   const serializers = config.serializers;
   const newResult = () => new Result<unknown>() as unknown as ResultTarget;
 
@@ -309,6 +350,13 @@ function makeRunner(sink: Sink, prepare: boolean, config: QueryConfig): QueryRun
     }
     if (text.includes("\0")) {
       throw new QueryError("NUL_IN_QUERY", "the query text contains a NUL byte");
+    }
+    if (shared && opensTransaction(text)) {
+      throw new QueryError(
+        "UNSAFE_TRANSACTION",
+        "a transaction on a pool of several connections needs sql.begin() or sql.reserve() " +
+          "(or max: 1): queries sent meanwhile could run inside it",
+      );
     }
     const simple = query.isSimple;
     if (simple && n > 0) {
@@ -354,6 +402,7 @@ function makeRunner(sink: Sink, prepare: boolean, config: QueryConfig): QueryRun
       mode: query.mode,
     };
     if (simple) spec.simple = true;
+    if (shared) spec.shared = true;
     return spec;
   }
 
@@ -363,6 +412,7 @@ function makeRunner(sink: Sink, prepare: boolean, config: QueryConfig): QueryRun
    * Bad input throws (or rejects, for files).
    */
   function specOf(query: Query<readonly unknown[]>): QuerySpec | Promise<QuerySpec> {
+    if (query.failure !== undefined) throw query.failure;
     if (query.file !== null) {
       return readQueryFile(query.file).then((text) => toSpec(query, text, query.args));
     }
@@ -370,17 +420,43 @@ function makeRunner(sink: Sink, prepare: boolean, config: QueryConfig): QueryRun
     return toSpec(query, text, values);
   }
 
-  /** Runs `start` with the spec now when it is ready, later for files; failures reject. */
+  /** The query's details for its error; `spec` is null when building it failed. */
+  function details(query: Query<readonly unknown[]>, spec: QuerySpec | null): QueryDetails {
+    return {
+      origin: query.origin,
+      query: spec?.text ?? query.strings.join("?"),
+      parameters: spec?.params ?? [],
+      args: query.args,
+      types: spec?.types ?? [],
+    };
+  }
+
+  /** The error a query rejects with: its details attached (see withQueryDetails). */
+  function failure(query: Query<readonly unknown[]>, spec: QuerySpec | null, e: unknown): Error {
+    return withQueryDetails(e, details(query, spec), debug);
+  }
+
+  /**
+   * Runs `start` with the spec now when it is ready, later for files; failures
+   * reject, with the query's details. `start` gets the `fail` to reject with.
+   */
   function withSpec<T>(
     query: Query<readonly unknown[]>,
-    start: (spec: QuerySpec) => T | Promise<T>,
+    start: (spec: QuerySpec, fail: (e: unknown) => Error) => T | Promise<T>,
   ): Promise<T> {
+    let spec: QuerySpec | null = null;
+    const fail = (e: unknown) => failure(query, spec, e);
     try {
-      const spec = specOf(query);
-      if (spec instanceof Promise) return spec.then(start);
-      return Promise.resolve(start(spec));
+      const ready = specOf(query);
+      if (ready instanceof Promise) {
+        return ready.then((s) => start(spec = s, fail)).catch((e) => {
+          throw fail(e);
+        });
+      }
+      spec = ready;
+      return Promise.resolve(start(ready, fail));
     } catch (e) {
-      return Promise.reject(e);
+      return Promise.reject(fail(e));
     }
   }
 
@@ -394,15 +470,15 @@ function makeRunner(sink: Sink, prepare: boolean, config: QueryConfig): QueryRun
   return {
     config,
     run(query: Query<readonly unknown[]>, control?: RunControl): Promise<Result<unknown>> {
-      return withSpec(query, (spec) =>
+      return withSpec(query, (spec, fail) =>
         new Promise<Result<unknown>>((resolve, reject) => {
           const target = newResult();
           const each = control?.each;
-          if (each !== undefined) target.push = (row: unknown) => (each(row), 0);
+          if (each !== undefined) target.push = (row: unknown) => (each(row, target), 0);
           const req = new QueryRequest(
             spec,
             target,
-            { resolve: resolve as (r: ResultTarget) => void, reject },
+            { resolve: resolve as (r: ResultTarget) => void, reject: (e) => reject(fail(e)) },
             spec.simple ? newResult : undefined,
           );
           sink.send(req);
@@ -413,19 +489,27 @@ function makeRunner(sink: Sink, prepare: boolean, config: QueryConfig): QueryRun
       if (control.request !== null) sink.cancel(control.request as PipelineRequest, reason);
     },
     cursor(query: Query<readonly unknown[]>, rows: number): CursorSource {
-      const request = withSpec(query, (spec) => {
+      let fail = (e: unknown) => failure(query, null, e);
+      const request = withSpec(query, (spec, failWith) => {
+        fail = failWith;
         // A cursor needs a portal with a row limit: the extended protocol, even for `unsafe` text.
         const req = new CursorRequest({ ...spec, simple: false }, rows, newResult);
         sink.send(req);
         return req;
       });
       return {
-        next: async () => (await (await request).next()) as unknown as unknown[] | null,
+        next: async () => {
+          try {
+            return (await (await request).next()) as unknown as unknown[] | null;
+          } catch (e) {
+            throw fail(e);
+          }
+        },
         close: async () => await (await request.catch(() => null))?.close(),
       };
     },
     describe(query: Query<readonly unknown[]>): Promise<DescribedStatement> {
-      return withSpec(query, (spec) =>
+      return withSpec(query, (spec, fail) =>
         new Promise<DescribedStatement>((resolve, reject) => {
           const describe = { ...spec, describeOnly: true, params: [] };
           const done = (r: ResultTarget) => {
@@ -433,10 +517,16 @@ function makeRunner(sink: Sink, prepare: boolean, config: QueryConfig): QueryRun
             resolve({
               string: spec.text,
               types: st?.parameterTypes ?? [],
-              columns: (st?.columns ?? []).map((c) => ({ name: c.name, type: c.type })),
+              columns: (st?.columns ?? []).map((c) => ({
+                name: c.name,
+                type: c.type,
+                table: c.table,
+                number: c.number,
+              })),
             });
           };
-          sink.send(new QueryRequest(describe, newResult(), { resolve: done, reject }));
+          const settle = { resolve: done, reject: (e: Error) => reject(fail(e)) };
+          sink.send(new QueryRequest(describe, newResult(), settle));
         }));
     },
     copyIn(query: Query<readonly unknown[]>): Promise<WritableStream<Uint8Array | string>> {
@@ -461,9 +551,13 @@ function makeRunner(sink: Sink, prepare: boolean, config: QueryConfig): QueryRun
 
 /** Builds the tagged template over a runner. */
 function makeTag(runner: QueryRunner): SqlTag {
-  const { columnTo, typed } = runner.config;
+  const { columnTo, typed, debug } = runner.config;
   const sql = function sql(first: unknown, ...rest: unknown[]) {
-    if (isTemplate(first)) return new Query(first, rest, runner);
+    if (isTemplate(first)) {
+      const query = new Query(first, rest, runner);
+      query.origin = originOf(first, sql, debug);
+      return query;
+    }
     if (typeof first === "string" && rest.length === 0) {
       return new Identifier(columnTo === undefined ? first : columnTo(first));
     }
@@ -477,23 +571,33 @@ function makeTag(runner: QueryRunner): SqlTag {
       }`,
     );
   } as SqlTag;
+  const unsafe = (
+    text: string,
+    args?: readonly unknown[] | UnsafeOptions,
+    options?: UnsafeOptions,
+  ) => {
+    const query = unsafeQuery(runner, text, args, options);
+    query.origin = originOf(typeof text === "string" ? text : "", unsafe, debug);
+    return query;
+  };
+  const file = (
+    path: string | URL,
+    args?: readonly unknown[] | UnsafeOptions,
+    options?: UnsafeOptions,
+  ) => {
+    const query = fileQuery(runner, path, args, options);
+    query.origin = originOf(String(path), file, debug);
+    return query;
+  };
   return Object.defineProperties(sql, {
-    unsafe: {
-      value: (text: string, args?: readonly unknown[] | UnsafeOptions, options?: UnsafeOptions) =>
-        unsafeQuery(runner, text, args, options),
-    },
-    file: {
-      value: (
-        path: string | URL,
-        args?: readonly unknown[] | UnsafeOptions,
-        options?: UnsafeOptions,
-      ) => fileQuery(runner, path, args, options),
-    },
+    unsafe: { value: unsafe },
+    file: { value: file },
     json: { value: json },
     array: { value: array },
     typed: { value: typed },
     types: { value: typed },
     CLOSE: { value: CLOSE },
+    PostgresError: { value: PostgresError },
   });
 }
 
@@ -506,9 +610,29 @@ function run(tag: SqlTag, text: string): Promise<unknown> {
 /** Transaction modes are spliced into `begin`, so only their keywords are allowed. */
 const TRANSACTION_MODES = /^[a-z ,]*$/i;
 
+/** Transactions whose callback called `sql.prepare(name)`: they end with PREPARE TRANSACTION. */
+const preparedAs = new WeakMap<TransactionSql, string>();
+
+/** How a transaction ends when it succeeds: COMMIT, or PREPARE TRANSACTION for two-phase commit. */
+function commitText(tx: TransactionSql): string {
+  const name = preparedAs.get(tx);
+  return name === undefined ? "commit" : `prepare transaction '${name.replaceAll("'", "''")}'`;
+}
+
 function transactionSql(prepare: boolean, config: QueryConfig, conn: Connection): TransactionSql {
   let savepoints = 0;
   const tx = makeTag(makeRunner(conn, prepare, config)) as TransactionSql;
+  Object.defineProperty(tx, "prepare", {
+    value: (name: string): Promise<void> => {
+      if (typeof name !== "string" || name === "" || name.includes("\0")) {
+        return Promise.reject(
+          new QueryError("INVALID_ARGUMENTS", "sql.prepare needs a transaction name (a string)"),
+        );
+      }
+      preparedAs.set(tx, name);
+      return Promise.resolve();
+    },
+  });
   Object.defineProperty(tx, "savepoint", {
     value: async <T>(
       nameOrFn: string | ((sql: TransactionSql) => T | Promise<T>),
@@ -541,7 +665,7 @@ async function settleAll<T>(value: T): Promise<T> {
 /** Creates a client; see {@link Options} and the README for the URL and environment rules. */
 export function createSql(url?: string, options?: Options): Sql {
   const resolved = resolveOptions(url, options);
-  const decode = clientDecode(resolved);
+  const decode = clientDecode({ ...resolved, debug: resolved.debugStacks });
   const config = queryConfig(decode);
   const pool = new Pool({
     endpoint: {
@@ -584,7 +708,7 @@ export function createSql(url?: string, options?: Options): Sql {
   });
   let fetched: Promise<void> | undefined; // once per client, shared by concurrent first connects
   const prepare = resolved.prepare;
-  const sql = makeTag(makeRunner(pool, prepare, config)) as Sql;
+  const sql = makeTag(makeRunner(pool, prepare, config, resolved.max > 1)) as Sql;
   const listener = new Listener(pool.options);
 
   async function open(modes: string): Promise<{ conn: Connection; tx: TransactionSql }> {
@@ -611,13 +735,34 @@ export function createSql(url?: string, options?: Options): Sql {
     if (fn === undefined) return handle(conn, tx);
     try {
       let result;
+      // If the connection goes away while the callback runs (even between its queries), the
+      // transaction is over: reject at once rather than when the callback next uses it.
+      let lost!: (e: ConnectionError) => void;
+      const closed = new Promise<never>((_, reject) => {
+        lost = (e) =>
+          reject(
+            new ConnectionError(
+              "CONNECTION_CLOSED",
+              `the transaction's connection closed: ${e.message}`,
+              {
+                address: e.address,
+                port: e.port,
+                cause: e,
+              },
+            ),
+          );
+      });
+      const stopWatching = conn.onClose(lost);
       try {
-        result = await settleAll(await fn(tx));
+        result = await Promise.race([(async () => await settleAll(await fn(tx)))(), closed]);
       } catch (e) {
         await run(tx, "rollback").catch(() => {}); // the connection may be gone; the cause matters
         throw e;
+      } finally {
+        stopWatching();
       }
-      await run(tx, "commit"); // a failing commit (deferred constraint) rejects with its error
+      // A failing commit (deferred constraint) rejects with its error; no rollback follows it.
+      await run(tx, commitText(tx));
       return result;
     } finally {
       pool.release(conn);
@@ -636,7 +781,7 @@ export function createSql(url?: string, options?: Options): Sql {
       }
     };
     return Object.defineProperties(tx, {
-      commit: { value: () => finish("commit") },
+      commit: { value: () => finish(commitText(tx)) },
       rollback: { value: () => finish("rollback") },
       [Symbol.asyncDispose]: { value: () => finish("rollback").catch(() => {}) },
     }) as Transaction;

@@ -184,6 +184,7 @@ export class Connection implements EncodeContext {
   #fatal: PostgresError | null = null;
   #ending: Promise<void> | null = null;
   #drained: (() => void) | null = null; // wakes end() when the last answer arrives
+  #closeListeners = new Set<(err: ConnectionError) => void>();
 
   private constructor(options: ConnectionOptions) {
     this.#options = options;
@@ -285,7 +286,7 @@ export class Connection implements EncodeContext {
         return message;
       },
       parameter: (name: string, value: string) => this.parameters.set(name, value),
-      notice: (f: FieldMap) => this.#options.onnotice?.(f),
+      notice: (f: FieldMap) => callHook("onnotice", this.#options.onnotice, f),
     };
   }
 
@@ -313,6 +314,20 @@ export class Connection implements EncodeContext {
       }
     }, Math.max(10, Math.min(1000, limit / 4)));
     Deno.unrefTimer(this.#watchdog as unknown as number);
+  }
+
+  /**
+   * Calls `fn` once when the connection closes, with the reason; returns a
+   * function that removes it. Used by transactions, which fail at once when
+   * their connection goes away even if no query of theirs is in flight.
+   */
+  onClose(fn: (err: ConnectionError) => void): () => void {
+    if (this.#closed !== null) {
+      fn(this.#closed);
+      return () => {};
+    }
+    this.#closeListeners.add(fn);
+    return () => this.#closeListeners.delete(fn);
   }
 
   /** Requests sent and not yet answered, plus those waiting for room. */
@@ -471,6 +486,7 @@ export class Connection implements EncodeContext {
           this.#enqueue(req);
         } else {
           req.ready();
+          if (req.shared === true && this.status !== IDLE) return this.#leaveTransaction();
         }
         const next = this.#queue[this.#head];
         if (next !== undefined && this.#cancelWhenHead.delete(next)) this.#cancelNow(next);
@@ -519,16 +535,16 @@ export class Connection implements EncodeContext {
         return req.error(err);
       }
       case Backend.NoticeResponse:
-        this.#options.onnotice?.(fields(buf, start, end));
+        callHook("onnotice", this.#options.onnotice, fields(buf, start, end));
         return;
       case Backend.ParameterStatus: {
         const [name, value] = cstrPair(buf, start, end);
         this.parameters.set(name, value);
-        this.#options.onparameter?.(name, value);
+        callHook("onparameter", this.#options.onparameter, name, value);
         return;
       }
       case Backend.NotificationResponse:
-        this.#options.onnotify?.(notification(buf, start, end));
+        callHook("onnotify", this.#options.onnotify, notification(buf, start, end));
         return;
       case Backend.CopyInResponse:
         return req.copyIn ? req.copyIn() : this.#refuseCopy(type, req);
@@ -543,6 +559,23 @@ export class Connection implements EncodeContext {
       default:
         throw new ProtocolViolation(`unexpected message type ${String.fromCharCode(type)}`);
     }
+  }
+
+  /**
+   * A query on a shared connection left a transaction block open (it failed
+   * with UNSAFE_TRANSACTION). Queries behind it would run inside that
+   * transaction, so the connection is closed instead: the server rolls the
+   * transaction back, and queries not yet written go to another connection.
+   */
+  #leaveTransaction(): void {
+    this.#fail(
+      new ConnectionError(
+        "CONNECTION_CLOSED",
+        "connection closed: a query opened a transaction on a connection shared by a pool " +
+          "(UNSAFE_TRANSACTION); closing it rolled the transaction back",
+        describeEndpoint(this.#options.endpoint),
+      ),
+    );
   }
 
   /**
@@ -645,6 +678,8 @@ export class Connection implements EncodeContext {
     clearInterval(this.#watchdog);
     this.#drained?.();
     this.#options.onclose?.(err);
+    for (const fn of this.#closeListeners) fn(err);
+    this.#closeListeners.clear();
     const adopt = this.#options.onorphans;
     if (adopt !== undefined && orphans.length > 0 && err.code !== "CONNECTION_ENDED") {
       adopt(orphans);
@@ -689,6 +724,23 @@ export class Connection implements EncodeContext {
         describeEndpoint(this.#options.endpoint),
       ),
     );
+  }
+}
+
+/**
+ * Calls a user's hook from the read loop. What it throws must not take the
+ * connection down (nor be lost), so it is reported on the console.
+ */
+function callHook<A extends unknown[]>(
+  name: string,
+  hook: ((...args: A) => void) | undefined,
+  ...args: A
+): void {
+  if (hook === undefined) return;
+  try {
+    hook(...args);
+  } catch (e) {
+    console.error(`pgpipe: the ${name} callback threw`, e);
   }
 }
 

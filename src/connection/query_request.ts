@@ -2,16 +2,28 @@
  * The request for one extended-protocol query: `[Parse Describe] Bind Execute
  * Sync`, and the decoding of its rows as they arrive.
  */
+import { Buffer } from "node:buffer";
 import { type Column, i32, ProtocolViolation, utf8 } from "../protocol/backend.ts";
 import * as fe from "../protocol/frontend.ts";
 import type { Writer } from "../protocol/writer.ts";
-import { ConnectionError, type PostgresError } from "../errors.ts";
+import { ConnectionError, type PostgresError, QueryError } from "../errors.ts";
 import type { EncodeContext, PipelineRequest } from "./request.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
 import { Statement, StatementCache } from "./statement.ts";
 
 /** Values of the row being decoded, before the statement's row constructor copies them. */
 const scratch: unknown[] = [];
+/** A transaction opened by a plain query on a shared connection (postgres.js's code). */
+function unsafeTransaction(): QueryError {
+  return new QueryError(
+    "UNSAFE_TRANSACTION",
+    "a transaction on a pool of several connections needs sql.begin() or sql.reserve() " +
+      "(or max: 1); the connection was closed, which rolled the transaction back",
+  );
+}
+
+/** Server routines whose error means a cached statement no longer fits its tables. */
+const REPLAN_ROUTINES = new Set(["RevalidateCachedQuery", "transformAssignedExpr"]);
 /** Bind's result formats when every column is text (the default). */
 const TEXT: readonly number[] = [];
 
@@ -71,6 +83,11 @@ export interface QuerySpec {
    * each with its own result).
    */
   simple?: boolean;
+  /**
+   * Sent on a connection shared by a pool of several: it must leave the
+   * connection outside a transaction block (see `PipelineRequest.shared`).
+   */
+  shared?: boolean;
   /** Only Parse and Describe the statement (unnamed), without running it. */
   describeOnly?: boolean;
   /**
@@ -115,8 +132,9 @@ export class QueryRequest implements PipelineRequest {
   /**
    * Whether this error means the cached statement went stale and the query
    * can simply run again: `0A000 cached plan must not change result type`
-   * after a schema change, or `26000` when the statement vanished (DISCARD ALL,
-   * a pooler). Only outside a transaction block (`idle`), and only once. The
+   * after a schema change, `26000` when the statement vanished (DISCARD ALL,
+   * a pooler), or an error while the server re-planned it for a changed table
+   * (`42804` from transformAssignedExpr after a column changed type). Only outside a transaction block (`idle`), and only once. The
    * stale statement leaves the cache and is closed on the server.
    */
   retryable(err: PostgresError, idle: boolean): boolean {
@@ -124,11 +142,19 @@ export class QueryRequest implements PipelineRequest {
     const cache = this.#cache;
     if (!idle || this.#retried || st === null || st.name === "" || cache === null) return false;
     const stale = (err.code === "0A000" && /cached plan/.test(err.message)) ||
-      (err.code === "26000" && st.error === null);
+      (err.code === "26000" && st.error === null) ||
+      // Re-planning a cached statement against a changed table failed: a fresh Parse, which
+      // infers the parameter types again, may succeed (e.g. 42804 after a column changed type).
+      (!this.#owner && err.routine !== undefined && REPLAN_ROUTINES.has(err.routine));
     if (!stale) return false;
     if (cache.forget(this.#key, st)) cache.evicted.push(st);
     this.#retried = true;
     return this.restart();
+  }
+
+  /** Sent on a shared connection of a pool of several (no transaction may stay open). */
+  get shared(): boolean {
+    return this.spec.shared === true;
   }
 
   /** Whether it went as a simple-protocol Query. */
@@ -272,7 +298,7 @@ export class QueryRequest implements PipelineRequest {
       }
       if (len > end - at) throw new ProtocolViolation("DataRow value runs past the message");
       if (mode === "raw") {
-        values[i] = buf.slice(at, at + len);
+        values[i] = Buffer.from(buf.subarray(at, at + len)); // a copy, as a Buffer like postgres.js
       } else {
         const direct = bytes[i];
         if (direct !== null) values[i] = direct(buf, at, at + len);
@@ -289,6 +315,7 @@ export class QueryRequest implements PipelineRequest {
   }
 
   commandComplete(command: string, count: number | null): void {
+    if (command === "BEGIN" && this.spec.shared === true) this.failure ??= unsafeTransaction();
     const target = this.#complete();
     target.command = command;
     target.count = count;

@@ -43,6 +43,12 @@ export interface RequestIO {
 export interface PipelineRequest {
   /** Sent as a simple-protocol Query (no Sync of its own). */
   readonly simpleProtocol?: boolean;
+  /**
+   * Sent on a connection a pool shares among callers, with others: if it
+   * leaves a transaction block open, the connection is closed (rolling the
+   * transaction back) rather than let later queries run inside it.
+   */
+  readonly shared?: boolean;
   /** The connection the pool routed it to, so it can be cancelled there. */
   route?: { cancel(req: PipelineRequest, reason: Error): void };
   /**

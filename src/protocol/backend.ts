@@ -117,8 +117,8 @@ export class ProtocolViolation extends Error {
  *
  * @example
  * ```ts
- * import postgres from "jsr:@pgpipe/pgpipe";
- * const sql = postgres({ onnotice: (notice) => console.log(notice.S, notice.C, notice.M) });
+ * import type { FieldMap } from "jsr:@pgpipe/pgpipe";
+ * const f: FieldMap = { S: "ERROR", C: "42601", M: "syntax error" };
  * ```
  */
 export type FieldMap = Record<string, string>;

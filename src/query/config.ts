@@ -21,6 +21,11 @@ export interface QueryConfig {
   serializers: Serializers | null;
   /** `sql.typed` (and `sql.types`) with the custom type helpers. */
   typed: Typed;
+  /**
+   * The `debug` option is set: every query captures its whole stack, and the
+   * query details on its errors are enumerable.
+   */
+  debug: boolean;
 }
 
 const configs = new WeakMap<DecodeOptions, QueryConfig>();
@@ -30,6 +35,7 @@ const defaults: QueryConfig = {
   columnTo: undefined,
   serializers: null,
   typed: customTypes(undefined).typed,
+  debug: false,
 };
 
 /**
@@ -37,7 +43,7 @@ const defaults: QueryConfig = {
  * remembered for {@linkcode queryConfig}.
  */
 export function clientDecode(
-  options: { bigint: boolean; transform: Transforms; types: CustomTypes },
+  options: { bigint: boolean; transform: Transforms; types: CustomTypes; debug?: boolean },
 ): DecodeOptions {
   const { transform, types } = options;
   const decode: DecodeOptions = { bigint: options.bigint };
@@ -50,6 +56,7 @@ export function clientDecode(
     columnTo: transform.columnTo,
     serializers: types.serializers,
     typed: types.typed,
+    debug: options.debug === true,
   });
   return decode;
 }

@@ -47,6 +47,16 @@ export class Helper {
   then(): never {
     return notTagged();
   }
+
+  /** Throws `NOT_TAGGED_CALL`, as `then` does. */
+  catch(): never {
+    return notTagged();
+  }
+
+  /** Throws `NOT_TAGGED_CALL`, as `then` does. */
+  finally(): never {
+    return notTagged();
+  }
 }
 
 /** Where a helper writes: the query text so far, and a way to add a value. */

@@ -60,4 +60,14 @@ export class Identifier {
   then(): never {
     return notTagged();
   }
+
+  /** Throws `NOT_TAGGED_CALL`, as `then` does. */
+  catch(): never {
+    return notTagged();
+  }
+
+  /** Throws `NOT_TAGGED_CALL`, as `then` does. */
+  finally(): never {
+    return notTagged();
+  }
 }

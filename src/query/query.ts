@@ -3,6 +3,7 @@
  * `.execute()`d). Until then it can be embedded in another query as a fragment.
  */
 import type { QueryConfig } from "./config.ts";
+import { cancelledByUser } from "../errors.ts";
 import type { Result, Row } from "./result.ts";
 
 /**
@@ -21,8 +22,8 @@ export type QueryMode = "object" | "array" | "raw";
 export interface RunControl {
   /** The runner's request once sent (opaque here), for `QueryRunner.cancel`. */
   request: unknown;
-  /** Rows go to this callback instead of the result (`forEach`). */
-  each: ((row: unknown) => void) | undefined;
+  /** Rows go to this callback, with the result they belong to, instead of into it (`forEach`). */
+  each: ((row: unknown, result: unknown) => void) | undefined;
 }
 
 /** A batch source for `cursor()`: the next batch (null at the end), and early close. */
@@ -48,8 +49,8 @@ export interface DescribedStatement {
   string: string;
   /** Parameter type OIDs as the server resolved them. */
   types: number[];
-  /** Result columns (name and type OID). */
-  columns: { name: string; type: number }[];
+  /** Result columns: name, type OID, and the source table OID and column number (0 if none). */
+  columns: { name: string; type: number; table: number; number: number }[];
 }
 
 /** Runs a query; supplied by the client that created it. */
@@ -72,8 +73,7 @@ export interface QueryRunner {
 
 /** A query cancelled before it was sent, or on the server (57014). */
 function isCancellation(e: unknown): boolean {
-  return (e instanceof DOMException && e.name === "AbortError") ||
-    (e as { code?: string })?.code === "57014";
+  return (e as { code?: string })?.code === "57014";
 }
 
 /**
@@ -88,10 +88,6 @@ function isCancellation(e: unknown): boolean {
  */
 export const CLOSE: unique symbol = Symbol("pgpipe.cursor.close");
 
-function abortError(message: string): DOMException {
-  return new DOMException(message, "AbortError");
-}
-
 /** How `sql.unsafe` and `sql.file` queries differ from tagged ones. */
 export interface QueryOptions {
   /** The single string is raw SQL with its own `$n` placeholders (`sql.unsafe`). */
@@ -102,6 +98,8 @@ export interface QueryOptions {
   prepare?: boolean;
   /** Use the simple protocol: no parameters, several statements allowed. */
   simple?: boolean;
+  /** The query cannot run (building it failed): it rejects with this when run. */
+  failure?: unknown;
 }
 
 /**
@@ -128,10 +126,20 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
   readonly unsafe: boolean = false;
   /** The file the SQL text is read from when the query runs (made by `sql.file`), or null. */
   readonly file: string | URL | null = null;
+  /**
+   * Stack frames of the code that wrote the query, appended to the stack of
+   * the error it fails with (the whole stack with the `debug` option).
+   */
+  origin = "";
   /** Named prepared statement or not; null: the client's `prepare` option. */
   prepare: boolean | null = null;
   /** Sent with the simple protocol (no parameters; several statements allowed). */
   isSimple = false;
+  /**
+   * Why the query cannot run, when building it failed (e.g. the text given to
+   * `sql.unsafe` threw when converted to a string): it rejects with this.
+   */
+  readonly failure: unknown = undefined;
   #runner: QueryRunner;
   #promise: Promise<Result<T[number]>> | null = null;
   #signal: AbortSignal | null = null;
@@ -153,6 +161,7 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
       this.file = options.file ?? null;
       this.prepare = options.prepare ?? null;
       this.isSimple = options.simple ?? false;
+      if (options.failure !== undefined) this.failure = options.failure;
     }
   }
 
@@ -191,7 +200,7 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
     return this.#promise ??= this.#run() as Promise<Result<T[number]>>;
   }
 
-  #run(each?: (row: unknown) => void): Promise<Result<unknown>> {
+  #run(each?: (row: unknown, result: unknown) => void): Promise<Result<unknown>> {
     const signal = this.#signal;
     if (this.#cancelled !== null) return Promise.reject(this.#cancelled);
     const control: RunControl = { request: null, each };
@@ -215,13 +224,15 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
   }
 
   /**
-   * Cancels the query. Not yet sent: it is dropped and rejects with an
-   * AbortError. In flight: the server is asked to cancel it when it is the
-   * statement running (its neighbours in the pipeline are not affected), and it
-   * rejects with the server's 57014 error, unless it finished first.
+   * Cancels the query. Not yet sent: it is dropped and rejects with a
+   * PostgresError of code 57014 ("canceling statement due to user request"),
+   * as if the server had cancelled it. In flight: the server is asked to cancel
+   * it when it is the statement running (its neighbours in the pipeline are not
+   * affected), and it rejects with the server's 57014 error, unless it finished
+   * first. `reason`, an Error, replaces that error for a query not yet sent.
    */
   cancel(reason?: unknown): void {
-    const error = reason instanceof Error ? reason : abortError("the query was cancelled");
+    const error = reason instanceof Error ? reason : cancelledByUser();
     if (this.#promise === null) {
       this.#cancelled = error;
       return;
@@ -243,11 +254,9 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
    * with the result (count and command, no rows).
    */
   forEach(fn: (row: T[number], result: Result<T[number]>) => void): Promise<Result<T[number]>> {
-    let result: Result<T[number]> | null = null;
-    return this.#promise ??= this.#run((row) => fn(row as T[number], result!)).then((r) => {
-      result = r as Result<T[number]>;
-      return result;
-    });
+    return this.#promise ??= this.#run((row, result) =>
+      fn(row as T[number], result as Result<T[number]>)
+    ) as Promise<Result<T[number]>>;
   }
 
   /**

@@ -47,21 +47,30 @@ function split(
   throw new QueryError("INVALID_ARGUMENTS", "the arguments of a raw query must be an array");
 }
 
-/** A query of raw SQL text (`sql.unsafe`). */
+/**
+ * A query of raw SQL text (`sql.unsafe`). The text is converted with String(),
+ * as postgres.js does; if that conversion throws (an object whose `toString`
+ * throws), the query rejects with that error when it runs.
+ */
 export function unsafeQuery<T extends readonly unknown[] = Row[]>(
   runner: QueryRunner,
-  text: string,
+  text: unknown,
   args?: readonly unknown[] | UnsafeOptions,
   options?: UnsafeOptions,
 ): Query<T> {
-  if (typeof text !== "string") {
-    throw new QueryError("INVALID_ARGUMENTS", "sql.unsafe needs the SQL text as a string");
-  }
   const [values, o] = split(args, options);
-  return new Query<T>(template(text), values, runner, {
+  let sqlText = "";
+  let failure: unknown = undefined;
+  try {
+    sqlText = typeof text === "string" ? text : String(text);
+  } catch (e) {
+    failure = e;
+  }
+  return new Query<T>(template(sqlText), values, runner, {
     unsafe: true,
     prepare: o.prepare ?? false,
     simple: o.simple ?? values.length === 0,
+    failure,
   });
 }
 

@@ -48,7 +48,9 @@ export interface ResultStatement {
 }
 
 /**
- * A row as an object keyed by column name.
+ * A row as an object keyed by column name. Its values are `any`, as in
+ * postgres.js, so code written against postgres.js's types type-checks
+ * unchanged; give the query a row type (`sql<User[]>`) for checked access.
  *
  * @example
  * ```ts
@@ -57,7 +59,8 @@ export interface ResultStatement {
  * const rows = await sql<Row[]>`select * from users`;
  * ```
  */
-export type Row = Record<string, unknown>;
+// deno-lint-ignore no-explicit-any
+export type Row = Record<string, any>;
 
 /**
  * Rows plus completion details. It is a real Array: index it, iterate it,

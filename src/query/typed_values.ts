@@ -39,9 +39,11 @@ function firstLeaf(values: readonly unknown[]): unknown {
  * An array parameter. `type` is the element type OID (`23` for int4[]) or the
  * array type OID itself (`1007`); an OID unknown to pgpipe is sent as 0 so the
  * server infers the array type from the query. Without `type` the element type
- * is inferred from the first non-null element: strings make text[] (as in
- * postgres.js), booleans, bigints, Dates and Uint8Arrays their types, and
- * anything else is left for the server to infer.
+ * is inferred from the first non-null element, as in postgres.js: strings and
+ * numbers make text[] (give `type` for int4[] and the like), booleans,
+ * bigints, Dates, Uint8Arrays and typed values (`sql.typed.point(...)`) their
+ * types' arrays; objects are left for the server to infer (json[], jsonb[]),
+ * and so is an empty array.
  */
 export function array(values: readonly unknown[], type?: number): Parameter {
   if (!Array.isArray(values)) {
@@ -56,7 +58,13 @@ export function array(values: readonly unknown[], type?: number): Parameter {
     return new Parameter(values, 0, type);
   }
   const leaf = firstLeaf(values);
-  const element = typeof leaf === "string" ? Oid.text : inferOid(leaf);
+  // As in postgres.js: strings and numbers (and nulls) make text[]; typed leaves their type's
+  // array; objects (JSON) are left for the server to infer (a json[] or jsonb[] column).
+  const element = leaf instanceof Parameter
+    ? leaf.type
+    : values.length === 0 || (typeof leaf === "object" && leaf !== null && inferOid(leaf) === 0)
+    ? 0
+    : inferOid(leaf) || Oid.text;
   const oid = arrayOf[element] ?? 0;
   return new Parameter(values, oid, element);
 }

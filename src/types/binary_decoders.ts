@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { Buffer } from "node:buffer";
 import { Oid } from "./oids.ts";
 import type { ByteDecoderFn } from "./byte_decoders.ts";
 import { localDate, MAX_TIME } from "./text_decoders.ts";
@@ -58,7 +59,8 @@ const decodeFloat8: ByteDecoderFn = (buf, start, end) => {
   return f64[0];
 };
 
-const decodeBytea: ByteDecoderFn = (buf, start, end) => buf.slice(start, end);
+/** A copy of the bytes, as a Buffer (a Uint8Array), like postgres.js gives. */
+const decodeBytea: ByteDecoderFn = (buf, start, end) => Buffer.from(buf.subarray(start, end));
 
 /** Microseconds since 2000-01-01 as milliseconds, rounded down as the text parser truncates. */
 function microsToMs(buf: Uint8Array, start: number): number {

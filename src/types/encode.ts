@@ -195,6 +195,7 @@ function serializeArray(
   array: readonly unknown[],
   undef: unknown,
   custom: Serializer | undefined,
+  serializers: Serializers | null = null,
 ): string {
   const length = array.length;
   if (length === 0) return "{}";
@@ -209,10 +210,10 @@ function serializeArray(
     if (element === null) {
       out += "NULL";
     } else if (Array.isArray(element)) {
-      out += serializeArray(element, undef, custom);
+      out += serializeArray(element, undef, custom, serializers);
     } else {
-      const text = element instanceof Parameter // e.g. [sql.json(a), sql.json(b)]
-        ? serializeParameter(element, null, undef)
+      const text = element instanceof Parameter // e.g. [sql.json(a), sql.typed.point(p)]
+        ? serializeParameter(element, serializers, undef)
         : custom === undefined
         ? serialize(element)
         : customText(custom(element));
@@ -329,7 +330,7 @@ export function serializeParameter(
     if (!Array.isArray(value)) {
       throw new ParameterError("UNSUPPORTED_TYPE", "an array parameter needs an array value");
     }
-    return serializeArray(value, undef, serializers?.get(p.element));
+    return serializeArray(value, undef, serializers?.get(p.element), serializers);
   }
   const custom = serializers?.get(p.type);
   if (custom !== undefined) return customText(custom(value));
@@ -352,7 +353,7 @@ export function serializeCustom(
   if (custom !== undefined) return customText(custom(value));
   const element = elementOf[oid];
   if (element !== undefined && Array.isArray(value)) {
-    return serializeArray(value, undef, serializers.get(element));
+    return serializeArray(value, undef, serializers.get(element), serializers);
   }
   return serialize(value, undef);
 }

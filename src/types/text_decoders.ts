@@ -8,6 +8,7 @@
  * @module
  */
 
+import { Buffer } from "node:buffer";
 import { parseArrayLiteral } from "./array_literal.ts";
 import { elementOf, Oid } from "./oids.ts";
 
@@ -56,7 +57,16 @@ for (let i = 0; i < 6; i++) HEX_VALUE[97 + i] = HEX_VALUE[65 + i] = 10 + i;
 const nativeFromHex: ((hex: string) => Uint8Array) | undefined =
   typeof (Uint8Array as any).fromHex === "function" ? (Uint8Array as any).fromHex : undefined;
 
-function decodeBytea(text: string): Uint8Array {
+/**
+ * bytea as a Buffer (node:buffer's Uint8Array subclass), as postgres.js gives
+ * it: Uint8Array code works unchanged, and `.toString()` gives the text.
+ */
+function decodeBytea(text: string): Buffer {
+  const bytes = decodeByteaBytes(text);
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+function decodeByteaBytes(text: string): Uint8Array {
   // Hex format (the default since PostgreSQL 9.0): "\x" followed by two digits per byte.
   if (text.charCodeAt(0) === 92 && text.charCodeAt(1) === 120) {
     // The native decoder has a fixed call cost that only pays off beyond ~64 bytes.
@@ -294,7 +304,7 @@ for (const [arrayOid, elementOid] of Object.entries(elementOf)) {
  * | bool | `boolean` |
  * | int2, int4, oid, float4, float8 | `number` (including `NaN`, `±Infinity`) |
  * | int8 | `string`, or `bigint` when `opts.bigint` |
- * | bytea | `Uint8Array` |
+ * | bytea | `Buffer` (a `Uint8Array`) |
  * | date | `Date` at UTC midnight |
  * | timestamp | `Date` in local time |
  * | timestamptz | `Date` |

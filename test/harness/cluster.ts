@@ -280,6 +280,8 @@ function serverConf(
     synchronous_commit: "off",
     full_page_writes: "off",
     ssl: ssl ? "on" : "off",
+    // Two-phase commit (sql.prepare inside sql.begin) needs slots for prepared transactions.
+    max_prepared_transactions: 10,
   };
   if (replication) {
     conf.wal_level = "replica";
