@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import * as net from "node:net";
-import postgres, { ConnectionError, PostgresError } from "../mod.ts";
+import postgres, { ConnectionError, type Options, PostgresError, type UserSocket } from "../mod.ts";
 import { databaseUrl, plainCluster, tlsCluster } from "./harness/env.ts";
 import { assertConnectionError, clusterTest, quiet } from "./harness/connect.ts";
 import { within } from "./harness/util.ts";
@@ -73,7 +73,11 @@ Deno.test("socket: a node:net Socket the user connected carries the session; the
   });
   const [{ x }] = await sql`select 1 as x`;
   assert.equal(x, 1);
-  assert.equal(first, 82, "the first byte the user's listener saw is 'R' (no SSLRequest under prefer)");
+  assert.equal(
+    first,
+    82,
+    "the first byte the user's listener saw is 'R' (no SSLRequest under prefer)",
+  );
   assert.equal(calls, 1);
   // The connection keeps working after the first exchange (our listener is the one reading).
   const rows = await Promise.all([sql`select 2 as y`, sql`select 3 as y`]);
@@ -81,7 +85,7 @@ Deno.test("socket: a node:net Socket the user connected carries the session; the
 });
 
 Deno.test("socket: a Deno.Conn (sync or async) works too, and the function sees postgres.js-shaped options", async () => {
-  let seen: Parameters<NonNullable<postgres.Options["socket"]>>[0] | undefined;
+  let seen: Parameters<NonNullable<Options["socket"]>>[0] | undefined;
   await using sql = postgres(url, {
     ...quiet,
     max: 1,
@@ -122,7 +126,7 @@ Deno.test("socket: whatever the function throws or rejects with rejects the quer
     }],
   ];
   for (const [what, socket, check] of cases) {
-    const sql = postgres(url, { ...quiet, socket: socket as postgres.Options["socket"] });
+    const sql = postgres(url, { ...quiet, socket: socket as Options["socket"] });
     try {
       check(await sql`select 1`.then(() => assert.fail(`${what}: expected a rejection`), (e) => e));
       check(await sql.reserve().then(() => assert.fail(`${what}: reserve`), (e) => e));
@@ -135,17 +139,29 @@ Deno.test("socket: whatever the function throws or rejects with rejects the quer
   }
 });
 
+Deno.test("socket: a node:net Socket returned while still connecting to a closed port → ECONNREFUSED", async () => {
+  const port = freePort();
+  const sql = postgres(url, { ...quiet, socket: () => net.connect(port, "127.0.0.1") });
+  try {
+    const e = assertConnectionError(await sql`select 1`.catch((e) => e), "ECONNREFUSED");
+    assert.match(e.message, new RegExp(`127\\.0\\.0\\.1:${port}`));
+    assert.equal(e.syscall, "connect");
+    assert.equal(typeof e.errno, "number");
+  } finally {
+    await sql.end();
+  }
+});
+
 Deno.test("socket: a function that never resolves gives CONNECT_TIMEOUT; a socket arriving late is closed", async () => {
   let closed = false;
-  let late: (c: unknown) => void = () => {};
+  let late: (c: UserSocket) => void = () => {};
   const sql = postgres(url, {
     ...quiet,
     connect_timeout: 0.2,
     socket: () => new Promise((resolve) => late = resolve),
   });
   try {
-    const e = await sql`select 1`.then(() => assert.fail("expected CONNECT_TIMEOUT"), (e) => e);
-    assertConnectionError(e, "CONNECT_TIMEOUT");
+    const e = assertConnectionError(await sql`select 1`.catch((e) => e), "CONNECT_TIMEOUT");
     assert.equal(e.message, `write CONNECT_TIMEOUT ${target.host}:${target.port}`);
     late({
       read: () => new Promise<null>(() => {}),
@@ -182,57 +198,69 @@ Deno.test("socket: query cancellation also goes through the socket function", as
 });
 
 for (const kind of ["node", "deno"] as const) {
-  clusterTest(`socket: sslmode=require runs TLS over the user's ${kind} socket`, tlsCluster(), async (c) => {
-    const socket = kind === "node"
-      ? () => nodeSocket(c.host, c.port)
-      : () => Deno.connect({ hostname: c.host, port: c.port });
-    await using sql = postgres({
-      ...quiet,
-      host: c.host,
-      port: c.port,
-      user: c.users.scram.user,
-      password: c.users.scram.password,
-      database: c.database,
-      ssl: "require",
-      max: 1,
-      socket,
-    });
-    const [{ ssl }] = await sql`
+  clusterTest(
+    `socket: sslmode=require runs TLS over the user's ${kind} socket`,
+    tlsCluster(),
+    async (c) => {
+      const socket = kind === "node"
+        ? () => nodeSocket(c.host, c.port)
+        : () => Deno.connect({ hostname: c.host, port: c.port });
+      await using sql = postgres({
+        ...quiet,
+        host: c.host,
+        port: c.port,
+        user: c.users.scram.user,
+        password: c.users.scram.password,
+        database: c.database,
+        ssl: "require",
+        max: 1,
+        socket,
+      });
+      const [{ ssl }] = await sql`
       select ssl::text as ssl from pg_stat_ssl where pid = pg_backend_pid()`;
-    assert.equal(ssl, "true");
-  });
+      assert.equal(ssl, "true");
+    },
+  );
 
-  clusterTest(`socket: sslmode=require over a ${kind} socket to a plain server → SSL_NOT_SUPPORTED`, plainCluster(), async (c) => {
-    const socket = kind === "node"
-      ? () => nodeSocket(c.host, c.port)
-      : () => Deno.connect({ hostname: c.host, port: c.port });
+  clusterTest(
+    `socket: sslmode=require over a ${kind} socket to a plain server → SSL_NOT_SUPPORTED`,
+    plainCluster(),
+    async (c) => {
+      const socket = kind === "node"
+        ? () => nodeSocket(c.host, c.port)
+        : () => Deno.connect({ hostname: c.host, port: c.port });
+      await using sql = postgres({
+        ...quiet,
+        host: c.host,
+        port: c.port,
+        user: c.users.trust.user,
+        database: c.database,
+        ssl: "require",
+        socket,
+      });
+      assertConnectionError(await sql`select 1`.catch((e) => e), "SSL_NOT_SUPPORTED");
+    },
+  );
+}
+
+clusterTest(
+  "socket: sslmode=prefer stays plain over the user's socket",
+  tlsCluster(),
+  async (c) => {
     await using sql = postgres({
       ...quiet,
       host: c.host,
       port: c.port,
       user: c.users.trust.user,
       database: c.database,
-      ssl: "require",
-      socket,
+      ssl: "prefer",
+      socket: () => Deno.connect({ hostname: c.host, port: c.port }),
     });
-    assertConnectionError(await sql`select 1`.catch((e) => e), "SSL_NOT_SUPPORTED");
-  });
-}
-
-clusterTest("socket: sslmode=prefer stays plain over the user's socket", tlsCluster(), async (c) => {
-  await using sql = postgres({
-    ...quiet,
-    host: c.host,
-    port: c.port,
-    user: c.users.trust.user,
-    database: c.database,
-    ssl: "prefer",
-    socket: () => Deno.connect({ hostname: c.host, port: c.port }),
-  });
-  const [{ ssl }] = await sql`
+    const [{ ssl }] = await sql`
     select coalesce((select ssl from pg_stat_ssl where pid = pg_backend_pid()), false)::text as ssl`;
-  assert.equal(ssl, "false");
-});
+    assert.equal(ssl, "false");
+  },
+);
 
 // ---------------------------------------------------------------------------------------------
 // Node's errno codes
@@ -247,6 +275,7 @@ Deno.test("refused: the query rejects with code ECONNREFUSED, errno and syscall 
     assert.equal(e.syscall, "connect");
     assert.equal(e.port, port);
     assert.equal(e.address, "localhost");
+    assert.match(e.message, new RegExp(`localhost:${port}\\b`), "the message names host:port");
   } finally {
     await sql.end();
   }
@@ -267,7 +296,10 @@ Deno.test("refused: inside sql.begin to port 1 (and through node:tls with verify
 Deno.test("a host name that does not resolve → ENOTFOUND; a socket directory without a server → ENOENT", async () => {
   const sql = postgres("postgres://no-such-host.invalid:5432/db", quiet);
   try {
-    const e = assertConnectionError(await sql`select 1`.catch((e) => e), ["ENOTFOUND", "EAI_AGAIN"]);
+    const e = assertConnectionError(await sql`select 1`.catch((e) => e), [
+      "ENOTFOUND",
+      "EAI_AGAIN",
+    ]);
     assert.equal(e.syscall, "getaddrinfo");
   } finally {
     await sql.end();
@@ -379,22 +411,26 @@ Deno.test("connect_timeout is read at each attempt: valueOf tiny first, then a n
   }
 });
 
-clusterTest("connect_timeout: 0.001 with a SCRAM login → CONNECT_TIMEOUT", tlsCluster(), async (c) => {
-  const sql = postgres({
-    ...quiet,
-    host: c.host,
-    port: c.port,
-    user: c.users.scram.user,
-    password: c.users.scram.password,
-    database: c.database,
-    connect_timeout: 0.001,
-  });
-  try {
-    assertConnectionError(await sql`select 1`.catch((e) => e), "CONNECT_TIMEOUT");
-  } finally {
-    await sql.end();
-  }
-});
+clusterTest(
+  "connect_timeout: 0.001 with a SCRAM login → CONNECT_TIMEOUT",
+  tlsCluster(),
+  async (c) => {
+    const sql = postgres({
+      ...quiet,
+      host: c.host,
+      port: c.port,
+      user: c.users.scram.user,
+      password: c.users.scram.password,
+      database: c.database,
+      connect_timeout: 0.001,
+    });
+    try {
+      assertConnectionError(await sql`select 1`.catch((e) => e), "CONNECT_TIMEOUT");
+    } finally {
+      await sql.end();
+    }
+  },
+);
 
 Deno.test("connect_timeout: bad numbers throw from postgres(); a bad valueOf rejects the queries only", async () => {
   for (const bad of [-1, NaN, "soon", "", true]) {
@@ -436,7 +472,11 @@ Deno.test("a user value whose toString throws: postgres() does not throw; every 
   const wat = new Error("wat");
   const sql = postgres(url, {
     ...quiet,
-    user: { toString: () => { throw wat; } } as unknown as string,
+    user: {
+      toString: () => {
+        throw wat;
+      },
+    } as unknown as string,
     database: "prut",
   });
   const [q, r, b, l] = await Promise.all([
@@ -446,7 +486,7 @@ Deno.test("a user value whose toString throws: postgres() does not throw; every 
     sql.listen("chan", () => {}).catch((e) => e),
   ]);
   for (const e of [q, r, b, l]) assert.equal(e, wat, "the very error, unwrapped");
-  assert.equal(q.message, "wat");
+  assert.equal((q as Error).message, "wat");
   await sql.end();
 });
 
@@ -456,7 +496,7 @@ Deno.test("the same for host, application_name and connection values; a thrown s
       throw value;
     },
   });
-  const cases: [postgres.Options, (e: unknown) => void][] = [
+  const cases: [Options, (e: unknown) => void][] = [
     [{ host: thrower(new RangeError("host")) as unknown as string }, (e) => {
       assert.ok(e instanceof RangeError);
       assert.equal(e.message, "host");
@@ -509,12 +549,48 @@ Deno.test("sql.options: database defaults to the user; URL credentials decode; p
   assert.equal(fromUrl.user, "öla");
   assert.equal(fromUrl.pass, "pass^word");
   const o = postgres({ user: "öla", pass: "pass^word" }).options;
-  assert.equal(o.user, "öla");
-  assert.equal(o.pass, "pass^word");
+  assert.equal([o.user, o.pass].toString(), "öla,pass^word"); // postgres.js's own check
   assert.equal(o.password, "pass^word");
   assert.equal(Object.keys(o).includes("pass"), false);
   assert.equal(JSON.stringify(o).includes("pass^word"), false);
   assert.equal(Deno.inspect(o).includes("pass^word"), false);
+});
+
+Deno.test("sql.options has postgres.js's shape: host and port arrays, path, connection, parameters", () => {
+  const sql = postgres("postgres://u@db1,db2:5433/app?application_name=shape", {
+    max: 3,
+    idle_timeout: 7,
+    connection: { search_path: "s" },
+  });
+  const o = sql.options;
+  assert.deepEqual(o.host, ["db1", "db2"]);
+  assert.deepEqual(o.port, [5432, 5433]);
+  assert.equal(o.path, undefined);
+  assert.equal(o.database, "app");
+  assert.equal(o.max, 3);
+  assert.equal(o.idle_timeout, 7);
+  assert.equal(o.connect_timeout, 30);
+  assert.equal(o.ssl, "prefer");
+  assert.equal(o.prepare, true);
+  assert.equal(o.fetch_types, true);
+  assert.equal(o.connection.application_name, "shape");
+  assert.equal(o.connection.search_path, "s");
+  assert.equal(o.parameters, sql.parameters, "the same object as sql.parameters");
+
+  const unix = postgres({ host: "/run/pg", port: 6000 }).options;
+  assert.deepEqual(unix.host, ["/run/pg"]);
+  assert.equal(unix.path, "/run/pg/.s.PGSQL.6000");
+
+  let reads = 0;
+  const lazy = {
+    valueOf() {
+      reads++;
+      return 5;
+    },
+  };
+  const o2 = postgres({ connect_timeout: lazy }).options;
+  assert.equal(o2.connect_timeout, lazy, "the object as given");
+  assert.equal(reads, 0, "not read before a connection attempt");
 });
 
 Deno.test("ConnectionError keeps its class and outcome for a refused connection", async () => {
@@ -526,4 +602,117 @@ Deno.test("ConnectionError keeps its class and outcome for a refused connection"
   } finally {
     await sql.end();
   }
+});
+
+Deno.test("onparameter is called during startup too (application_name), as in postgres.js", async () => {
+  const seen = new Map<string, string>();
+  await using sql = postgres(url, {
+    ...quiet,
+    application_name: "compat-onparameter",
+    onparameter: (k, v) => seen.set(k, v),
+  });
+  await sql`select 1`;
+  assert.equal(seen.get("application_name"), "compat-onparameter");
+  assert.ok(seen.has("server_version"));
+  assert.equal(sql.parameters.application_name, "compat-onparameter");
+});
+
+Deno.test("an onparameter that throws is reported, not thrown: the client keeps working", async () => {
+  const errors: unknown[] = [];
+  const original = console.error;
+  console.error = (...args: unknown[]) => errors.push(args);
+  try {
+    await using sql = postgres(url, {
+      ...quiet,
+      max: 1,
+      onparameter: () => {
+        throw new Error("hook");
+      },
+    });
+    const [{ x }] = await sql`select 1 as x`;
+    assert.equal(x, 1);
+    assert.ok(errors.length > 0, "the hook's error was logged");
+    assert.match(sql.parameters.server_version, /^\d+/, "parameters are kept regardless");
+  } finally {
+    console.error = original;
+  }
+});
+
+clusterTest(
+  "unix socket: host is the socket directory (postgres.js's 'Unix socket')",
+  tlsCluster() ?? plainCluster(),
+  async (c) => {
+    await using sql = postgres({
+      ...quiet,
+      host: c.socketDir,
+      port: c.port,
+      user: c.users.trust.user,
+      database: c.database,
+    });
+    assert.equal(sql.options.path, `${c.socketDir}/.s.PGSQL.${c.port}`);
+    const [{ x, addr }] = await sql`select 1 as x, inet_client_addr()::text as addr`;
+    assert.equal(x, 1);
+    assert.equal(addr, null, "no client address: it is the unix socket");
+  },
+);
+
+/** Every byte of `s` percent-encoded, so decoding has to be exact. */
+function encodeAll(s: string): string {
+  return [...new TextEncoder().encode(s)].map((b) => `%${b.toString(16).padStart(2, "0")}`).join(
+    "",
+  );
+}
+
+clusterTest(
+  "URL credentials with special characters reach the server decoded exactly",
+  tlsCluster() ?? plainCluster(),
+  async (c) => {
+    // Password checked by the server: the SCRAM user's (it has a colon and an é), every byte encoded.
+    const scram = c.users.scram;
+    const passwordUrl = `postgres://${encodeAll(scram.user)}:${
+      encodeAll(scram.password)
+    }@${c.host}:${c.port}/${c.database}`;
+    {
+      await using sql = postgres(passwordUrl, { ...quiet, ssl: "disable" });
+      const [{ who }] = await sql`select current_user::text as who`;
+      assert.equal(who, scram.user);
+    }
+    // A wrong decoding would have failed to authenticate: prove a wrong password is refused.
+    {
+      await using sql = postgres(passwordUrl.replace(/%..@/, "%21@"), { ...quiet, ssl: "disable" });
+      const e = await sql`select 1`.catch((e) => e);
+      assert.ok(e instanceof PostgresError, String(e));
+      assert.equal(e.code, "28P01");
+    }
+    // A non-ASCII user name (trust login), postgres.js's 'öla' / 'pass^word'.
+    {
+      await using admin = postgres({
+        ...quiet,
+        host: c.host,
+        port: c.port,
+        user: c.users.trust.user,
+        database: c.database,
+      });
+      await admin`drop role if exists "öla"`;
+      await admin`create role "öla" login password 'pass^word'`;
+      try {
+        await using sql = postgres(
+          `postgres://%C3%B6la:pass%5Eword@${c.host}:${c.port}/${c.database}`,
+          { ...quiet, ssl: "disable" },
+        );
+        const [{ who }] = await sql`select current_user::text as who`;
+        assert.equal(who, "öla");
+        assert.equal(sql.options.pass, "pass^word");
+      } finally {
+        await admin`drop role if exists "öla"`;
+      }
+    }
+  },
+);
+
+Deno.test("Connection ended error: any query after end() rejects with CONNECTION_ENDED", async () => {
+  const sql = postgres(url, quiet);
+  await sql.end();
+  assertConnectionError(await sql``.catch((e) => e), "CONNECTION_ENDED");
+  assertConnectionError(await sql`select 1`.catch((e) => e), "CONNECTION_ENDED");
 });

@@ -5,12 +5,7 @@
  * then `PG*` environment variables, then defaults.
  */
 import type { FieldMap, Notification } from "../protocol/backend.ts";
-import {
-  socketPath,
-  type SslMode,
-  thrownText,
-  type UserSocket,
-} from "../connection/transport.ts";
+import { socketPath, type SslMode, thrownText, type UserSocket } from "../connection/transport.ts";
 import type { PasswordSource } from "../connection/startup.ts";
 import { readPgpass } from "./pgpass.ts";
 import { type CustomTypes, customTypes, type PostgresType } from "../query/custom_types.ts";
@@ -689,7 +684,9 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     pass: given,
     ...(co.failure !== undefined ? { failure: co.failure } : {}),
     ...(userSocket !== undefined
-      ? { socket: (target: { host: string; port: number }) => userSocket({ ...socketInfo, target }) }
+      ? {
+        socket: (target: { host: string; port: number }) => userSocket({ ...socketInfo, target }),
+      }
       : {}),
     hosts,
     targetSessionAttrs: target as TargetSessionAttrs,

@@ -28,7 +28,13 @@ import type { EncodeContext, PipelineRequest, RequestIO } from "./request.ts";
 import { type PasswordSource, startup } from "./startup.ts";
 import { StatementCache } from "./statement.ts";
 import { sendCancel } from "./cancel.ts";
-import { type Endpoint, openTransport, socketPath, type Transport } from "./transport.ts";
+import {
+  type Endpoint,
+  openTransport,
+  socketErrorInfo,
+  socketPath,
+  type Transport,
+} from "./transport.ts";
 
 /** Everything one connection needs to know. */
 export interface ConnectionOptions {
@@ -247,6 +253,17 @@ export class Connection implements EncodeContext {
       if (e instanceof ProtocolViolation) {
         throw new ConnectionError("PROTOCOL_VIOLATION", e.message, { ...where, cause: e });
       }
+      // A socket from the `socket` option may still be connecting: its connect error
+      // (ECONNREFUSED, ...) surfaces on the first write, and keeps its code.
+      const failed = connectErrorOf(e);
+      if (failed !== null) {
+        throw new ConnectionError(failed.code, (e as Error).message, {
+          ...where,
+          cause: e,
+          errno: failed.errno,
+          syscall: failed.syscall,
+        });
+      }
       throw new ConnectionError(
         "CONNECTION_CLOSED",
         `connection lost during startup: ${(e as Error)?.message ?? e}`,
@@ -285,7 +302,11 @@ export class Connection implements EncodeContext {
         message.end = framer.end;
         return message;
       },
-      parameter: (name: string, value: string) => this.parameters.set(name, value),
+      // Reported during startup too, as postgres.js does (application_name, server_version, ...).
+      parameter: (name: string, value: string) => {
+        this.parameters.set(name, value);
+        callHook("onparameter", this.#options.onparameter, name, value);
+      },
       notice: (f: FieldMap) => callHook("onnotice", this.#options.onnotice, f),
     };
   }
@@ -742,6 +763,13 @@ function callHook<A extends unknown[]>(
   } catch (e) {
     console.error(`pgpipe: the ${name} callback threw`, e);
   }
+}
+
+/** Node's code, errno and syscall when `e` is a node socket's failure to connect, else null. */
+function connectErrorOf(e: unknown): ReturnType<typeof socketErrorInfo> {
+  const syscall = (e as { syscall?: unknown } | null)?.syscall;
+  if (syscall !== "connect" && syscall !== "getaddrinfo") return null;
+  return socketErrorInfo(e);
 }
 
 /** A fresh copy of a connection error for each request, so outcomes can differ. */

@@ -208,7 +208,11 @@ class NodeTransport implements Transport {
     // Copy: the caller reuses its buffer as soon as this resolves.
     const copy = p.slice();
     return new Promise((resolve, reject) => {
-      this.#socket.write(copy, (e?: Error | null) => e ? reject(e) : resolve(copy.length));
+      // The socket's own error (e.g. a refused connect) says more than the write's.
+      this.#socket.write(
+        copy,
+        (e?: Error | null) => e ? reject(this.#error ?? e) : resolve(copy.length),
+      );
     });
   }
 
@@ -564,7 +568,11 @@ export function socketErrorInfo(
   return {
     code: found,
     errno: typeof errno === "number" ? errno : os ? -Number(os[1]) : undefined,
-    syscall: typeof syscall === "string" ? syscall : found === "ENOTFOUND" ? "getaddrinfo" : "connect",
+    syscall: typeof syscall === "string"
+      ? syscall
+      : found === "ENOTFOUND"
+      ? "getaddrinfo"
+      : "connect",
   };
 }
 
