@@ -152,6 +152,38 @@ Deno.test("socket: a node:net Socket returned while still connecting to a closed
   }
 });
 
+Deno.test("socket: a client that was connected retries through the function's own ECONNREFUSED", async () => {
+  let down = false;
+  let refusals = 0;
+  await using sql = postgres(url, {
+    ...quiet,
+    max: 1,
+    connect_timeout: 10,
+    socket: () => {
+      if (!down) return Deno.connect({ hostname: target.host, port: target.port });
+      refusals++;
+      // What a node:net socket's 'error' event carries when nothing listens.
+      const e = Object.assign(new Error("connect ECONNREFUSED"), {
+        code: "ECONNREFUSED",
+        syscall: "connect",
+      });
+      return Promise.reject(e);
+    },
+  });
+  await sql`select 1`;
+  down = true;
+  await sql`select pg_terminate_backend(pg_backend_pid())`.catch(() => {});
+  const waiting = sql`select 2 as x`.execute();
+  const settled = waiting.then(() => "resolved", (e) => `rejected: ${e}`);
+  for (let i = 0; i < 250 && refusals < 2; i++) await new Promise((r) => setTimeout(r, 20));
+  const state = await Promise.race([settled, Promise.resolve("pending")]);
+  assert.equal(state, "pending", "the query waits while the connection is retried");
+  assert.ok(refusals >= 2, `it retried (${refusals} refusals)`);
+  down = false;
+  const [{ x }] = await within(waiting, 8000, "the query waiting through the refusals");
+  assert.equal(x, 2);
+});
+
 Deno.test("socket: a function that never resolves gives CONNECT_TIMEOUT; a socket arriving late is closed", async () => {
   let closed = false;
   let late: (c: UserSocket) => void = () => {};

@@ -52,8 +52,10 @@ function transient(e: unknown): boolean {
     return e.code === "CONNECT_FAILED" || e.code === "CONNECTION_CLOSED" ||
       e.code === "CONNECT_TIMEOUT" || e.code === "NO_MATCHING_HOST" || isSocketErrorCode(e.code);
   }
-  const code = (e as { code?: string })?.code;
-  return code === "57P03" || code === "53300" || code === "57P01"; // starting up, too many, shutdown
+  const code = (e as { code?: unknown })?.code;
+  // starting up, too many, shutdown; or a `socket` function's own node:net error (ECONNREFUSED, ...)
+  return code === "57P03" || code === "53300" || code === "57P01" ||
+    (typeof code === "string" && isSocketErrorCode(code));
 }
 
 interface Reserver {
