@@ -12,7 +12,12 @@
  * `default_transaction_read_only` parameters the server reports at startup
  * (PostgreSQL 14 and later), else from one query.
  */
-import { Connection, type ConnectionOptions } from "../connection/connection.ts";
+import {
+  Connection,
+  type ConnectionOptions,
+  connectTimeoutError,
+  connectTimeoutMs,
+} from "../connection/connection.ts";
 import type { PipelineRequest } from "../connection/request.ts";
 import { ConnectionError, PostgresError } from "../errors.ts";
 import { firstRow } from "./exec.ts";
@@ -30,6 +35,11 @@ export interface HostSelection {
 export interface HostOptions extends ConnectionOptions {
   /** Absent: connect to `endpoint` alone, whatever it is. */
   hosts?: HostSelection;
+  /**
+   * Set when reading the options failed (a user's `toString` threw): every
+   * connection attempt rejects with it, so every query does.
+   */
+  failure?: Error;
 }
 
 /** What `target_session_attrs` looks at in a session. */
@@ -172,6 +182,7 @@ async function check(
   conn: Connection,
   target: TargetSessionAttrs,
   timeout: number,
+  endpoint: ConnectionOptions["endpoint"],
 ): Promise<SessionKind> {
   if (timeout <= 0) return await sessionKind(conn, target);
   let timedOut = false;
@@ -183,9 +194,7 @@ async function check(
     return await sessionKind(conn, target);
   } catch (e) {
     if (!timedOut) throw e;
-    throw new ConnectionError("CONNECT_TIMEOUT", `checking the server took over ${timeout} ms`, {
-      cause: e,
-    });
+    throw connectTimeoutError(endpoint, e);
   } finally {
     clearTimeout(timer);
   }
@@ -231,6 +240,8 @@ function noHost(
     return new ConnectionError(last.code, `no host could be reached: ${reasons}`, {
       address: last.address,
       port: last.port,
+      errno: last.errno,
+      syscall: last.syscall,
       cause: new AggregateError(errors, "each host's error"),
     });
   }
@@ -247,6 +258,7 @@ function noHost(
  * but none matched) if there is none.
  */
 export async function connect(options: HostOptions): Promise<Connection> {
+  if (options.failure !== undefined) throw options.failure;
   const selection = options.hosts;
   if (selection === undefined) return await Connection.open(options);
   const attrs = selection.targetSessionAttrs;
@@ -281,7 +293,8 @@ export async function connect(options: HostOptions): Promise<Connection> {
     }
     let kind: SessionKind;
     try {
-      kind = await check(candidate.conn, attrs, options.connectTimeout);
+      const timeout = connectTimeoutMs(options);
+      kind = await check(candidate.conn, attrs, timeout, forHost(options, target).endpoint);
     } catch (e) {
       candidate.conn.destroy();
       tried.push({ target, error: checkFailed(e, target) });

@@ -35,6 +35,8 @@ import {
   serializeParameter,
 } from "../types/encode.ts";
 import { type Options, resolveOptions } from "./options.ts";
+import type { PasswordSource } from "../connection/startup.ts";
+import { socketPath } from "../connection/transport.ts";
 import { Pool } from "./pool.ts";
 import { fetchArrayTypes } from "./fetch_types.ts";
 import { quoteIdentifier } from "./exec.ts";
@@ -45,32 +47,60 @@ import { type SubscribeHandler, Subscriber, type SubscriptionHandle } from "./su
 const MAX_PARAMETERS = 65534;
 
 /**
- * Options shown back on `sql.options` (the password is never exposed).
+ * Options shown back on `sql.options`, in postgres.js's shape: every host and
+ * port as arrays, `path` for a unix socket, `pass` for the password. The
+ * password is there (as `pass`, and `password`) but not enumerable, so
+ * logging the options does not print it.
  *
  * @example
  * ```ts
  * import postgres from "jsr:@pgpipe/pgpipe";
- * const sql = postgres();
- * console.log(sql.options.host, sql.options.max); // never the password
+ * const sql = postgres("postgres://ada:secret@db1,db2:5433/app");
+ * console.log(sql.options.host, sql.options.port); // ["db1", "db2"] [5432, 5433]
+ * console.log(sql.options.pass); // "secret" (not shown by console.log(sql.options))
  * ```
  */
 export interface PublicOptions {
-  /** Host or socket directory (the first one, when several are configured). */
-  host: string;
-  /** Port. */
-  port: number;
+  /** Every host (or socket directory), in the order given. */
+  host: string[];
+  /** The port of each host. */
+  port: number[];
+  /** The unix socket file, when the first host is a socket directory. */
+  path?: string;
   /** Database. */
   database: string;
   /** User. */
   user: string;
-  /** TLS mode. */
+  /** The password as given (options, URL or environment); not enumerable. */
+  readonly pass?: PasswordSource;
+  /** The same as `pass`; not enumerable. */
+  readonly password?: PasswordSource;
+  /** The sslmode in force (postgres.js's `ssl`). */
+  ssl: string;
+  /** The same as `ssl` (pgpipe's name). */
   sslmode: string;
   /** Most connections. */
   max: number;
-  /** Whether named prepared statements are used. */
-  prepare: boolean;
+  /** Seconds an idle connection is kept (0: for ever). */
+  idle_timeout: number;
+  /** Seconds allowed to connect, or the object given, read at each attempt. */
+  connect_timeout: number | { valueOf(): number };
+  /** Seconds a connection lives before it is replaced (0: for ever). */
+  max_lifetime: number;
   /** Most requests in flight per connection. */
   max_pipeline: number;
+  /** Whether named prepared statements are used. */
+  prepare: boolean;
+  /** Whether array types are fetched on the first connection. */
+  fetch_types: boolean;
+  /** Whether `debug` is on (a hook or whole stacks). */
+  debug: boolean;
+  /** The `target_session_attrs` in force. */
+  target_session_attrs: string;
+  /** The startup parameters sent to the server (application_name, any `connection` values). */
+  connection: Record<string, string>;
+  /** The server's parameters: the same object as `sql.parameters`. */
+  parameters: Readonly<Record<string, string>>;
 }
 
 /**
@@ -253,8 +283,22 @@ export interface ReservedSql extends SqlTag {
  * ```
  */
 export interface Sql extends SqlTag {
-  /** The resolved options (without the password). */
+  /** The resolved options (the password only as non-enumerable `pass` and `password`). */
   readonly options: PublicOptions;
+  /**
+   * The server's parameters as it reports them (`server_version`, `TimeZone`,
+   * `application_name`, ...): empty until the first connection is open, then
+   * kept up to date as the server reports changes (the same object throughout).
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres();
+   * await sql`select 1`;
+   * console.log(sql.parameters.server_version);
+   * ```
+   */
+  readonly parameters: Readonly<Record<string, string>>;
   /**
    * Runs `fn` in a transaction on a reserved connection: committed when `fn`
    * resolves, rolled back (and the error rethrown) when it throws. If `fn`
@@ -694,7 +738,9 @@ export function createSql(url?: string, options?: Options): Sql {
       port: resolved.port,
       sslmode: resolved.sslmode,
       ca: resolved.ca,
+      socket: resolved.socket,
     },
+    failure: resolved.failure,
     hosts: {
       hosts: resolved.hosts,
       targetSessionAttrs: resolved.targetSessionAttrs,
@@ -830,18 +876,37 @@ export function createSql(url?: string, options?: Options): Sql {
     await Promise.all([pool.end(o?.timeout), listener.end(), subscriber.end()]);
   }
 
+  const first = resolved.hosts[0];
   const publicOptions: PublicOptions = {
-    host: resolved.host,
-    port: resolved.port,
+    host: resolved.hosts.map((h) => h.host),
+    port: resolved.hosts.map((h) => h.port),
+    ...(first.host.startsWith("/") ? { path: socketPath(first.host, first.port) } : {}),
     database: resolved.database,
     user: resolved.user,
+    ssl: resolved.sslmode,
     sslmode: resolved.sslmode,
     max: resolved.max,
-    prepare,
+    idle_timeout: resolved.idleTimeout / 1000,
+    // An object given is shown as it is, not read: postgres.js reads it at each attempt.
+    connect_timeout: typeof resolved.connectTimeout === "number"
+      ? resolved.connectTimeout / 1000
+      : options?.connect_timeout as { valueOf(): number },
+    max_lifetime: resolved.maxLifetime / 1000,
     max_pipeline: resolved.maxPipeline,
+    prepare,
+    fetch_types: resolved.fetchTypes,
+    debug: resolved.debugStacks,
+    target_session_attrs: resolved.targetSessionAttrs,
+    connection: { ...resolved.params },
+    parameters: pool.parameters,
   };
+  Object.defineProperties(publicOptions, {
+    pass: { value: resolved.pass, enumerable: false },
+    password: { value: resolved.pass, enumerable: false },
+  });
   Object.defineProperties(sql, {
     options: { value: publicOptions, enumerable: true },
+    parameters: { value: pool.parameters, enumerable: true },
     begin: { value: begin },
     reserve: { value: reserve },
     listen: { value: listener.listen.bind(listener) },
