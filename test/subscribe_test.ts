@@ -424,6 +424,9 @@ Deno.test("subscribe: bad arguments reject with QueryError before connecting", a
     (e) => e instanceof QueryError && e.code === "INVALID_ARGUMENTS",
   );
   assert.throws(() => postgres(url, { publications: "a,,b" }), TypeError);
+  assert.equal(sql.options.publications, "alltables");
+  await using fromUrl = postgres(`${url}${url.includes("?") ? "&" : "?"}publications=a,%22B%22`);
+  assert.equal(fromUrl.options.publications, 'a,"B"', "read from the URL, not sent as a parameter");
   assert.throws(() => postgres(url, { publications: 7 as unknown as string }), TypeError);
 });
 

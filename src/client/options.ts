@@ -519,6 +519,7 @@ const DRIVER_KEYS = new Set([
   "max_pipeline",
   "target_session_attrs",
   "load_balance_hosts",
+  "publications",
 ]);
 
 /**
@@ -700,7 +701,7 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
   if (!(idleTimeout >= 0) || !(maxLifetime >= 0)) {
     throw new TypeError("idle_timeout and max_lifetime must be numbers of seconds (0: none)");
   }
-  const publications = options.publications ?? "alltables";
+  const publications = options.publications ?? q.get("publications") ?? "alltables";
   if (typeof publications !== "string") {
     throw new TypeError("publications must be a string of comma-separated names");
   }

@@ -97,6 +97,8 @@ export interface PublicOptions {
   debug: boolean;
   /** The `target_session_attrs` in force. */
   target_session_attrs: string;
+  /** The publications `sql.subscribe` streams (the option as given, default `alltables`). */
+  publications: string;
   /** The startup parameters sent to the server (application_name, any `connection` values). */
   connection: Record<string, string>;
   /** The server's parameters: the same object as `sql.parameters`. */
@@ -897,6 +899,7 @@ export function createSql(url?: string, options?: Options): Sql {
     fetch_types: resolved.fetchTypes,
     debug: resolved.debugStacks,
     target_session_attrs: resolved.targetSessionAttrs,
+    publications: resolved.publications,
     connection: { ...resolved.params },
     parameters: pool.parameters,
   };
