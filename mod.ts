@@ -43,9 +43,22 @@ import {
   toPascal,
 } from "./src/query/transform.ts";
 
-export type { DebugHook, Options, SslOption } from "./src/client/options.ts";
+export type {
+  DebugHook,
+  Options,
+  SocketFunction,
+  SocketOptions,
+  SslOption,
+} from "./src/client/options.ts";
 export type { PasswordSource } from "./src/connection/startup.ts";
 export type { ListenHandle, NotifyHandler } from "./src/client/listen.ts";
+export type { SubscribeHandler, SubscriptionHandle } from "./src/client/subscribe.ts";
+export type {
+  ColumnInfo,
+  RelationInfo,
+  ReplicationEvent,
+  TruncateEvent,
+} from "./src/client/replication_rows.ts";
 export type {
   LargeObject,
   LargeObjectData,
@@ -78,11 +91,18 @@ export { Result, type ResultColumn, type ResultStatement, type Row } from "./src
 export {
   ConnectionError,
   type ConnectionErrorCode,
+  type ConnectionErrorOptions,
   type Notice,
   PostgresError,
   QueryError,
+  type SocketErrorCode,
 } from "./src/errors.ts";
-export type { SslMode } from "./src/connection/transport.ts";
+export type {
+  DenoLikeConn,
+  NodeLikeSocket,
+  SslMode,
+  UserSocket,
+} from "./src/connection/transport.ts";
 export type { FieldMap, Notification } from "./src/protocol/backend.ts";
 
 /**

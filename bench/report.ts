@@ -43,7 +43,7 @@ export function formatRatio(value: number): string {
   return Number.isFinite(value) ? `${value.toFixed(2)}x` : "-";
 }
 
-/** The summary table: every ratio, with the issue's target next to it where one exists. */
+/** The summary table: every ratio, with pgpipe's speed target next to it where one exists. */
 export function summaryTable(ratios: readonly Ratio[]): Table {
   const rows = ratios.map((r) => {
     const target = targetFor(r.suite, r.label, r.peer);

@@ -53,8 +53,8 @@ export function resultsMarkdown(
     "",
     "## Summary",
     "",
-    "Ratios are how many times faster pgpipe is (above 1x pgpipe wins). Targets from issues 3 and 8 " +
-    "are shown next to them, not enforced:",
+    "Ratios are how many times faster pgpipe is (above 1x pgpipe wins). pgpipe's speed " +
+    "targets are shown next to them, not enforced:",
     ...TARGETS.map((t) => `- ${t.text}`),
     "- pipelined q/s >= 75% of the libpq pipeline (pgbench): in suite 2's table, against both " +
     "pgbench's shape and pgpipe's",

@@ -250,7 +250,7 @@ async function main(): Promise<number> {
 
     console.log("\n" + renderTable(summaryTable(reports.flatMap((r) => r.ratios))));
     console.log(
-      "\nTargets (issues 3 and 8, reported, not enforced): " +
+      "\nSpeed targets (reported, not enforced): " +
         TARGETS.map((t) => t.text).join("; "),
     );
     const seconds = (performance.now() - t0) / 1000;

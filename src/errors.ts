@@ -101,6 +101,56 @@ export class PostgresError extends Error {
 }
 
 /**
+ * Node's errno-style codes for a socket that could not be opened, as
+ * {@link ConnectionError} reports them: refused, reset, timed out, no route,
+ * a host name that does not resolve (`ENOTFOUND`; `EAI_AGAIN` when the
+ * resolver itself failed), a unix socket file that does not exist (`ENOENT`)
+ * or may not be opened (`EACCES`).
+ *
+ * @example
+ * ```ts
+ * import postgres, { ConnectionError } from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres("postgres://localhost:1/db");
+ * try {
+ *   await sql`select 1`;
+ * } catch (e) {
+ *   if (e instanceof ConnectionError && e.code === "ECONNREFUSED") console.log("nothing listens there");
+ * }
+ * ```
+ */
+export type SocketErrorCode =
+  | "ECONNREFUSED"
+  | "ECONNRESET"
+  | "ECONNABORTED"
+  | "ETIMEDOUT"
+  | "EHOSTUNREACH"
+  | "ENETUNREACH"
+  | "EADDRNOTAVAIL"
+  | "ENOTFOUND"
+  | "EAI_AGAIN"
+  | "ENOENT"
+  | "EACCES";
+
+const SOCKET_ERROR_CODES: ReadonlySet<string> = new Set<SocketErrorCode>([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EADDRNOTAVAIL",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "ENOENT",
+  "EACCES",
+]);
+
+/** Whether `code` is one of the {@link SocketErrorCode}s (a socket that could not be opened). */
+export function isSocketErrorCode(code: string): code is SocketErrorCode {
+  return SOCKET_ERROR_CODES.has(code);
+}
+
+/**
  * The error of a query cancelled before the server ran it: the same SQLSTATE
  * (57014) and message as the server's own, so one check covers both.
  */
@@ -199,7 +249,8 @@ export function noticeOf(fields: FieldMap): Notice {
 }
 
 /**
- * Stable codes of {@link ConnectionError}.
+ * Stable codes of {@link ConnectionError}: the driver's own, and the
+ * {@link SocketErrorCode}s Node reports when a socket cannot be opened.
  *
  * @example
  * ```ts
@@ -224,12 +275,37 @@ export type ConnectionErrorCode =
   | "SSL_FAILED"
   | "AUTH_UNSUPPORTED"
   | "AUTH_FAILED"
-  | "PROTOCOL_VIOLATION";
+  | "PROTOCOL_VIOLATION"
+  | SocketErrorCode;
+
+/**
+ * What a {@link ConnectionError} may carry besides its code and message.
+ *
+ * @example
+ * ```ts
+ * import { ConnectionError } from "jsr:@pgpipe/pgpipe";
+ * const e = new ConnectionError("ECONNREFUSED", "could not connect", { address: "db", port: 5432, errno: -111 });
+ * ```
+ */
+export interface ConnectionErrorOptions {
+  /** Host or socket path. */
+  address?: string;
+  /** TCP port. */
+  port?: number;
+  /** The underlying error. */
+  cause?: unknown;
+  /** Node's errno: a negative OS error number for a socket error; defaults to the code. */
+  errno?: number | string;
+  /** The system call that failed (`connect`, `getaddrinfo`), for a socket error. */
+  syscall?: string;
+}
 
 /**
  * The connection could not be made or was lost. `outcome` tells, for a query
  * that was in flight, whether the server may have run it (`"unknown"`) or
- * certainly did not (`"not-sent"`).
+ * certainly did not (`"not-sent"`). A socket that could not be opened has
+ * Node's code (`ECONNREFUSED`, `ENOTFOUND`, ...), with `errno` and `syscall`
+ * as Node's errors have them.
  *
  * @example
  * ```ts
@@ -238,13 +314,20 @@ export type ConnectionErrorCode =
  * try {
  *   await sql`select 1`;
  * } catch (e) {
- *   if (e instanceof ConnectionError) console.log(e.code); // "CONNECT_FAILED"
+ *   if (e instanceof ConnectionError) console.log(e.code); // "ECONNREFUSED"
  * }
  * ```
  */
 export class ConnectionError extends Error {
   /** A stable machine-readable reason. */
   readonly code: ConnectionErrorCode;
+  /**
+   * Node's errno: for a socket error the negative OS error number (e.g. -111
+   * for ECONNREFUSED on Linux) when known, else the code (as postgres.js sets it).
+   */
+  readonly errno: number | string;
+  /** The system call that failed (`connect`, `getaddrinfo`), for a socket error. */
+  readonly syscall?: string;
   /** Host or socket path. */
   readonly address?: string;
   /** TCP port, when there is one. */
@@ -253,14 +336,12 @@ export class ConnectionError extends Error {
   outcome?: "unknown" | "not-sent";
 
   /** Builds the error; `cause` keeps the underlying error (e.g. a FATAL from the server). */
-  constructor(
-    code: ConnectionErrorCode,
-    message: string,
-    options?: { address?: string; port?: number; cause?: unknown },
-  ) {
+  constructor(code: ConnectionErrorCode, message: string, options?: ConnectionErrorOptions) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = "ConnectionError";
     this.code = code;
+    this.errno = options?.errno ?? code;
+    if (options?.syscall !== undefined) this.syscall = options.syscall;
     if (options?.address !== undefined) this.address = options.address;
     if (options?.port !== undefined) this.port = options.port;
   }

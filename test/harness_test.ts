@@ -196,3 +196,15 @@ function psql(
     timeoutMs: 15_000,
   }).then((out) => out.trim());
 }
+
+Deno.test("harness: an unhandled rejection fails the test run, even from a passing test", async () => {
+  const fixture = new URL("./fixtures/unhandled_rejection.ts", import.meta.url).pathname;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["test", "--no-check", fixture],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  assert.notEqual(out.code, 0, text);
+  assert.match(text, /nobody handles this/);
+});

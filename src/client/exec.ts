@@ -21,6 +21,34 @@ export function exec(sink: Sink, text: string): Promise<void> {
   });
 }
 
+/** The driver's own queries decode plainly, whatever transforms the user configured. */
+const PLAIN = { bigint: false } as const;
+
+/** Runs fixed SQL with the simple protocol; resolves to its first row (text values), rejects if none. */
+export function firstRow(sink: Sink, text: string): Promise<unknown[]> {
+  return new Promise((resolve, reject) => {
+    const rows: unknown[][] = [];
+    sink.send(
+      new QueryRequest(
+        { text, params: [], types: [], prepare: false, mode: "array", simple: true, decode: PLAIN },
+        {
+          push: (row) => rows.push(row as unknown[]),
+          length: 0,
+          command: null,
+          count: null,
+          columns: null,
+          statement: null,
+        },
+        {
+          resolve: () =>
+            rows.length > 0 ? resolve(rows[0]) : reject(new Error(`no row from: ${text}`)),
+          reject,
+        },
+      ),
+    );
+  });
+}
+
 /** Quotes an identifier (channel, savepoint) for splicing into SQL. */
 export function quoteIdentifier(name: string): string {
   return '"' + name.replaceAll('"', '""') + '"';

@@ -12,10 +12,15 @@
  * `default_transaction_read_only` parameters the server reports at startup
  * (PostgreSQL 14 and later), else from one query.
  */
-import { Connection, type ConnectionOptions } from "../connection/connection.ts";
-import { QueryRequest } from "../connection/query_request.ts";
+import {
+  Connection,
+  type ConnectionOptions,
+  connectTimeoutError,
+  connectTimeoutMs,
+} from "../connection/connection.ts";
 import type { PipelineRequest } from "../connection/request.ts";
 import { ConnectionError, PostgresError } from "../errors.ts";
+import { firstRow } from "./exec.ts";
 import type { HostTarget, LoadBalanceHosts, TargetSessionAttrs } from "./options.ts";
 
 /** The servers a client may connect to, and what kind of session it needs. */
@@ -30,6 +35,11 @@ export interface HostSelection {
 export interface HostOptions extends ConnectionOptions {
   /** Absent: connect to `endpoint` alone, whatever it is. */
   hosts?: HostSelection;
+  /**
+   * Set when reading the options failed (a user's `toString` threw): every
+   * connection attempt rejects with it, so every query does.
+   */
+  failure?: Error;
 }
 
 /** What `target_session_attrs` looks at in a session. */
@@ -64,34 +74,6 @@ export function matches(kind: SessionKind, target: TargetSessionAttrs): boolean 
 function describeKind(kind: SessionKind): string {
   if (kind.standby) return "a standby";
   return kind.readOnly ? "a read-only primary" : "a read-write primary";
-}
-
-/** The driver's own queries decode plainly, whatever transforms the user configured. */
-const PLAIN = { bigint: false } as const;
-
-/** Runs one simple query and resolves to its first row (text values). */
-function firstRow(conn: Connection, text: string): Promise<unknown[]> {
-  return new Promise((resolve, reject) => {
-    const rows: unknown[][] = [];
-    conn.send(
-      new QueryRequest(
-        { text, params: [], types: [], prepare: false, mode: "array", simple: true, decode: PLAIN },
-        {
-          push: (row) => rows.push(row as unknown[]),
-          length: 0,
-          command: null,
-          count: null,
-          columns: null,
-          statement: null,
-        },
-        {
-          resolve: () =>
-            rows.length > 0 ? resolve(rows[0]) : reject(new Error(`no row from: ${text}`)),
-          reject,
-        },
-      ),
-    );
-  });
 }
 
 /**
@@ -200,6 +182,7 @@ async function check(
   conn: Connection,
   target: TargetSessionAttrs,
   timeout: number,
+  endpoint: ConnectionOptions["endpoint"],
 ): Promise<SessionKind> {
   if (timeout <= 0) return await sessionKind(conn, target);
   let timedOut = false;
@@ -211,9 +194,7 @@ async function check(
     return await sessionKind(conn, target);
   } catch (e) {
     if (!timedOut) throw e;
-    throw new ConnectionError("CONNECT_TIMEOUT", `checking the server took over ${timeout} ms`, {
-      cause: e,
-    });
+    throw connectTimeoutError(endpoint, e);
   } finally {
     clearTimeout(timer);
   }
@@ -259,6 +240,8 @@ function noHost(
     return new ConnectionError(last.code, `no host could be reached: ${reasons}`, {
       address: last.address,
       port: last.port,
+      errno: last.errno,
+      syscall: last.syscall,
       cause: new AggregateError(errors, "each host's error"),
     });
   }
@@ -275,6 +258,7 @@ function noHost(
  * but none matched) if there is none.
  */
 export async function connect(options: HostOptions): Promise<Connection> {
+  if (options.failure !== undefined) throw options.failure;
   const selection = options.hosts;
   if (selection === undefined) return await Connection.open(options);
   const attrs = selection.targetSessionAttrs;
@@ -309,7 +293,8 @@ export async function connect(options: HostOptions): Promise<Connection> {
     }
     let kind: SessionKind;
     try {
-      kind = await check(candidate.conn, attrs, options.connectTimeout);
+      const timeout = connectTimeoutMs(options);
+      kind = await check(candidate.conn, attrs, timeout, forHost(options, target).endpoint);
     } catch (e) {
       candidate.conn.destroy();
       tried.push({ target, error: checkFailed(e, target) });

@@ -5,7 +5,7 @@
  * then `PG*` environment variables, then defaults.
  */
 import type { FieldMap, Notification } from "../protocol/backend.ts";
-import type { SslMode } from "../connection/transport.ts";
+import { socketPath, type SslMode, thrownText, type UserSocket } from "../connection/transport.ts";
 import type { PasswordSource } from "../connection/startup.ts";
 import { readPgpass } from "./pgpass.ts";
 import { type CustomTypes, customTypes, type PostgresType } from "../query/custom_types.ts";
@@ -22,6 +22,56 @@ import { type Notice, noticeOf } from "../errors.ts";
  * ```
  */
 export type SslOption = boolean | SslMode | { mode?: SslMode; ca?: string | string[] };
+
+/**
+ * What the `socket` option's function is called with: the configuration (in
+ * postgres.js's shape: every host and port as arrays) and `target`, the host
+ * this connection is for.
+ *
+ * @example
+ * ```ts
+ * import postgres, { type SocketOptions } from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres({
+ *   socket: (o: SocketOptions) => Deno.connect({ hostname: o.target.host, port: o.target.port }),
+ * });
+ * ```
+ */
+export interface SocketOptions {
+  /** Every configured host (a socket directory too), in order. */
+  host: string[];
+  /** The port of each host. */
+  port: number[];
+  /** The unix socket file, when the first host is a socket directory. */
+  path?: string;
+  /** Database. */
+  database: string;
+  /** User. */
+  user: string;
+  /** The sslmode in force (TLS runs over the returned socket only for `require` and `verify-*`). */
+  ssl: SslMode;
+  /** The host and port this connection is for (several hosts are tried in turn). */
+  target: { host: string; port: number };
+}
+
+/**
+ * The `socket` option (postgres.js): returns an already-connected socket, or
+ * a promise of one, that a connection then uses instead of opening its own.
+ * Called for every new connection and for every cancel request.
+ *
+ * @example
+ * ```ts
+ * import * as net from "node:net";
+ * import postgres, { type SocketFunction } from "jsr:@pgpipe/pgpipe";
+ * const socket: SocketFunction = ({ target }) =>
+ *   new Promise((resolve, reject) => {
+ *     const s = net.connect(target.port, target.host);
+ *     s.once("connect", () => resolve(s));
+ *     s.once("error", reject);
+ *   });
+ * const sql = postgres({ socket });
+ * ```
+ */
+export type SocketFunction = (options: SocketOptions) => UserSocket | Promise<UserSocket>;
 
 /**
  * Options for {@link postgres}. Names follow postgres.js.
@@ -102,8 +152,19 @@ export interface Options {
   query_timeout?: number;
   /** Most queries waiting locally for a connection; more reject with QUEUE_FULL. Default 100000. */
   max_queue?: number;
-  /** Seconds allowed to connect and authenticate. Default: `PGCONNECT_TIMEOUT` or 30. */
-  connect_timeout?: number;
+  /**
+   * Seconds allowed to connect and authenticate (0: no limit). A number, a
+   * numeric string, or an object with `valueOf()`, which is read at each
+   * connection attempt. Default: `PGCONNECT_TIMEOUT` or 30.
+   */
+  connect_timeout?: number | string | { valueOf(): number } | null;
+  /**
+   * Returns an already-connected socket (a `node:net` Socket or a `Deno.Conn`)
+   * for each new connection instead of opening one; see {@link SocketFunction}.
+   * TLS runs over it only when `ssl` requires it (`require`, `verify-ca`,
+   * `verify-full`); `prefer` and `allow` stay plain.
+   */
+  socket?: SocketFunction;
   /** Use named, cached prepared statements (false: the unnamed statement, for PgBouncer). Default true. */
   prepare?: boolean;
   /** @deprecated postgres.js's old name: `no_prepare: true` is `prepare: false`. */
@@ -138,6 +199,12 @@ export interface Options {
   onparameter?: (name: string, value: string) => void;
   /** Called for each LISTEN notification. */
   onnotify?: (notification: Notification) => void;
+  /**
+   * The publications `sql.subscribe()` streams changes from: one name, or
+   * several separated by commas (unquoted names are lower-cased, as in SQL;
+   * `"Quoted"` ones are kept). Default `alltables`.
+   */
+  publications?: string;
 }
 
 /**
@@ -177,6 +244,15 @@ export interface ResolvedOptions {
   user: string;
   /** The first host's password. */
   password: PasswordSource;
+  /** The password as given (options, URL or environment; not .pgpass), shown as `sql.options.pass`. */
+  pass: PasswordSource;
+  /**
+   * Set when a user-supplied value's own `toString` threw while the options
+   * were read: the client then rejects every query with it.
+   */
+  failure?: Error;
+  /** The user's `socket` function, bound to these options (see Endpoint.socket). */
+  socket?: (target: { host: string; port: number }) => unknown;
   /** Every host, in the order given. */
   hosts: HostTarget[];
   targetSessionAttrs: TargetSessionAttrs;
@@ -193,7 +269,8 @@ export interface ResolvedOptions {
   debugStacks: boolean;
   queryTimeout: number;
   maxQueue: number;
-  connectTimeout: number;
+  /** Milliseconds; a function when the option is an object read at each attempt (it may throw). */
+  connectTimeout: number | (() => number);
   prepare: boolean;
   maxPipeline: number;
   maxPipelineBytes: number;
@@ -205,6 +282,10 @@ export interface ResolvedOptions {
   onnotice: (notice: FieldMap) => void;
   onparameter?: (name: string, value: string) => void;
   onnotify?: (notification: Notification) => void;
+  /** The `publications` option as given (it goes into START_REPLICATION). */
+  publications: string;
+  /** The publication names it lists, as the server reads them. */
+  publicationNames: string[];
 }
 
 const TARGET_SESSION_ATTRS: readonly TargetSessionAttrs[] = [
@@ -376,6 +457,42 @@ function parseSsl(value: SslOption | string | undefined): { mode?: SslMode; ca?:
   return { mode: value.mode ?? (ca ? "verify-full" : "require"), ca };
 }
 
+/**
+ * The names in a comma-separated publication list, read the way the server
+ * reads `publication_names`: blanks around names are ignored, unquoted names
+ * are lower-cased, and `"quoted"` names keep their case (`""` is a quote).
+ */
+export function parsePublications(text: string): string[] {
+  const names: string[] = [];
+  const blank = (c: string) => c === " " || c === "\t" || c === "\n" || c === "\r";
+  let i = 0;
+  for (;;) {
+    while (i < text.length && blank(text[i])) i++;
+    let name = "";
+    if (text[i] === '"') {
+      for (i++;; i++) {
+        if (i >= text.length) throw new TypeError(`publications: unterminated quote in ${text}`);
+        if (text[i] === '"') {
+          if (text[i + 1] !== '"') break;
+          i++;
+        }
+        name += text[i];
+      }
+      i++;
+    } else {
+      const from = i;
+      while (i < text.length && text[i] !== "," && !blank(text[i])) i++;
+      name = text.slice(from, i).replace(/[A-Z]/g, (c) => c.toLowerCase());
+    }
+    if (name === "") throw new TypeError(`publications: an empty name in "${text}"`);
+    names.push(name);
+    while (i < text.length && blank(text[i])) i++;
+    if (i === text.length) return names;
+    if (text[i] !== ",") throw new TypeError(`publications: expected a comma in "${text}"`);
+    i++;
+  }
+}
+
 /** Hands the user's `onnotice` (or console.log, postgres.js's default) the notice object. */
 function noticeHook(onnotice: ((notice: Notice) => void) | undefined): (fields: FieldMap) => void {
   const hook = onnotice ?? ((notice: Notice) => console.log(notice));
@@ -402,6 +519,7 @@ const DRIVER_KEYS = new Set([
   "max_pipeline",
   "target_session_attrs",
   "load_balance_hosts",
+  "publications",
 ]);
 
 /**
@@ -411,14 +529,24 @@ const DRIVER_KEYS = new Set([
  * own `:port`, then the URL's ports, `PGPORT`, 5432. A list holds one port
  * for all hosts or one per host.
  */
-function resolveHosts(options: Options, parsed: ParsedUrl): { host: string; port: number }[] {
+function resolveHosts(
+  options: Options,
+  parsed: ParsedUrl,
+  co: Coercion,
+): { host: string; port: number }[] {
   const q = parsed.query;
   const urlHosts = parsed.hosts.some((h) => h.host !== undefined) ? parsed.hosts : undefined;
   const pgHost = env("PGHOST");
-  const entries: HostEntry[] = options.path !== undefined
-    ? [{ host: options.path }]
-    : options.host !== undefined
-    ? optionHosts(options.host)
+  const path = co.optional(options.path);
+  const host = options.host === undefined || options.host === null
+    ? undefined
+    : Array.isArray(options.host)
+    ? options.host.map((h) => co.text(h))
+    : co.text(options.host);
+  const entries: HostEntry[] = path !== undefined
+    ? [{ host: path }]
+    : host !== undefined
+    ? optionHosts(host)
     : q.get("host")
     ? plainHosts(q.get("host")!)
     : urlHosts ?? (pgHost ? plainHosts(pgHost) : [{}]);
@@ -447,17 +575,73 @@ function resolveHosts(options: Options, parsed: ParsedUrl): { host: string; port
   });
 }
 
+/**
+ * Turns user-supplied option values into strings. A value whose own
+ * `toString` throws does not make `postgres()` throw: the first such error is
+ * kept as `failure`, and the client rejects every query with it (postgres.js
+ * reads these values only when it connects, so that is where its users see
+ * such an error). Null and undefined mean "not given".
+ */
+class Coercion {
+  failure: Error | undefined;
+
+  text(value: unknown): string {
+    if (typeof value === "string") return value;
+    try {
+      return String(value);
+    } catch (e) {
+      this.failure ??= e instanceof Error ? e : new Error(thrownText(e), { cause: e });
+      return "";
+    }
+  }
+
+  optional(value: unknown): string | undefined {
+    return value === undefined || value === null ? undefined : this.text(value);
+  }
+}
+
+/**
+ * The connect timeout in ms: numbers and numeric strings are checked now (a
+ * bad one throws a TypeError from `postgres()`); an object is converted with
+ * `Number()` at each attempt (postgres.js reads it there), never here.
+ */
+function connectTimeout(option: Options["connect_timeout"], text: string | undefined) {
+  const check = (seconds: number, shown: unknown): number => {
+    if (!(seconds >= 0)) {
+      throw new TypeError(
+        `invalid connect_timeout: ${thrownText(shown)} (use a number of seconds, 0 for none)`,
+      );
+    }
+    return seconds * 1000;
+  };
+  if (option === undefined) return text ? check(Number(text), text) : 30_000;
+  if (option === null) return 0;
+  if (typeof option === "number") return check(option, option);
+  if (typeof option === "string") {
+    return check(option.trim() === "" ? NaN : Number(option), JSON.stringify(option));
+  }
+  if (typeof option === "object" || typeof option === "function") {
+    return (): number => {
+      const seconds = Number(option); // the user's valueOf, at each attempt
+      return check(seconds, seconds);
+    };
+  }
+  throw new TypeError(`invalid connect_timeout: a ${typeof option} (use a number of seconds)`);
+}
+
 /** Applies options, URL, environment and defaults. */
 export function resolveOptions(url: string | undefined, options: Options = {}): ResolvedOptions {
   const parsed: ParsedUrl = url === undefined ? { hosts: [], query: new Map() } : parseUrl(url);
   const q = parsed.query;
-  const entries = resolveHosts(options, parsed);
-  const user = options.user ?? options.username ?? q.get("user") ?? parsed.user ?? env("PGUSER") ??
-    env("USER") ?? "postgres";
-  const database = options.database ?? options.db ?? q.get("dbname") ?? parsed.database ??
-    env("PGDATABASE") ?? user;
-  const given: PasswordSource = options.password ?? options.pass ?? q.get("password") ??
-    parsed.password ?? env("PGPASSWORD");
+  const co = new Coercion();
+  const entries = resolveHosts(options, parsed, co);
+  const user = co.optional(options.user ?? options.username) ?? q.get("user") ?? parsed.user ??
+    env("PGUSER") ?? env("USER") ?? "postgres";
+  const database = co.optional(options.database ?? options.db) ?? q.get("dbname") ??
+    parsed.database ?? env("PGDATABASE") ?? user;
+  const option = options.password ?? options.pass;
+  const given: PasswordSource = (typeof option === "function" ? option : co.optional(option)) ??
+    q.get("password") ?? parsed.password ?? env("PGPASSWORD");
   const hosts: HostTarget[] = entries.map(({ host, port }) => ({
     host,
     port,
@@ -486,20 +670,27 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
       throw new TypeError(`cannot read sslrootcert ${rootCert}: ${(e as Error).message}${hint}`);
     }
   }
-  const timeoutText = q.get("connect_timeout") ?? env("PGCONNECT_TIMEOUT");
-  const connectTimeout = options.connect_timeout ?? (timeoutText ? Number(timeoutText) : 30);
-  if (!(connectTimeout >= 0)) throw new TypeError(`invalid connect_timeout: ${timeoutText}`);
+  const timeoutMs = connectTimeout(
+    options.connect_timeout,
+    q.get("connect_timeout") ?? env("PGCONNECT_TIMEOUT"),
+  );
 
   const params: Record<string, string> = {
     user,
     database,
-    application_name: options.application_name ?? q.get("application_name") ?? env("PGAPPNAME") ??
-      "pgpipe",
+    application_name: co.optional(options.application_name) ?? q.get("application_name") ??
+      env("PGAPPNAME") ?? "pgpipe",
     client_encoding: "UTF8",
     DateStyle: "ISO, MDY",
   };
   for (const [key, value] of q) if (!DRIVER_KEYS.has(key)) params[key] = value;
-  Object.assign(params, options.connection);
+  for (const [key, value] of Object.entries(options.connection ?? {})) {
+    const text = co.optional(value);
+    if (text !== undefined) params[key] = text;
+  }
+  if (options.socket !== undefined && typeof options.socket !== "function") {
+    throw new TypeError("the socket option must be a function returning a connected socket");
+  }
 
   const max = options.max ?? Number(q.get("max") ?? 10);
   if (!(Number.isInteger(max) && max >= 1)) throw new TypeError("max must be a positive integer");
@@ -510,6 +701,11 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
   if (!(idleTimeout >= 0) || !(maxLifetime >= 0)) {
     throw new TypeError("idle_timeout and max_lifetime must be numbers of seconds (0: none)");
   }
+  const publications = options.publications ?? q.get("publications") ?? "alltables";
+  if (typeof publications !== "string") {
+    throw new TypeError("publications must be a string of comma-separated names");
+  }
+  const publicationNames = parsePublications(publications);
   if (
     options.debug !== undefined && typeof options.debug !== "boolean" &&
     typeof options.debug !== "function"
@@ -520,16 +716,34 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
   if (!(Number.isInteger(maxPipeline) && maxPipeline >= 1)) {
     throw new TypeError("max_pipeline must be a positive integer");
   }
-  return {
-    host: hosts[0].host,
-    port: hosts[0].port,
+  const sslmode = ssl.mode ?? "prefer";
+  const userSocket = options.socket;
+  const first = hosts[0];
+  const socketInfo = {
+    host: hosts.map((h) => h.host),
+    port: hosts.map((h) => h.port),
+    ...(first.host.startsWith("/") ? { path: socketPath(first.host, first.port) } : {}),
     database,
     user,
-    password: hosts[0].password,
+    ssl: sslmode,
+  };
+  return {
+    host: first.host,
+    port: first.port,
+    database,
+    user,
+    password: first.password,
+    pass: given,
+    ...(co.failure !== undefined ? { failure: co.failure } : {}),
+    ...(userSocket !== undefined
+      ? {
+        socket: (target: { host: string; port: number }) => userSocket({ ...socketInfo, target }),
+      }
+      : {}),
     hosts,
     targetSessionAttrs: target as TargetSessionAttrs,
     loadBalanceHosts: balance,
-    sslmode: ssl.mode ?? "prefer",
+    sslmode,
     ca: ssl.ca,
     max,
     idleTimeout: idleTimeout * 1000,
@@ -539,7 +753,7 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     debugStacks: options.debug !== undefined && options.debug !== false,
     queryTimeout: (options.query_timeout ?? Number(q.get("query_timeout") ?? 0)) * 1000,
     maxQueue: options.max_queue ?? 100_000,
-    connectTimeout: connectTimeout * 1000,
+    connectTimeout: timeoutMs,
     prepare: options.prepare ??
       (options.no_prepare === true ? false : q.get("prepare") !== "false"),
     maxPipeline,
@@ -552,5 +766,7 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     onnotice: noticeHook(options.onnotice),
     onparameter: options.onparameter,
     onnotify: options.onnotify,
+    publications,
+    publicationNames,
   };
 }

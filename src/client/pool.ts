@@ -8,9 +8,13 @@
  * is released no other caller's request goes to it. Requests with nowhere to
  * go wait here, in order, and leave as soon as a connection is free.
  */
-import type { Connection } from "../connection/connection.ts";
+import {
+  type Connection,
+  connectTimeoutError,
+  connectTimeoutMs,
+} from "../connection/connection.ts";
 import type { PipelineRequest } from "../connection/request.ts";
-import { ConnectionError, QueryError } from "../errors.ts";
+import { ConnectionError, isSocketErrorCode, QueryError } from "../errors.ts";
 import { QueryRequest } from "../connection/query_request.ts";
 import type { DebugHook } from "./options.ts";
 import { exec } from "./exec.ts";
@@ -41,14 +45,17 @@ const BACKOFF_MAX_MS = 2000;
 /**
  * Failures worth retrying: the server may come back (restart, failover, too many clients).
  * NO_MATCHING_HOST too: during a failover no server is the primary until a standby is promoted.
+ * A socket that could not be opened (ECONNREFUSED, ENOTFOUND, ...) counts as CONNECT_FAILED.
  */
 function transient(e: unknown): boolean {
   if (e instanceof ConnectionError) {
     return e.code === "CONNECT_FAILED" || e.code === "CONNECTION_CLOSED" ||
-      e.code === "CONNECT_TIMEOUT" || e.code === "NO_MATCHING_HOST";
+      e.code === "CONNECT_TIMEOUT" || e.code === "NO_MATCHING_HOST" || isSocketErrorCode(e.code);
   }
-  const code = (e as { code?: string })?.code;
-  return code === "57P03" || code === "53300" || code === "57P01"; // starting up, too many, shutdown
+  const code = (e as { code?: unknown })?.code;
+  // starting up, too many, shutdown; or a `socket` function's own node:net error (ECONNREFUSED, ...)
+  return code === "57P03" || code === "53300" || code === "57P01" ||
+    (typeof code === "string" && isSocketErrorCode(code));
 }
 
 interface Reserver {
@@ -77,6 +84,13 @@ export class Pool {
   #reservers: Reserver[] = [];
   #ended: ConnectionError | null = null;
   #destroyed = false; // sql.end({ timeout }) ran out: whatever was left failed CONNECTION_DESTROYED
+
+  /**
+   * The server's parameters (server_version, TimeZone, application_name, ...):
+   * filled from each connection as it opens, then kept up to date as the
+   * server reports changes. One object, changed in place (postgres.js's `sql.parameters`).
+   */
+  readonly parameters: Record<string, string> = {};
 
   /** The options every connection of this pool is opened with. */
   get options(): HostOptions {
@@ -263,11 +277,16 @@ export class Pool {
     let self: Connection | null = null;
     const opening = connect({
       ...this.#options,
+      onparameter: (name, value) => {
+        this.parameters[name] = value;
+        this.#options.onparameter?.(name, value);
+      },
       onclose: () => this.#forget(),
       onidle: () => self !== null && this.#idle(self),
       onorphans: (reqs) => this.#adopt(self, reqs),
     }).then(async (c) => {
       self = c;
+      for (const [name, value] of c.parameters) this.parameters[name] = value;
       try {
         await this.#pool.prepare?.(c);
       } catch (e) {
@@ -340,7 +359,12 @@ export class Pool {
 
   /** Fails waiting requests that have waited longer than connect_timeout for a connection. */
   #expire(): void {
-    const limit = this.#options.connectTimeout;
+    let limit: number;
+    try {
+      limit = connectTimeoutMs(this.#options);
+    } catch {
+      return; // a bad value fails each connection attempt instead
+    }
     if (limit <= 0) return;
     const now = Date.now();
     let n = 0;
@@ -348,11 +372,7 @@ export class Pool {
     if (n === 0) return;
     const cause = this.#lastError;
     for (const req of this.#takeWaiting(n)) {
-      const e = new ConnectionError(
-        "CONNECT_TIMEOUT",
-        `no connection within ${limit} ms${cause ? `: ${cause.message}` : ""}`,
-        { address: this.#options.endpoint.host, port: this.#options.endpoint.port, cause },
-      );
+      const e = connectTimeoutError(this.#options.endpoint, cause ?? undefined);
       e.outcome = "not-sent";
       req.fail(e);
     }

@@ -44,42 +44,75 @@ import {
   serializeParameter,
 } from "../types/encode.ts";
 import { type Options, resolveOptions } from "./options.ts";
+import type { PasswordSource } from "../connection/startup.ts";
+import { socketPath } from "../connection/transport.ts";
 import { Pool } from "./pool.ts";
 import { fetchArrayTypes } from "./fetch_types.ts";
 import { quoteIdentifier } from "./exec.ts";
 import { Listener, type ListenHandle, type NotifyHandler } from "./listen.ts";
 import { type LargeObject, openLargeObject } from "./large_object.ts";
+import { type SubscribeHandler, Subscriber, type SubscriptionHandle } from "./subscribe.ts";
 
 /** The most parameters one query may carry (a 16-bit count in Bind; postgres.js's limit). */
 const MAX_PARAMETERS = 65534;
 
 /**
- * Options shown back on `sql.options` (the password is never exposed).
+ * Options shown back on `sql.options`, in postgres.js's shape: every host and
+ * port as arrays, `path` for a unix socket, `pass` for the password. The
+ * password is there (as `pass`, and `password`) but not enumerable, so
+ * logging the options does not print it.
  *
  * @example
  * ```ts
  * import postgres from "jsr:@pgpipe/pgpipe";
- * const sql = postgres();
- * console.log(sql.options.host, sql.options.max); // never the password
+ * const sql = postgres("postgres://ada:secret@db1,db2:5433/app");
+ * console.log(sql.options.host, sql.options.port); // ["db1", "db2"] [5432, 5433]
+ * console.log(sql.options.pass); // "secret" (not shown by console.log(sql.options))
  * ```
  */
 export interface PublicOptions {
-  /** Host or socket directory (the first one, when several are configured). */
-  host: string;
-  /** Port. */
-  port: number;
+  /** Every host (or socket directory), in the order given. */
+  host: string[];
+  /** The port of each host. */
+  port: number[];
+  /** The unix socket file, when the first host is a socket directory. */
+  path?: string;
   /** Database. */
   database: string;
   /** User. */
   user: string;
-  /** TLS mode. */
+  /** The password as given (options, URL or environment); not enumerable. */
+  readonly pass?: PasswordSource;
+  /** The same as `pass`; not enumerable. */
+  readonly password?: PasswordSource;
+  /** The sslmode in force (postgres.js's `ssl`). */
+  ssl: string;
+  /** The same as `ssl` (pgpipe's name). */
   sslmode: string;
   /** Most connections. */
   max: number;
-  /** Whether named prepared statements are used. */
-  prepare: boolean;
+  /** Seconds an idle connection is kept (0: for ever). */
+  idle_timeout: number;
+  /** Seconds allowed to connect, or the object given, read at each attempt. */
+  connect_timeout: number | { valueOf(): number };
+  /** Seconds a connection lives before it is replaced (0: for ever). */
+  max_lifetime: number;
   /** Most requests in flight per connection. */
   max_pipeline: number;
+  /** Whether named prepared statements are used. */
+  prepare: boolean;
+  /** Whether array types are fetched on the first connection. */
+  fetch_types: boolean;
+  /** Whether `debug` is on (a hook or whole stacks). */
+  debug: boolean;
+  /** The `target_session_attrs` in force. */
+  target_session_attrs: string;
+  /** The publications `sql.subscribe` streams (the option as given, default `alltables`). */
+  publications: string;
+  /** The startup parameters sent to the server (application_name, any `connection` values). */
+  connection: Record<string, string>;
+  /** The server's parameters: the same object as `sql.parameters`. */
+  parameters: Readonly<Record<string, string>>;
 }
 
 /**
@@ -262,8 +295,22 @@ export interface ReservedSql extends SqlTag {
  * ```
  */
 export interface Sql extends SqlTag {
-  /** The resolved options (without the password). */
+  /** The resolved options (the password only as non-enumerable `pass` and `password`). */
   readonly options: PublicOptions;
+  /**
+   * The server's parameters as it reports them (`server_version`, `TimeZone`,
+   * `application_name`, ...): empty until the first connection is open, then
+   * kept up to date as the server reports changes (the same object throughout).
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres();
+   * await sql`select 1`;
+   * console.log(sql.parameters.server_version);
+   * ```
+   */
+  readonly parameters: Readonly<Record<string, string>>;
   /**
    * Runs `fn` in a transaction on a reserved connection: committed when `fn`
    * resolves, rolled back (and the error rethrown) when it throws. If `fn`
@@ -284,6 +331,47 @@ export interface Sql extends SqlTag {
   listen(channel: string, fn: NotifyHandler, onlisten?: () => void): Promise<ListenHandle>;
   /** Sends a notification (`pg_notify`), the payload as a parameter. */
   notify(channel: string, payload: string): Promise<void>;
+  /**
+   * Calls `fn` for each row change that `pattern` matches, streamed by logical
+   * replication (the `pgoutput` plugin) from the publications named by the
+   * `publications` option (default `alltables`; create it yourself, e.g.
+   * `create publication alltables for all tables`). The server needs
+   * `wal_level = logical`, and the user the REPLICATION attribute (or superuser).
+   *
+   * `pattern` is `operation[:[schema.]table[=key]]`: the operation `*`,
+   * `insert`, `update`, `delete` (or `truncate`, which `*` leaves out); the
+   * schema defaults to `public`; `key` is the row's replica identity (primary
+   * key) values joined by commas. `fn` gets the row (the new one, or for a
+   * delete the old one or its key columns; null for a truncate) and
+   * `{ command, relation, key, old }`, decoded with the client's types and
+   * transforms.
+   *
+   * Every subscription of a client shares one replication connection (not
+   * counted in `max`) and a TEMPORARY slot. If the connection is lost it is
+   * reopened with a new slot (changes made meanwhile are not seen) and
+   * `onsubscribe` runs again, as it does first when streaming starts. What
+   * `fn` or `onsubscribe` throws, and a lost stream, go to `onerror` (else to
+   * the console); nothing stops the stream.
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres({ publications: "alltables" });
+   * const { unsubscribe } = await sql.subscribe(
+   *   "update:users=1",
+   *   (row, { command, old }) => console.log(command, old?.name, "->", row?.name),
+   *   () => console.log("streaming: reload anything missed while away"),
+   * );
+   * await sql`update users set name = 'Ada' where id = 1`;
+   * await unsubscribe();
+   * ```
+   */
+  subscribe(
+    pattern: string,
+    fn: SubscribeHandler,
+    onsubscribe?: () => void,
+    onerror?: (err: Error) => void,
+  ): Promise<SubscriptionHandle>;
   /**
    * Opens the large object `oid`, or creates one without it, in a transaction
    * on a reserved connection, as postgres.js does; `close()` on the result
@@ -721,7 +809,9 @@ export function createSql(url?: string, options?: Options): Sql {
       port: resolved.port,
       sslmode: resolved.sslmode,
       ca: resolved.ca,
+      socket: resolved.socket,
     },
+    failure: resolved.failure,
     hosts: {
       hosts: resolved.hosts,
       targetSessionAttrs: resolved.targetSessionAttrs,
@@ -756,6 +846,12 @@ export function createSql(url?: string, options?: Options): Sql {
   const prepare = resolved.prepare;
   const sql = makeTag(makeRunner(pool, prepare, config, resolved.max > 1)) as Sql;
   const listener = new Listener(pool.options);
+  const subscriber = new Subscriber({
+    connection: pool.options,
+    decode,
+    publications: resolved.publications,
+    publicationNames: resolved.publicationNames,
+  });
 
   async function open(modes: string): Promise<{ conn: Connection; tx: TransactionSql }> {
     if (!TRANSACTION_MODES.test(modes)) {
@@ -848,24 +944,45 @@ export function createSql(url?: string, options?: Options): Sql {
   }
 
   async function end(o?: { timeout?: number }): Promise<void> {
-    await Promise.all([pool.end(o?.timeout), listener.end()]);
+    await Promise.all([pool.end(o?.timeout), listener.end(), subscriber.end()]);
   }
 
+  const first = resolved.hosts[0];
   const publicOptions: PublicOptions = {
-    host: resolved.host,
-    port: resolved.port,
+    host: resolved.hosts.map((h) => h.host),
+    port: resolved.hosts.map((h) => h.port),
+    ...(first.host.startsWith("/") ? { path: socketPath(first.host, first.port) } : {}),
     database: resolved.database,
     user: resolved.user,
+    ssl: resolved.sslmode,
     sslmode: resolved.sslmode,
     max: resolved.max,
-    prepare,
+    idle_timeout: resolved.idleTimeout / 1000,
+    // An object given is shown as it is, not read: postgres.js reads it at each attempt.
+    connect_timeout: typeof resolved.connectTimeout === "number"
+      ? resolved.connectTimeout / 1000
+      : options?.connect_timeout as { valueOf(): number },
+    max_lifetime: resolved.maxLifetime / 1000,
     max_pipeline: resolved.maxPipeline,
+    prepare,
+    fetch_types: resolved.fetchTypes,
+    debug: resolved.debugStacks,
+    target_session_attrs: resolved.targetSessionAttrs,
+    publications: resolved.publications,
+    connection: { ...resolved.params },
+    parameters: pool.parameters,
   };
+  Object.defineProperties(publicOptions, {
+    pass: { value: resolved.pass, enumerable: false },
+    password: { value: resolved.pass, enumerable: false },
+  });
   Object.defineProperties(sql, {
     options: { value: publicOptions, enumerable: true },
+    parameters: { value: pool.parameters, enumerable: true },
     begin: { value: begin },
     reserve: { value: reserve },
     listen: { value: listener.listen.bind(listener) },
+    subscribe: { value: subscriber.subscribe.bind(subscriber) },
     notify: {
       value: async (channel: string, payload: string) => {
         await sql`select pg_notify(${channel}, ${payload})`;
@@ -877,7 +994,9 @@ export function createSql(url?: string, options?: Options): Sql {
     },
     end: { value: end },
     close: { value: end },
-    [Symbol.asyncDispose]: { value: () => Promise.all([pool.end(), listener.end()]) },
+    [Symbol.asyncDispose]: {
+      value: () => Promise.all([pool.end(), listener.end(), subscriber.end()]),
+    },
   });
   return sql;
 }

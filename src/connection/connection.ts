@@ -28,7 +28,13 @@ import type { EncodeContext, PipelineRequest, RequestIO } from "./request.ts";
 import { type PasswordSource, startup } from "./startup.ts";
 import { StatementCache } from "./statement.ts";
 import { sendCancel } from "./cancel.ts";
-import { type Endpoint, openTransport, type Transport } from "./transport.ts";
+import {
+  type Endpoint,
+  openTransport,
+  socketErrorInfo,
+  socketPath,
+  type Transport,
+} from "./transport.ts";
 
 /** Everything one connection needs to know. */
 export interface ConnectionOptions {
@@ -38,8 +44,12 @@ export interface ConnectionOptions {
   params: Record<string, string>;
   /** The password, if the server asks for one. */
   password: PasswordSource;
-  /** Milliseconds allowed for connect, TLS and startup; 0 for no limit. */
-  connectTimeout: number;
+  /**
+   * Milliseconds allowed for connect, TLS and startup; 0 for no limit. A
+   * function is called at each attempt (the `connect_timeout` option is read
+   * then, not once); it throws a TypeError when the value is not usable.
+   */
+  connectTimeout: number | (() => number);
   /** Most requests written and not yet answered; more wait locally. */
   maxPipeline: number;
   /** Most bytes written and not yet answered; past it, requests wait locally (one always goes). */
@@ -89,6 +99,27 @@ const OUT_OF_BAND = new Set<number>([
 
 function describeEndpoint(e: Endpoint): { address: string; port: number } {
   return { address: e.host, port: e.port };
+}
+
+/** The connect timeout in ms for an attempt starting now; throws a TypeError for a bad value. */
+export function connectTimeoutMs(options: Pick<ConnectionOptions, "connectTimeout">): number {
+  const value = options.connectTimeout;
+  const ms = typeof value === "function" ? value() : value;
+  if (typeof ms !== "number" || !(ms >= 0)) {
+    throw new TypeError(`invalid connect_timeout: ${ms} ms (use a number of seconds, 0 for none)`);
+  }
+  return ms;
+}
+
+/** postgres.js's CONNECT_TIMEOUT error: `write CONNECT_TIMEOUT host:port` (or the socket path). */
+export function connectTimeoutError(e: Endpoint, cause?: unknown): ConnectionError {
+  const target = e.host.startsWith("/") && e.socket === undefined
+    ? socketPath(e.host, e.port)
+    : `${e.host}:${e.port}`;
+  return new ConnectionError("CONNECT_TIMEOUT", `write CONNECT_TIMEOUT ${target}`, {
+    ...describeEndpoint(e),
+    cause,
+  });
 }
 
 /** A live, authenticated connection with a pipeline of requests. */
@@ -182,39 +213,37 @@ export class Connection implements EncodeContext {
       const retryPlain = mode === "prefer" && e instanceof ConnectionError &&
         e.code === "SSL_FAILED";
       const retryTls = mode === "allow" && e instanceof PostgresError;
-      if (!retryPlain && !retryTls) throw e;
+      // A user's socket is plain under prefer and allow (see openTransport): nothing to retry.
+      if ((!retryPlain && !retryTls) || options.endpoint.socket !== undefined) throw e;
       return await Connection.#attempt(options, retryTls);
     }
   }
 
   static async #attempt(options: ConnectionOptions, tryTls: boolean): Promise<Connection> {
+    const timeoutMs = connectTimeoutMs(options); // read now: it may change between attempts
     const c = new Connection(options);
     const where = describeEndpoint(options.endpoint);
     let timer: ReturnType<typeof setTimeout> | undefined;
     let timedOut = false;
+    let opened = false;
     const abort = new AbortController();
     const work = (async () => {
       c.#transport = await openTransport(options.endpoint, tryTls, abort.signal);
+      opened = true;
       if (timedOut) c.#transport.close();
       const result = await startup(c.#startupIO(), options.params, options.password);
       c.pid = result.pid;
       c.secret = result.secret;
     })();
     try {
-      if (options.connectTimeout > 0) {
+      if (timeoutMs > 0) {
         const timeout = new Promise<never>((_, reject) => {
           timer = setTimeout(() => {
             timedOut = true;
             abort.abort();
             c.#transport?.close();
-            reject(
-              new ConnectionError(
-                "CONNECT_TIMEOUT",
-                `connecting to ${where.address}:${where.port} took over ${options.connectTimeout} ms`,
-                where,
-              ),
-            );
-          }, options.connectTimeout);
+            reject(connectTimeoutError(options.endpoint));
+          }, timeoutMs);
         });
         work.catch(() => {}); // its failure after a timeout is already reported
         await Promise.race([work, timeout]);
@@ -223,13 +252,26 @@ export class Connection implements EncodeContext {
       }
     } catch (e) {
       c.#transport?.close();
-      if (e instanceof ConnectionError || e instanceof PostgresError) throw e;
+      // openTransport's errors are already what the caller should see (a user's socket
+      // function may have thrown its own).
+      if (!opened || e instanceof ConnectionError || e instanceof PostgresError) throw e;
       if (e instanceof ProtocolViolation) {
         throw new ConnectionError("PROTOCOL_VIOLATION", e.message, { ...where, cause: e });
       }
+      // A socket from the `socket` option may still be connecting: its connect error
+      // (ECONNREFUSED, ...) surfaces on the first write, and keeps its code.
+      const failed = connectErrorOf(e);
+      if (failed !== null) {
+        throw new ConnectionError(failed.code, (e as Error).message, {
+          ...where,
+          cause: e,
+          errno: failed.errno,
+          syscall: failed.syscall,
+        });
+      }
       throw new ConnectionError(
         "CONNECTION_CLOSED",
-        `connection lost during startup: ${(e as Error).message}`,
+        `connection lost during startup: ${(e as Error)?.message ?? e}`,
         { ...where, cause: e },
       );
     } finally {
@@ -265,7 +307,11 @@ export class Connection implements EncodeContext {
         message.end = framer.end;
         return message;
       },
-      parameter: (name: string, value: string) => this.parameters.set(name, value),
+      // Reported during startup too, as postgres.js does (application_name, server_version, ...).
+      parameter: (name: string, value: string) => {
+        this.parameters.set(name, value);
+        callHook("onparameter", this.#options.onparameter, name, value);
+      },
       notice: (f: FieldMap) => callHook("onnotice", this.#options.onnotice, f),
     };
   }
@@ -531,7 +577,7 @@ export class Connection implements EncodeContext {
       case Backend.CopyOutResponse:
         return req.copyOut ? req.copyOut() : this.#refuseCopy(type, req);
       case Backend.CopyBothResponse:
-        return this.#refuseCopy(type, req);
+        return req.copyBoth ? req.copyBoth() : this.#refuseCopy(type, req);
       case Backend.CopyData:
         return req.copyData?.(buf, start, end);
       case Backend.CopyDone:
@@ -724,11 +770,20 @@ function callHook<A extends unknown[]>(
   }
 }
 
+/** Node's code, errno and syscall when `e` is a node socket's failure to connect, else null. */
+function connectErrorOf(e: unknown): ReturnType<typeof socketErrorInfo> {
+  const syscall = (e as { syscall?: unknown } | null)?.syscall;
+  if (syscall !== "connect" && syscall !== "getaddrinfo") return null;
+  return socketErrorInfo(e);
+}
+
 /** A fresh copy of a connection error for each request, so outcomes can differ. */
 function clone(err: ConnectionError): ConnectionError {
   return new ConnectionError(err.code, err.message, {
     address: err.address,
     port: err.port,
     cause: err.cause,
+    errno: err.errno,
+    syscall: err.syscall,
   });
 }

@@ -24,9 +24,9 @@ export interface EncodeContext {
 }
 
 /**
- * What a request that holds the connection (a cursor, a COPY) may do while it
- * is in flight: write more messages, wait for them to be sent, and pause
- * reading while its consumer is behind.
+ * What a request that holds the connection (a cursor, a COPY, a replication
+ * stream) may do while it is in flight: write more messages, wait for them to
+ * be sent, and pause reading while its consumer is behind.
  */
 export interface RequestIO {
   /** Encodes more messages now; they leave with the next flush (this tick). */
@@ -79,6 +79,8 @@ export interface PipelineRequest {
   copyIn?(): void;
   /** CopyOutResponse: CopyData messages follow, then CopyDone. */
   copyOut?(): void;
+  /** CopyBothResponse: CopyData flows both ways (a replication stream) until CopyDone. */
+  copyBoth?(): void;
   /** One CopyData body in `buf[start, end)`, valid only during the call. */
   copyData?(buf: Uint8Array, start: number, end: number): void;
   /** CopyDone from the server. */

@@ -1,6 +1,6 @@
 /**
  * Opens the byte stream to the server: TCP or a unix socket, with TLS per
- * libpq's sslmode rules.
+ * libpq's sslmode rules, or a socket the user's `socket` function returns.
  *
  * TLS goes through `node:tls`: `Deno.startTls` cannot skip verification (which
  * `prefer`, `require` and `verify-ca` need) and its handshake cannot be cut
@@ -8,7 +8,8 @@
  */
 import * as net from "node:net";
 import * as tls from "node:tls";
-import { ConnectionError } from "../errors.ts";
+import { Duplex } from "node:stream";
+import { ConnectionError, isSocketErrorCode, type SocketErrorCode } from "../errors.ts";
 import { sslRequest } from "../protocol/frontend.ts";
 import { Writer } from "../protocol/writer.ts";
 
@@ -23,6 +24,68 @@ import { Writer } from "../protocol/writer.ts";
  */
 export type SslMode = "disable" | "allow" | "prefer" | "require" | "verify-ca" | "verify-full";
 
+/**
+ * A node-style socket (a `node:net` Socket, or any duplex with the same
+ * events), already connected, as the `socket` option may return it.
+ *
+ * @example
+ * ```ts
+ * import * as net from "node:net";
+ * import type { NodeLikeSocket } from "jsr:@pgpipe/pgpipe";
+ * const socket: NodeLikeSocket = net.connect(5432, "localhost");
+ * ```
+ */
+export interface NodeLikeSocket {
+  /** Writes bytes; the callback reports when they were taken (or failed). */
+  write(data: Uint8Array, callback?: (err?: Error | null) => void): boolean;
+  /** Listens for `data`, `end`, `close` and `error`. */
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  /** Closes the socket at once. */
+  destroy(): unknown;
+  /** Stops a listener (for the TLS negotiation's temporary ones). */
+  off?(event: string, listener: (...args: any[]) => void): unknown;
+  /** Stops a listener (the older name of `off`). */
+  removeListener?(event: string, listener: (...args: any[]) => void): unknown;
+  /** Stops `data` events while we fall behind. */
+  pause?(): unknown;
+  /** Resumes `data` events. */
+  resume?(): unknown;
+  /** Whether the socket is already destroyed. */
+  readonly destroyed?: boolean;
+}
+
+/**
+ * A Deno-style connection (`Deno.Conn`, or any object with the same three
+ * methods), already connected, as the `socket` option may return it.
+ *
+ * @example
+ * ```ts
+ * import type { DenoLikeConn } from "jsr:@pgpipe/pgpipe";
+ * const conn: DenoLikeConn = await Deno.connect({ hostname: "localhost", port: 5432 });
+ * ```
+ */
+export interface DenoLikeConn {
+  /** Reads into `p`; resolves to the byte count, or null at end of stream. */
+  read(p: Uint8Array): Promise<number | null>;
+  /** Writes some of `p`; resolves to how many bytes were taken. */
+  write(p: Uint8Array): Promise<number>;
+  /** Closes the connection. */
+  close(): void;
+}
+
+/**
+ * What the `socket` option's function returns (or resolves to): a connected
+ * node-style socket or Deno-style connection.
+ *
+ * @example
+ * ```ts
+ * import postgres, { type UserSocket } from "jsr:@pgpipe/pgpipe";
+ * const open = async (): Promise<UserSocket> => await Deno.connect({ hostname: "localhost", port: 5432 });
+ * const sql = postgres({ socket: open });
+ * ```
+ */
+export type UserSocket = NodeLikeSocket | DenoLikeConn;
+
 /** Where and how to connect. */
 export interface Endpoint {
   /** Host name or IP; a value starting with `/` is a unix socket directory. */
@@ -33,6 +96,11 @@ export interface Endpoint {
   sslmode: SslMode;
   /** Trusted CA certificates (PEM) for verification; the system roots when absent. */
   ca?: string[];
+  /**
+   * The user's `socket` function, bound to its options: called for each
+   * connection (and each cancel) instead of opening a socket ourselves.
+   */
+  socket?: (target: { host: string; port: number }) => unknown;
 }
 
 /** The minimal socket interface the connection needs. */
@@ -58,9 +126,9 @@ function describe(endpoint: Endpoint): { address: string; port: number } {
 
 /** Wraps a Deno connection, which already has the right shape. */
 class DenoTransport implements Transport {
-  #conn: Deno.Conn;
+  #conn: DenoLikeConn;
   readonly encrypted: boolean;
-  constructor(conn: Deno.Conn, encrypted: boolean) {
+  constructor(conn: DenoLikeConn, encrypted: boolean) {
     this.#conn = conn;
     this.encrypted = encrypted;
   }
@@ -79,9 +147,12 @@ class DenoTransport implements Transport {
   }
 }
 
-/** Adapts a node socket's events to pull-style reads, pausing it when we fall behind. */
+/**
+ * Adapts a node socket's events to pull-style reads, pausing it when we fall
+ * behind. Our listeners sit beside any the socket's owner attached.
+ */
 class NodeTransport implements Transport {
-  #socket: net.Socket;
+  #socket: NodeLikeSocket;
   #chunks: Uint8Array[] = [];
   #buffered = 0;
   #ended = false;
@@ -89,7 +160,7 @@ class NodeTransport implements Transport {
   #wake: (() => void) | null = null;
   readonly encrypted: boolean;
 
-  constructor(socket: net.Socket, encrypted: boolean, initial?: Uint8Array) {
+  constructor(socket: NodeLikeSocket, encrypted: boolean, initial?: Uint8Array) {
     this.#socket = socket;
     this.encrypted = encrypted;
     if (initial && initial.length > 0) this.#push(initial);
@@ -102,7 +173,7 @@ class NodeTransport implements Transport {
   #push(chunk: Uint8Array): void {
     this.#chunks.push(chunk);
     this.#buffered += chunk.length;
-    if (this.#buffered > 1 << 20) this.#socket.pause();
+    if (this.#buffered > 1 << 20) this.#socket.pause?.();
     this.#wake?.();
   }
 
@@ -129,7 +200,7 @@ class NodeTransport implements Transport {
       else this.#chunks[0] = chunk.subarray(take);
     }
     this.#buffered -= n;
-    if (this.#buffered < 1 << 18) this.#socket.resume();
+    if (this.#buffered < 1 << 18) this.#socket.resume?.();
     return n;
   }
 
@@ -137,13 +208,47 @@ class NodeTransport implements Transport {
     // Copy: the caller reuses its buffer as soon as this resolves.
     const copy = p.slice();
     return new Promise((resolve, reject) => {
-      this.#socket.write(copy, (e?: Error | null) => e ? reject(e) : resolve(copy.length));
+      // The socket's own error (e.g. a refused connect) says more than the write's.
+      this.#socket.write(
+        copy,
+        (e?: Error | null) => e ? reject(this.#error ?? e) : resolve(copy.length),
+      );
     });
   }
 
   close(): void {
-    this.#socket.destroy();
+    try {
+      this.#socket.destroy();
+    } catch {
+      // already closed
+    }
   }
+}
+
+/** A Deno-style connection as a node duplex, so node:tls can run over it. */
+function connDuplex(conn: DenoLikeConn): Duplex {
+  return new Duplex({
+    read(size) {
+      const buf = new Uint8Array(Math.max(size, 16384));
+      conn.read(buf).then(
+        (n) => this.push(n === null ? null : buf.subarray(0, n)),
+        (e) => this.destroy(e),
+      );
+    },
+    write(chunk: Uint8Array, _encoding, done) {
+      (async () => {
+        for (let off = 0; off < chunk.length;) off += await conn.write(chunk.subarray(off));
+      })().then(() => done(), done);
+    },
+    destroy(err, done) {
+      try {
+        conn.close();
+      } catch {
+        // already closed
+      }
+      done(err);
+    },
+  });
 }
 
 async function tcpConnect(endpoint: Endpoint): Promise<Deno.TcpConn> {
@@ -162,7 +267,7 @@ function denoConnect(endpoint: Endpoint): Promise<Deno.Conn> {
 }
 
 /** Sends SSLRequest on a Deno socket and returns the server's one-byte answer. */
-async function negotiateDeno(conn: Deno.Conn): Promise<number> {
+async function negotiateDeno(conn: DenoLikeConn): Promise<number> {
   const w = new Writer(8);
   sslRequest(w);
   await conn.write(w.buf.subarray(0, w.length));
@@ -179,8 +284,8 @@ async function negotiateDeno(conn: Deno.Conn): Promise<number> {
   return answer[0];
 }
 
-/** Sends SSLRequest on a node socket; returns the answer and any bytes that followed it. */
-function negotiateNode(socket: net.Socket): Promise<number> {
+/** Sends SSLRequest on a node socket; resolves to the server's one-byte answer. */
+function negotiateNode(socket: NodeLikeSocket): Promise<number> {
   return new Promise((resolve, reject) => {
     const onData = (chunk: Uint8Array) => {
       cleanup();
@@ -202,10 +307,12 @@ function negotiateNode(socket: net.Socket): Promise<number> {
       cleanup();
       reject(new Error("server closed the connection during TLS negotiation"));
     };
+    const off = (event: string, listener: (...args: any[]) => void) =>
+      socket.off ? socket.off(event, listener) : socket.removeListener?.(event, listener);
     const cleanup = () => {
-      socket.off("data", onData);
-      socket.off("error", onError);
-      socket.off("end", onEnd);
+      off("data", onData);
+      off("error", onError);
+      off("end", onEnd);
     };
     socket.on("data", onData);
     socket.on("error", onError);
@@ -230,7 +337,7 @@ function nodeConnect(endpoint: Endpoint): Promise<net.Socket> {
 }
 
 function nodeTls(
-  socket: net.Socket,
+  socket: Duplex,
   endpoint: Endpoint,
   verify: "none" | "chain" | "full",
 ): Promise<tls.TLSSocket> {
@@ -287,33 +394,28 @@ class Negotiation {
   }
 }
 
-async function tlsViaNode(
+/**
+ * Finishes TLS on a socket whose SSLRequest got `answer`: 'S' starts the
+ * handshake (verification as sslmode says), anything else fails. `close`
+ * closes the socket when it does.
+ */
+async function secure(
+  socket: Duplex,
+  answer: number,
   endpoint: Endpoint,
-  n: Negotiation,
   where: { address: string; port: number },
+  close: () => void,
 ): Promise<Transport> {
   const mode = endpoint.sslmode;
-  const socket = n.track(await nodeConnect(endpoint), (s) => s.destroy());
-  const answer = await negotiateNode(socket).catch((e) => {
-    socket.destroy();
-    throw e;
-  });
-  if (answer === 0x4e) {
-    offersTls.delete(`${endpoint.host}:${endpoint.port}`);
-    socket.destroy();
-    throw new ConnectionError(
-      "SSL_NOT_SUPPORTED",
-      `the server does not support TLS, but sslmode=${mode} requires it`,
-      where,
-    );
-  }
   if (answer !== 0x53) {
-    socket.destroy();
-    throw new ConnectionError(
-      "PROTOCOL_VIOLATION",
-      `invalid answer to SSLRequest: ${answer}`,
-      where,
-    );
+    close();
+    throw answer === 0x4e
+      ? new ConnectionError(
+        "SSL_NOT_SUPPORTED",
+        `the server does not support TLS, but sslmode=${mode} requires it`,
+        where,
+      )
+      : new ConnectionError("PROTOCOL_VIOLATION", `invalid answer to SSLRequest: ${answer}`, where);
   }
   // require with a CA behaves like verify-ca (libpq: a root certificate turns verification on).
   const verify = mode === "verify-full"
@@ -324,7 +426,7 @@ async function tlsViaNode(
   try {
     return new NodeTransport(await nodeTls(socket, endpoint, verify), true);
   } catch (e) {
-    socket.destroy();
+    close();
     throw new ConnectionError("SSL_FAILED", `TLS handshake failed: ${(e as Error).message}`, {
       ...where,
       cause: e,
@@ -332,11 +434,156 @@ async function tlsViaNode(
   }
 }
 
+async function tlsViaNode(
+  endpoint: Endpoint,
+  n: Negotiation,
+  where: { address: string; port: number },
+): Promise<Transport> {
+  const socket = n.track(await nodeConnect(endpoint), (s) => s.destroy());
+  const answer = await negotiateNode(socket).catch((e) => {
+    socket.destroy();
+    throw e;
+  });
+  if (answer === 0x4e) offersTls.delete(`${endpoint.host}:${endpoint.port}`);
+  return await secure(socket, answer, endpoint, where, () => socket.destroy());
+}
+
+function isNodeLike(x: unknown): x is NodeLikeSocket {
+  const s = x as NodeLikeSocket | null;
+  return typeof s === "object" && s !== null && typeof s.on === "function" &&
+    typeof s.write === "function" && typeof s.destroy === "function";
+}
+
+function isDenoLike(x: unknown): x is DenoLikeConn {
+  const c = x as DenoLikeConn | null;
+  return typeof c === "object" && c !== null && typeof c.read === "function" &&
+    typeof c.write === "function" && typeof c.close === "function";
+}
+
+/** The text of whatever was thrown, without trusting its own toString. */
+export function thrownText(value: unknown): string {
+  if (value instanceof Error) return value.message;
+  try {
+    return String(value);
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
+}
+
+/**
+ * The user's `socket` function failed: an Error is passed on as it is (it is
+ * theirs); anything else thrown (a string, null) becomes a ConnectionError
+ * whose message is that value.
+ */
+function userFailure(value: unknown, where: { address: string; port: number }): unknown {
+  if (value instanceof Error) return value;
+  return new ConnectionError("CONNECT_FAILED", thrownText(value), { ...where, cause: value });
+}
+
+/**
+ * A connection over `raw`, the socket the user's `socket` function returned.
+ * TLS only when sslmode requires it (`require`, `verify-ca`, `verify-full`):
+ * SSLRequest on that socket, then node:tls over it. `prefer` and `allow` stay
+ * plain, so the socket carries the startup message first, as postgres.js does.
+ */
+async function userTransport(
+  raw: unknown,
+  endpoint: Endpoint,
+  n: Negotiation,
+  where: { address: string; port: number },
+): Promise<Transport> {
+  const mode = endpoint.sslmode;
+  const tlsRequired = mode === "require" || mode === "verify-ca" || mode === "verify-full";
+  if (isNodeLike(raw)) {
+    const socket = n.track(raw, (s) => s.destroy());
+    if (socket.destroyed === true) {
+      throw new ConnectionError(
+        "CONNECTION_CLOSED",
+        "the socket option's function returned a socket that is already closed",
+        where,
+      );
+    }
+    if (!tlsRequired) return new NodeTransport(socket, false);
+    const answer = await negotiateNode(socket).catch((e) => {
+      socket.destroy();
+      throw e;
+    });
+    return await secure(socket as Duplex, answer, endpoint, where, () => socket.destroy());
+  }
+  if (isDenoLike(raw)) {
+    const conn = n.track(raw, (c) => c.close());
+    if (!tlsRequired) return new DenoTransport(conn, false);
+    const close = () => {
+      try {
+        conn.close();
+      } catch {
+        // already closed
+      }
+    };
+    const answer = await negotiateDeno(conn).catch((e) => {
+      close();
+      throw e;
+    });
+    return await secure(connDuplex(conn), answer, endpoint, where, close);
+  }
+  throw new ConnectionError(
+    "CONNECT_FAILED",
+    `the socket option's function must return a connected node:net Socket or Deno.Conn, got ${
+      raw === null ? "null" : typeof raw
+    }`,
+    where,
+  );
+}
+
+/** Deno's error classes that carry no `code` of their own. */
+const DENO_CODES: Record<string, SocketErrorCode> = {
+  ConnectionRefused: "ECONNREFUSED",
+  ConnectionReset: "ECONNRESET",
+  ConnectionAborted: "ECONNABORTED",
+  TimedOut: "ETIMEDOUT",
+  NetworkUnreachable: "ENETUNREACH",
+  AddrNotAvailable: "EADDRNOTAVAIL",
+  NotFound: "ENOENT",
+};
+
+/**
+ * Node's code, errno and syscall for a socket error from Deno or node:net;
+ * null when it is not one. Deno's errors carry the code (or their class
+ * names it) and "(os error N)"; a failed name lookup only says so in words.
+ */
+export function socketErrorInfo(
+  e: unknown,
+): { code: SocketErrorCode; errno?: number; syscall: string } | null {
+  if (!(e instanceof Error)) return null;
+  const { code, errno, syscall } = e as { code?: unknown; errno?: unknown; syscall?: unknown };
+  if (/failed to lookup address information/i.test(e.message)) {
+    // Node's codes for getaddrinfo: EAI_AGAIN when the resolver failed, ENOTFOUND otherwise.
+    return /temporary failure/i.test(e.message)
+      ? { code: "EAI_AGAIN", errno: -3001, syscall: "getaddrinfo" }
+      : { code: "ENOTFOUND", errno: -3008, syscall: "getaddrinfo" };
+  }
+  const found = typeof code === "string" && isSocketErrorCode(code) ? code : DENO_CODES[e.name];
+  if (found === undefined) return null;
+  const os = /\(os error (\d+)\)/.exec(e.message);
+  return {
+    code: found,
+    errno: typeof errno === "number" ? errno : os ? -Number(os[1]) : undefined,
+    syscall: typeof syscall === "string"
+      ? syscall
+      : found === "ENOTFOUND"
+      ? "getaddrinfo"
+      : "connect",
+  };
+}
+
 /**
  * Connects and negotiates TLS as `endpoint.sslmode` says. `allow` is handled
  * by the caller (a plain attempt first, TLS on a second attempt). Unix sockets
  * never use TLS, as in libpq. Aborting `signal` closes the socket being
- * negotiated, so a connect timeout never leaves one behind.
+ * negotiated, so a connect timeout never leaves one behind. A socket that
+ * cannot be opened rejects with Node's code (`ECONNREFUSED`, `ENOTFOUND`, ...),
+ * other failures with CONNECT_FAILED or a TLS code; with a `socket` function,
+ * what it threw rejects as {@link userFailure} says.
  */
 export async function openTransport(
   endpoint: Endpoint,
@@ -347,6 +594,22 @@ export async function openTransport(
   const mode = endpoint.sslmode;
   const unix = endpoint.host.startsWith("/");
   const n = new Negotiation(signal);
+  if (endpoint.socket !== undefined) {
+    let raw: unknown;
+    try {
+      raw = await endpoint.socket({ host: endpoint.host, port: endpoint.port });
+    } catch (e) {
+      throw userFailure(e, where);
+    }
+    try {
+      return await userTransport(raw, endpoint, n, where);
+    } catch (e) {
+      if (e instanceof ConnectionError) throw e;
+      throw connectFailure(e, endpoint, where);
+    } finally {
+      n.done();
+    }
+  }
   try {
     if (unix || !tryTls || mode === "disable") {
       const conn = n.track(await denoConnect(endpoint), (c) => c.close());
@@ -377,14 +640,25 @@ export async function openTransport(
     return await tlsViaNode(endpoint, n, where);
   } catch (e) {
     if (e instanceof ConnectionError) throw e;
-    throw new ConnectionError(
-      "CONNECT_FAILED",
-      `could not connect to ${
-        unix ? socketPath(endpoint.host, endpoint.port) : `${endpoint.host}:${endpoint.port}`
-      }: ${(e as Error).message}`,
-      { ...where, cause: e },
-    );
+    throw connectFailure(e, endpoint, where);
   } finally {
     n.done();
   }
+}
+
+/** A socket that could not be opened: Node's code when it is an OS error, else CONNECT_FAILED. */
+function connectFailure(
+  e: unknown,
+  endpoint: Endpoint,
+  where: { address: string; port: number },
+): ConnectionError {
+  const unix = endpoint.host.startsWith("/");
+  const info = socketErrorInfo(e);
+  return new ConnectionError(
+    info?.code ?? "CONNECT_FAILED",
+    `could not connect to ${
+      unix ? socketPath(endpoint.host, endpoint.port) : `${endpoint.host}:${endpoint.port}`
+    }: ${thrownText(e)}`,
+    { ...where, cause: e, errno: info?.errno, syscall: info?.syscall },
+  );
 }

@@ -280,14 +280,14 @@ function serverConf(
     synchronous_commit: "off",
     full_page_writes: "off",
     ssl: ssl ? "on" : "off",
+    // Logical decoding for sql.subscribe(); a superset of what the replica tests need.
+    wal_level: "logical",
+    max_wal_senders: 10,
+    max_replication_slots: 10,
     // Two-phase commit (sql.prepare inside sql.begin) needs slots for prepared transactions.
     max_prepared_transactions: 10,
   };
-  if (replication) {
-    conf.wal_level = "replica";
-    conf.max_wal_senders = 4;
-    conf.hot_standby = "on";
-  }
+  if (replication) conf.hot_standby = "on";
   if (ssl) {
     conf.ssl_cert_file = join(certDir, "server.crt");
     conf.ssl_key_file = join(certDir, "server.key");
