@@ -19,7 +19,18 @@ export const LARGE_OBJECT_READ_WRITE = 0x00020000 | 0x00040000;
 /** The largest `loread` the server allows (its `int4` length; a read is at most 1 GB anyway). */
 const MAX_READ = 0x7fffffff;
 
-/** A row of `lo.read()`. */
+/**
+ * The row `lo.read()` resolves with.
+ *
+ * @example
+ * ```ts
+ * import postgres, { type LargeObjectData } from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * const lo = await sql.largeObject(16403, 0x40000);
+ * const [row]: LargeObjectData[] = await lo.read(4096);
+ * console.log(row.data.length); // up to 4096
+ * ```
+ */
 export interface LargeObjectData {
   /** The bytes read: fewer than asked at the end of the object, none past it. */
   data: Buffer;
