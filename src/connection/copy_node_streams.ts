@@ -100,8 +100,7 @@ export class CopyWritable extends Writable {
     chunks: { chunk: Buffer; encoding: string }[],
     callback: (error?: Error | null) => void,
   ): void {
-    const bytes = chunks.length === 1 ? chunks[0].chunk : Buffer.concat(chunks.map((c) => c.chunk));
-    this.#req.send(bytes).then(() => callback(), callback);
+    this.#req.send(chunks.map((c) => c.chunk)).then(() => callback(), callback);
   }
 
   override _final(callback: (error?: Error | null) => void): void {

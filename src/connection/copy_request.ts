@@ -189,12 +189,17 @@ export class CopyInRequest extends CopyRequest {
     return null;
   }
 
-  /** Sends one CopyData; resolves when it was handed to the socket (backpressure). */
-  send(bytes: Uint8Array): Promise<void> {
+  /**
+   * Sends one CopyData per chunk (all in the next write); resolves when they
+   * were handed to the socket (backpressure).
+   */
+  send(chunks: Uint8Array | readonly Uint8Array[]): Promise<void> {
     const refused = this.#refusal();
     if (refused !== null) return Promise.reject(refused);
-    if (bytes.length === 0) return Promise.resolve();
-    this.io!.write((w) => fe.copyData(w, bytes));
+    const all = chunks instanceof Uint8Array ? [chunks] : chunks;
+    this.io!.write((w) => {
+      for (const bytes of all) if (bytes.length > 0) fe.copyData(w, bytes);
+    });
     return this.io!.flushed();
   }
 
