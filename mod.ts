@@ -72,10 +72,15 @@ export { Result, type ResultColumn, type ResultStatement, type Row } from "./src
 export {
   ConnectionError,
   type ConnectionErrorCode,
+  CopyRowError,
   type Notice,
   PostgresError,
   QueryError,
 } from "./src/errors.ts";
+export type { BulkCopy } from "./src/client/bulk_copy.ts";
+export type { CopyFromOptions, CopyFromSource } from "./src/client/copy_from.ts";
+export type { CopyToOptions } from "./src/client/copy_to.ts";
+export type { CopyType } from "./src/client/copy_columns.ts";
 export type { SslMode } from "./src/connection/transport.ts";
 export type { FieldMap, Notification } from "./src/protocol/backend.ts";
 

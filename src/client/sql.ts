@@ -39,6 +39,7 @@ import { Pool } from "./pool.ts";
 import { fetchArrayTypes } from "./fetch_types.ts";
 import { quoteIdentifier } from "./exec.ts";
 import { Listener, type ListenHandle, type NotifyHandler } from "./listen.ts";
+import { type BulkCopy, bulkCopy } from "./bulk_copy.ts";
 
 /** The most parameters one query may carry (a 16-bit count in Bind; postgres.js's limit). */
 const MAX_PARAMETERS = 65534;
@@ -86,7 +87,7 @@ export interface PublicOptions {
  * await sql`select ${sql(["name", "age"])} from ${sql("public.users")}`;
  * ```
  */
-export interface SqlTag {
+export interface SqlTag extends BulkCopy {
   /** Builds a query from a template; values become parameters. */
   <T extends readonly unknown[] = Row[]>(
     strings: TemplateStringsArray,
@@ -528,8 +529,8 @@ function makeRunner(
   };
 }
 
-/** Builds the tagged template over a runner. */
-function makeTag(runner: QueryRunner): SqlTag {
+/** Builds the tagged template over a runner; `sink` is where its requests go (bulk COPY). */
+function makeTag(runner: QueryRunner, sink: Sink): SqlTag {
   const { columnTo, typed, debug } = runner.config;
   const sql = function sql(first: unknown, ...rest: unknown[]) {
     if (isTemplate(first)) {
@@ -568,6 +569,7 @@ function makeTag(runner: QueryRunner): SqlTag {
     query.origin = originOf(String(path), file, debug);
     return query;
   };
+  const bulk = bulkCopy({ sink, config: runner.config });
   return Object.defineProperties(sql, {
     unsafe: { value: unsafe },
     file: { value: file },
@@ -577,6 +579,8 @@ function makeTag(runner: QueryRunner): SqlTag {
     types: { value: typed },
     CLOSE: { value: CLOSE },
     PostgresError: { value: PostgresError },
+    copyFrom: { value: bulk.copyFrom },
+    copyTo: { value: bulk.copyTo },
   });
 }
 
@@ -600,7 +604,7 @@ function commitText(tx: TransactionSql): string {
 
 function transactionSql(prepare: boolean, config: QueryConfig, conn: Connection): TransactionSql {
   let savepoints = 0;
-  const tx = makeTag(makeRunner(conn, prepare, config)) as TransactionSql;
+  const tx = makeTag(makeRunner(conn, prepare, config), conn) as TransactionSql;
   Object.defineProperty(tx, "prepare", {
     value: (name: string): Promise<void> => {
       if (typeof name !== "string" || name === "" || name.includes("\0")) {
@@ -685,7 +689,7 @@ export function createSql(url?: string, options?: Options): Sql {
   });
   let fetched: Promise<void> | undefined; // once per client, shared by concurrent first connects
   const prepare = resolved.prepare;
-  const sql = makeTag(makeRunner(pool, prepare, config, resolved.max > 1)) as Sql;
+  const sql = makeTag(makeRunner(pool, prepare, config, resolved.max > 1), pool) as Sql;
   const listener = new Listener(pool.options);
 
   async function open(modes: string): Promise<{ conn: Connection; tx: TransactionSql }> {
@@ -772,7 +776,7 @@ export function createSql(url?: string, options?: Options): Sql {
       released = true;
       pool.release(conn);
     };
-    return Object.defineProperties(makeTag(makeRunner(conn, prepare, config)), {
+    return Object.defineProperties(makeTag(makeRunner(conn, prepare, config), conn), {
       release: { value: release },
       [Symbol.asyncDispose]: { value: () => Promise.resolve(release()) },
     }) as ReservedSql;
