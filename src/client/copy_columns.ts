@@ -100,6 +100,39 @@ function driverQuery(sink: CopySink, text: string, params: string[]): Promise<un
   });
 }
 
+/**
+ * The result columns of a query (Parse and Describe only), asked on the same
+ * sink as the COPY: on a transaction's connection, never the pool's.
+ */
+export function describeColumns(sink: CopySink, text: string): Promise<CopyColumn[]> {
+  return new Promise((resolve, reject) => {
+    const target: ResultTarget = {
+      push: () => 0,
+      length: 0,
+      command: null,
+      count: null,
+      columns: null,
+      statement: null,
+    };
+    const done = (r: ResultTarget) => resolve(resultColumns(r.statement?.columns ?? []));
+    sink.send(
+      new QueryRequest(
+        {
+          text,
+          params: [],
+          types: [],
+          prepare: false,
+          mode: "array",
+          describeOnly: true,
+          decode: { bigint: false },
+        },
+        target,
+        { resolve: done, reject },
+      ),
+    );
+  });
+}
+
 /** The insertable columns of `table` (a quoted, possibly schema-qualified name), in order. */
 export async function tableColumns(sink: CopySink, table: string): Promise<CopyColumn[]> {
   const rows = await driverQuery(sink, COLUMNS_SQL, [table]);

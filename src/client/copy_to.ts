@@ -22,12 +22,14 @@ import { Statement } from "../connection/statement.ts";
 import { QueryError } from "../errors.ts";
 import { BigIntType } from "../query/custom_types.ts";
 import { Query } from "../query/query.ts";
+import { compile } from "../query/compile.ts";
+import { readQueryFile } from "../query/file.ts";
 import type { ByteDecoderFn } from "../types/byte_decoders.ts";
 import { arrayDecoder, copyDecoderFor, decodeText } from "../types/copy_decoders.ts";
 import { BinaryCopyReader, TextCopyReader } from "../types/copy_format.ts";
 import { Oid } from "../types/oids.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
-import { type CopyColumn, pickColumns, resultColumns, tableColumns } from "./copy_columns.ts";
+import { type CopyColumn, describeColumns, pickColumns, tableColumns } from "./copy_columns.ts";
 import { checkColumns, checkSignal, type CopyEnv, tableName } from "./copy_from.ts";
 import { quoteIdentifier } from "./exec.ts";
 
@@ -129,17 +131,20 @@ export function copyTo(
 /** Works out the COPY statement and its columns: a catalog lookup or a Describe. */
 async function plan(env: CopyEnv, source: unknown, keys?: readonly string[]): Promise<Plan> {
   if (source instanceof Query) {
-    const described = await source.describe();
-    if (described.types.length > 0) {
+    // Compiled and described here, on this tag's sink: the query may come from another tag
+    // (the pool's `sql` inside a transaction), whose connection may be the one this COPY holds.
+    if (source.failure !== undefined) throw source.failure;
+    const { text, values } = source.file !== null
+      ? { text: await readQueryFile(source.file), values: source.args }
+      : compile(source, env.config.columnTo);
+    if (values.length > 0) {
       throw new QueryError(
         "COPY_PARAMETERS",
         "COPY cannot take parameters: write the values into the query, or read it with .cursor()",
       );
     }
-    return {
-      text: `copy (${described.string}) to stdout`,
-      columns: resultColumns(described.columns),
-    };
+    // The newline ends a trailing line comment in the query text.
+    return { text: `copy (${text}\n) to stdout`, columns: await describeColumns(env.sink, text) };
   }
   const target = tableName(source, env.config.columnTo);
   const all = await tableColumns(env.sink, target);
