@@ -570,6 +570,17 @@ Deno.test("copyTo: batches of the given size; break, the signal and bad argument
   );
   await usable(sql);
 
+  // Aborted while the consumer is busy elsewhere (not waiting in next()): the COPY stops at once,
+  // so the connection serves the next query before the iterator is touched again.
+  const later = new AbortController();
+  const it = sql.copyTo(sql`select g from generate_series(1, 5000000) g`, { signal: later.signal })
+    [Symbol.asyncIterator]();
+  assert.equal((await it.next()).value?.length, 1000);
+  later.abort(new Error("consumer left"));
+  await usable(sql);
+  await assert.rejects(it.next(), /consumer left/);
+  assert.deepEqual(await it.next(), { done: true, value: undefined });
+
   await assert.rejects(
     collect(sql.copyTo(sql`select * from seq where n > ${1}`)),
     (e) => e instanceof QueryError && e.code === "COPY_PARAMETERS",

@@ -173,6 +173,7 @@ class CopyToIterator implements AsyncIterator<unknown[]> {
   #closed = false; // returned, or failed and reported
   #wake: (() => void) | null = null;
   #onAbort: (() => void) | null = null;
+  #stopping: Promise<void> | null = null;
 
   constructor(
     env: CopyEnv,
@@ -200,6 +201,7 @@ class CopyToIterator implements AsyncIterator<unknown[]> {
       throw e;
     }
     for (;;) {
+      if (this.#closed) return { done: true, value: undefined }; // return() meanwhile
       if (this.#failed) { // before any batch still queued: after a failure nothing more is given
         this.#closed = true;
         await this.#stop();
@@ -253,16 +255,17 @@ class CopyToIterator implements AsyncIterator<unknown[]> {
    * Ends an unfinished COPY and waits until the connection is free: a cancel
    * on the server, or inside a transaction block, the rest read and dropped.
    */
-  async #stop(): Promise<void> {
+  #stop(): Promise<void> {
+    return this.#stopping ??= this.#halt();
+  }
+
+  async #halt(): Promise<void> {
     this.#detach();
     this.#queue = [];
     this.#batch = [];
+    if (this.#req === null) await this.#starting?.catch(() => {});
     const req = this.#req;
-    if (req === null) {
-      await this.#starting?.catch(() => {});
-      if (this.#req === null) return;
-      return await this.#stop();
-    }
+    if (req === null) return;
     if (!req.settled) {
       req.discard();
       if (req.status === IDLE) {
@@ -276,7 +279,10 @@ class CopyToIterator implements AsyncIterator<unknown[]> {
     const signal = this.#signal;
     if (signal !== undefined) {
       signal.throwIfAborted();
-      this.#onAbort = () => this.#fail(signal.reason);
+      this.#onAbort = () => {
+        this.#fail(signal.reason);
+        this.#stop(); // at once, even if the consumer is not waiting in next()
+      };
       signal.addEventListener("abort", this.#onAbort, { once: true });
     }
     const { text, columns } = await plan(this.#env, this.#source, this.#keys);
