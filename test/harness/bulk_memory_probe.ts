@@ -1,7 +1,8 @@
 // Run by test/bulk_copy_test.ts in a fresh process, so its peak RSS is this load's alone:
 // `deno run -A test/harness/bulk_memory_probe.ts <url> <rows>`. Loads <rows> rows from an async
 // generator with sql.copyFrom into an unlogged table, reads them back with sql.copyTo, sampling
-// RSS every tenth of the way; prints one JSON line with the counts, the samples and VmHWM.
+// RSS every tenth of the way; prints one JSON line with the counts, the samples and VmHWM after
+// the load and at the end.
 import postgres from "../../mod.ts";
 
 const [url, rowsText] = Deno.args;
@@ -31,6 +32,7 @@ try {
   await sql`create unlogged table ${sql(table)}
     (id int8, name text, at timestamptz, score float8, flag bool, meta jsonb)`;
   const loaded = await sql.copyFrom(table, rows());
+  const loadPeakRss = peakRss(); // the high-water mark so far: the load's
   const [{ stored }] = await sql`select count(*)::int as stored from ${sql(table)}`;
   let read = 0;
   let next = 0;
@@ -41,7 +43,9 @@ try {
       next += step;
     }
   }
-  console.log(JSON.stringify({ loaded, stored, read, loadRss, readRss, peakRss: peakRss() }));
+  console.log(
+    JSON.stringify({ loaded, stored, read, loadRss, readRss, loadPeakRss, peakRss: peakRss() }),
+  );
 } finally {
   await sql`drop table if exists ${sql(table)}`;
   await sql.end();
