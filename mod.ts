@@ -92,6 +92,7 @@ export {
   ConnectionError,
   type ConnectionErrorCode,
   type ConnectionErrorOptions,
+  CopyRowError,
   type Notice,
   PostgresError,
   QueryError,
@@ -103,6 +104,10 @@ export type {
   SslMode,
   UserSocket,
 } from "./src/connection/transport.ts";
+export type { BulkCopy } from "./src/client/bulk_copy.ts";
+export type { CopyFromOptions, CopyFromSource } from "./src/client/copy_from.ts";
+export type { CopyToOptions } from "./src/client/copy_to.ts";
+export type { CopyType } from "./src/client/copy_columns.ts";
 export type { FieldMap, Notification } from "./src/protocol/backend.ts";
 
 /**

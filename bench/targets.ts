@@ -58,6 +58,20 @@ export const TARGETS: readonly Target[] = [
     min: 1,
     text: "cold start (import, connect, first query) no slower than postgres.js",
   },
+  {
+    suite: "bulk",
+    applies: (l) => l.startsWith("load ") && l.includes("binary COPY vs the best other way"),
+    peer: "postgres.js",
+    min: 5,
+    text: "bulk load (binary COPY) >= 5x postgres.js's best way (multi-row inserts or COPY text)",
+  },
+  {
+    suite: "bulk",
+    applies: (l) => l.startsWith("load ") && l.includes("copy_records_to_table"),
+    peer: "asyncpg",
+    min: 1,
+    text: "bulk load at least asyncpg's copy_records_to_table on the same machine",
+  },
 ];
 
 /** The target for a measured ratio, if one is set. */

@@ -374,3 +374,43 @@ export class QueryError extends TypeError {
     this.code = code;
   }
 }
+
+/**
+ * A row given to `sql.copyFrom` that cannot be loaded: a value of the wrong
+ * kind for its column (`INVALID_VALUE`), an `undefined` value
+ * (`UNDEFINED_VALUE`), or a row that is neither an array nor an object or has
+ * the wrong number of values (`INVALID_ROW`). The COPY was cancelled
+ * (CopyFail), so the table is unchanged and the connection usable.
+ *
+ * @example
+ * ```ts
+ * import postgres, { CopyRowError } from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * try {
+ *   await sql.copyFrom("items", [[1, "a"], ["two", "b"]]);
+ * } catch (e) {
+ *   if (e instanceof CopyRowError) console.log(e.row, e.column); // 1 "id"
+ * }
+ * ```
+ */
+export class CopyRowError extends QueryError {
+  /** The row's index in the source (the first row is 0). */
+  readonly row: number;
+  /** The column's name in the table, or null when the row itself is wrong. */
+  readonly column: string | null;
+
+  /** Builds the error; `message` already names the row and column. */
+  constructor(
+    code: string,
+    message: string,
+    row: number,
+    column: string | null,
+    options?: { cause?: unknown },
+  ) {
+    super(code, message);
+    this.name = "CopyRowError";
+    this.row = row;
+    this.column = column;
+    if (options?.cause !== undefined) this.cause = options.cause;
+  }
+}

@@ -52,6 +52,7 @@ import { quoteIdentifier } from "./exec.ts";
 import { Listener, type ListenHandle, type NotifyHandler } from "./listen.ts";
 import { type LargeObject, openLargeObject } from "./large_object.ts";
 import { type SubscribeHandler, Subscriber, type SubscriptionHandle } from "./subscribe.ts";
+import { type BulkCopy, bulkCopy } from "./bulk_copy.ts";
 
 /** The most parameters one query may carry (a 16-bit count in Bind; postgres.js's limit). */
 const MAX_PARAMETERS = 65534;
@@ -129,7 +130,7 @@ export interface PublicOptions {
  * await sql`select ${sql(["name", "age"])} from ${sql("public.users")}`;
  * ```
  */
-export interface SqlTag {
+export interface SqlTag extends BulkCopy {
   /** Builds a query from a template; values become parameters. */
   <T extends readonly unknown[] = Row[]>(
     strings: TemplateStringsArray,
@@ -685,8 +686,8 @@ function copyResult(r: CopyResult): Result<unknown> {
   return result;
 }
 
-/** Builds the tagged template over a runner. */
-function makeTag(runner: QueryRunner): SqlTag {
+/** Builds the tagged template over a runner; `sink` is where its requests go (COPY streams, bulk COPY). */
+function makeTag(runner: QueryRunner, sink: Sink): SqlTag {
   const { columnTo, typed, debug } = runner.config;
   const sql = function sql(first: unknown, ...rest: unknown[]) {
     if (isTemplate(first)) {
@@ -725,6 +726,7 @@ function makeTag(runner: QueryRunner): SqlTag {
     query.origin = originOf(String(path), file, debug);
     return query;
   };
+  const bulk = bulkCopy({ sink, config: runner.config });
   return Object.defineProperties(sql, {
     unsafe: { value: unsafe },
     file: { value: file },
@@ -734,6 +736,8 @@ function makeTag(runner: QueryRunner): SqlTag {
     types: { value: typed },
     CLOSE: { value: CLOSE },
     PostgresError: { value: PostgresError },
+    copyFrom: { value: bulk.copyFrom },
+    copyTo: { value: bulk.copyTo },
   });
 }
 
@@ -757,7 +761,7 @@ function commitText(tx: TransactionSql): string {
 
 function transactionSql(prepare: boolean, config: QueryConfig, conn: Connection): TransactionSql {
   let savepoints = 0;
-  const tx = makeTag(makeRunner(conn, prepare, config)) as TransactionSql;
+  const tx = makeTag(makeRunner(conn, prepare, config), conn) as TransactionSql;
   Object.defineProperty(tx, "prepare", {
     value: (name: string): Promise<void> => {
       if (typeof name !== "string" || name === "" || name.includes("\0")) {
@@ -844,7 +848,7 @@ export function createSql(url?: string, options?: Options): Sql {
   });
   let fetched: Promise<void> | undefined; // once per client, shared by concurrent first connects
   const prepare = resolved.prepare;
-  const sql = makeTag(makeRunner(pool, prepare, config, resolved.max > 1)) as Sql;
+  const sql = makeTag(makeRunner(pool, prepare, config, resolved.max > 1), pool) as Sql;
   const listener = new Listener(pool.options);
   const subscriber = new Subscriber({
     connection: pool.options,
@@ -937,7 +941,7 @@ export function createSql(url?: string, options?: Options): Sql {
       released = true;
       pool.release(conn);
     };
-    return Object.defineProperties(makeTag(makeRunner(conn, prepare, config)), {
+    return Object.defineProperties(makeTag(makeRunner(conn, prepare, config), conn), {
       release: { value: release },
       [Symbol.asyncDispose]: { value: () => Promise.resolve(release()) },
     }) as ReservedSql;

@@ -26,6 +26,8 @@ export interface QueryConfig {
    * query details on its errors are enumerable.
    */
   debug: boolean;
+  /** How this client's connections decode values (parsers, transforms), for `copyTo`. */
+  decode: DecodeOptions;
 }
 
 const configs = new WeakMap<DecodeOptions, QueryConfig>();
@@ -36,6 +38,7 @@ const defaults: QueryConfig = {
   serializers: null,
   typed: customTypes(undefined).typed,
   debug: false,
+  decode: { bigint: false },
 };
 
 /**
@@ -57,6 +60,7 @@ export function clientDecode(
     serializers: types.serializers,
     typed: types.typed,
     debug: options.debug === true,
+    decode,
   });
   return decode;
 }

@@ -1,0 +1,369 @@
+/**
+ * `sql.copyTo(tableOrQuery, options)`: a table or a query's rows through
+ * `COPY ... TO STDOUT (FORMAT binary)`, decoded into rows as they arrive and
+ * handed out in batches by an async iterator.
+ *
+ * The rows of each CopyData message are decoded during the read (the bytes
+ * are the read buffer's) with the binary decoder of each column's type, then
+ * the client's value transform, column names and row transform, exactly as a
+ * query's rows are. Memory is bounded: once two full batches wait for the
+ * consumer, reading from the server pauses until it takes one. A column only
+ * the text form can give (a custom `types` parser, a type pgpipe cannot read
+ * in binary) switches the COPY to the text format, decoded by the same text
+ * decoders as query results.
+ *
+ * Stopping early (`break`, the signal) cancels the COPY on the server, or
+ * inside a transaction block (where a cancel landing late could hit the next
+ * statement) reads the rest and drops it.
+ */
+import type { Column } from "../protocol/backend.ts";
+import { CopyToRequest } from "../connection/bulk_copy_request.ts";
+import { Statement } from "../connection/statement.ts";
+import { QueryError } from "../errors.ts";
+import { BigIntType } from "../query/custom_types.ts";
+import { Query } from "../query/query.ts";
+import { compile } from "../query/compile.ts";
+import { readQueryFile } from "../query/file.ts";
+import type { ByteDecoderFn } from "../types/byte_decoders.ts";
+import { arrayDecoder, copyDecoderFor, decodeText } from "../types/copy_decoders.ts";
+import { BinaryCopyReader, TextCopyReader } from "../types/copy_format.ts";
+import { Oid } from "../types/oids.ts";
+import type { DecodeOptions } from "../types/text_decoders.ts";
+import { type CopyColumn, describeColumns, pickColumns, tableColumns } from "./copy_columns.ts";
+import { checkColumns, checkSignal, type CopyEnv, tableName } from "./copy_from.ts";
+import { quoteIdentifier } from "./exec.ts";
+
+/**
+ * Options of `sql.copyTo`.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * for await (const rows of sql.copyTo("events", { columns: ["id", "kind"], batch: 5000 })) {
+ *   console.log(rows.length); // up to 5000 objects
+ * }
+ * ```
+ */
+export interface CopyToOptions {
+  /** For a table: the columns to read, in order (default: all but generated ones). */
+  columns?: readonly string[];
+  /** Rows per batch (default 1000). Memory holds at most about three batches. */
+  batch?: number;
+  /** Stops reading: the iteration rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Rows as arrays of values in column order instead of objects. */
+  values?: boolean;
+}
+
+const DEFAULT_BATCH = 1000;
+/** Reading pauses while this many full batches wait for the consumer. */
+const QUEUED_BATCHES = 2;
+const IDLE = 0x49;
+
+/** What the COPY reads and how its rows are decoded. */
+interface Plan {
+  text: string;
+  columns: CopyColumn[];
+}
+
+/** The binary decoder of a column, or null where only the text format can be read. */
+function columnDecoder(column: CopyColumn, decode: DecodeOptions): ByteDecoderFn | null {
+  const custom = decode.parsers;
+  const parser = custom?.get(column.base) ?? custom?.get(column.type);
+  if (parser !== undefined) {
+    // postgres.BigInt parses int8 text to a bigint: the binary decoder gives the same.
+    if (parser !== BigIntType.parse || column.base !== Oid.int8) return null;
+    return copyDecoderFor(Oid.int8, { ...decode, bigint: true });
+  }
+  if (column.element !== 0) {
+    if (custom?.has(column.element) || custom?.has(column.elementBase)) return null;
+    const element = column.elementKind === "e"
+      ? decodeText
+      : copyDecoderFor(column.elementBase, decode);
+    return element === null ? null : arrayDecoder(element);
+  }
+  if (column.kind === "e") return decodeText;
+  return copyDecoderFor(column.base, decode);
+}
+
+/** Columns as a query result describes them, for the row keys and the value transform. */
+function asResultColumns(columns: readonly CopyColumn[], binary: boolean): Column[] {
+  return columns.map((c) => ({
+    name: c.name,
+    table: c.table,
+    number: c.number,
+    type: c.base,
+    size: 0,
+    modifier: -1,
+    format: binary ? 1 : 0,
+  }));
+}
+
+/** Reads `source` through COPY; see CopyToOptions. */
+export function copyTo(
+  env: CopyEnv,
+  source: unknown,
+  options: CopyToOptions = {},
+): AsyncIterable<unknown[]> {
+  if (typeof options !== "object" || options === null) {
+    throw new QueryError("INVALID_ARGUMENTS", "copyTo options must be an object");
+  }
+  const batch = options.batch ?? DEFAULT_BATCH;
+  if (!Number.isInteger(batch) || batch < 1) {
+    throw new QueryError("INVALID_ARGUMENTS", `batch must be a positive integer, got ${batch}`);
+  }
+  const columns = checkColumns(options.columns);
+  const signal = checkSignal(options.signal);
+  if (source instanceof Query && columns !== undefined) {
+    throw new QueryError(
+      "INVALID_ARGUMENTS",
+      "columns applies to a table; select them in the query",
+    );
+  }
+  if (!(source instanceof Query)) tableName(source, env.config.columnTo); // refuse bad names now
+  const values = options.values === true;
+  return {
+    [Symbol.asyncIterator]: () => new CopyToIterator(env, source, columns, batch, values, signal),
+  };
+}
+
+/** Works out the COPY statement and its columns: a catalog lookup or a Describe. */
+async function plan(env: CopyEnv, source: unknown, keys?: readonly string[]): Promise<Plan> {
+  if (source instanceof Query) {
+    // Compiled and described here, on this tag's sink: the query may come from another tag
+    // (the pool's `sql` inside a transaction), whose connection may be the one this COPY holds.
+    if (source.failure !== undefined) throw source.failure;
+    const { text, values } = source.file !== null
+      ? { text: await readQueryFile(source.file), values: source.args }
+      : compile(source, env.config.columnTo);
+    if (values.length > 0) {
+      throw new QueryError(
+        "COPY_PARAMETERS",
+        "COPY cannot take parameters: write the values into the query, or read it with .cursor()",
+      );
+    }
+    // The newline ends a trailing line comment in the query text.
+    return { text: `copy (${text}\n) to stdout`, columns: await describeColumns(env.sink, text) };
+  }
+  const target = tableName(source, env.config.columnTo);
+  const all = await tableColumns(env.sink, target);
+  const columns = keys === undefined ? all : pickColumns(all, keys, env.config.columnTo, target);
+  if (columns.length === 0) {
+    throw new QueryError("INVALID_ARGUMENTS", `${target} has no columns COPY can read`);
+  }
+  const list = columns.map((c) => quoteIdentifier(c.name)).join(", ");
+  return { text: `copy ${target} (${list}) to stdout`, columns };
+}
+
+class CopyToIterator implements AsyncIterator<unknown[]> {
+  readonly #env: CopyEnv;
+  readonly #source: unknown;
+  readonly #keys: readonly string[] | undefined;
+  readonly #size: number;
+  readonly #values: boolean;
+  readonly #signal: AbortSignal | undefined;
+  #starting: Promise<void> | null = null;
+  #req: CopyToRequest | null = null;
+  #queue: unknown[][] = [];
+  #batch: unknown[] = [];
+  #error: unknown = null;
+  #failed = false;
+  #finished = false; // the COPY ended and every row is decoded
+  #closed = false; // returned, or failed and reported
+  #wake: (() => void) | null = null;
+  #onAbort: (() => void) | null = null;
+  #stopping: Promise<void> | null = null;
+
+  constructor(
+    env: CopyEnv,
+    source: unknown,
+    keys: readonly string[] | undefined,
+    size: number,
+    values: boolean,
+    signal: AbortSignal | undefined,
+  ) {
+    this.#env = env;
+    this.#source = source;
+    this.#keys = keys;
+    this.#size = size;
+    this.#values = values;
+    this.#signal = signal;
+  }
+
+  async next(): Promise<IteratorResult<unknown[]>> {
+    if (this.#closed) return { done: true, value: undefined };
+    try {
+      await (this.#starting ??= this.#start());
+    } catch (e) {
+      this.#closed = true;
+      this.#detach();
+      throw e;
+    }
+    for (;;) {
+      if (this.#closed) return { done: true, value: undefined }; // return() meanwhile
+      if (this.#failed) { // before any batch still queued: after a failure nothing more is given
+        this.#closed = true;
+        await this.#stop();
+        throw this.#error;
+      }
+      const batch = this.#queue.shift();
+      if (batch !== undefined) {
+        if (this.#queue.length < QUEUED_BATCHES) this.#req?.resume();
+        return { done: false, value: batch };
+      }
+      if (this.#finished) {
+        if (this.#batch.length > 0) {
+          const last = this.#batch;
+          this.#batch = [];
+          return { done: false, value: last };
+        }
+        this.#closed = true;
+        this.#detach();
+        return { done: true, value: undefined };
+      }
+      await new Promise<void>((resolve) => this.#wake = resolve);
+    }
+  }
+
+  async return(): Promise<IteratorResult<unknown[]>> {
+    this.#closed = true;
+    await this.#stop();
+    return { done: true, value: undefined };
+  }
+
+  #notify(): void {
+    const wake = this.#wake;
+    this.#wake = null;
+    wake?.();
+  }
+
+  /** Records the first failure and wakes the consumer, who reports it. */
+  #fail(e: unknown): void {
+    if (this.#failed) return;
+    this.#failed = true;
+    this.#error = e;
+    this.#notify();
+  }
+
+  #detach(): void {
+    if (this.#onAbort !== null) this.#signal!.removeEventListener("abort", this.#onAbort);
+    this.#onAbort = null;
+  }
+
+  /**
+   * Ends an unfinished COPY and waits until the connection is free: a cancel
+   * on the server, or inside a transaction block, the rest read and dropped.
+   */
+  #stop(): Promise<void> {
+    return this.#stopping ??= this.#halt();
+  }
+
+  async #halt(): Promise<void> {
+    this.#detach();
+    this.#queue = [];
+    this.#batch = [];
+    if (this.#req === null) await this.#starting?.catch(() => {});
+    const req = this.#req;
+    if (req === null) return;
+    if (!req.settled) {
+      req.discard();
+      if (req.status === IDLE) {
+        this.#env.sink.cancel(req, new QueryError("COPY_STOPPED", "copyTo was stopped"));
+      }
+    }
+    await req.done.catch(() => {});
+  }
+
+  async #start(): Promise<void> {
+    const signal = this.#signal;
+    if (signal !== undefined) {
+      signal.throwIfAborted();
+      this.#onAbort = () => {
+        this.#fail(signal.reason);
+        this.#stop(); // at once, even if the consumer is not waiting in next()
+      };
+      signal.addEventListener("abort", this.#onAbort, { once: true });
+    }
+    const { text, columns } = await plan(this.#env, this.#source, this.#keys);
+    if (this.#failed) throw this.#error;
+    if (this.#closed) return;
+    const decode = this.#env.config.decode;
+    const decoders = columns.map((c) => columnDecoder(c, decode));
+    const binary = decoders.every((d) => d !== null);
+    const described = asResultColumns(columns, binary);
+    // The statement's machinery gives the row keys, constructor, text decoders and row transform.
+    const st = new Statement("", text, []);
+    st.describe(described, decode);
+    const transform = decode.value;
+    const n = columns.length;
+    const values = this.#values;
+    const Row = st.Row;
+    const rowTransform = st.rowTransform;
+    const scratch: unknown[] = new Array(n);
+    const push = (vals: unknown[]) => {
+      let row: unknown = values ? vals : new Row(vals);
+      if (rowTransform !== null) row = rowTransform(row);
+      const batch = this.#batch;
+      batch.push(row);
+      if (batch.length < this.#size) return;
+      this.#queue.push(batch);
+      this.#batch = [];
+      if (this.#queue.length >= QUEUED_BATCHES) this.#req?.pause();
+      this.#notify();
+    };
+    let reader: BinaryCopyReader | TextCopyReader;
+    if (binary) {
+      const fns = decoders.map((d, i) => {
+        const inner = d!;
+        const column = described[i];
+        return transform === undefined
+          ? inner
+          : (buf: Uint8Array, start: number, end: number) =>
+            transform(inner(buf, start, end), column);
+      });
+      reader = new BinaryCopyReader(n, (buf, fields) => {
+        const vals = values ? new Array<unknown>(n) : scratch;
+        for (let i = 0; i < n; i++) {
+          const start = fields[2 * i];
+          vals[i] = start === -1 ? null : fns[i](buf, start, fields[2 * i + 1]);
+        }
+        push(vals);
+      });
+    } else {
+      const fns = st.decoders;
+      reader = new TextCopyReader(n, (texts) => {
+        const vals = values ? texts as unknown[] : scratch;
+        for (let i = 0; i < n; i++) {
+          const t = texts[i];
+          const fn = fns[i];
+          vals[i] = t === null || fn === null ? t : fn(t);
+        }
+        push(vals);
+      });
+    }
+    const req = new CopyToRequest(
+      `${text} (format ${binary ? "binary" : "text"})`,
+      (buf, start, end) => {
+        try {
+          reader.feed(buf, start, end);
+        } catch (e) {
+          this.#fail(e);
+          throw e; // the request drops the rest
+        }
+      },
+    );
+    this.#req = req;
+    req.done.then(
+      () => {
+        if (reader.partial || (reader instanceof BinaryCopyReader && !reader.ended)) {
+          this.#fail(new QueryError("COPY_TRUNCATED", "the COPY data ended inside a row"));
+        }
+        this.#finished = true;
+        this.#notify();
+      },
+      (e) => this.#fail(e),
+    );
+    this.#env.sink.send(req);
+  }
+}

@@ -1,0 +1,224 @@
+/**
+ * The two requests behind `sql.copyFrom` and `sql.copyTo`: a COPY driven by
+ * the caller chunk by chunk instead of through a stream. Like every COPY they
+ * go over the simple protocol and are barriers: the connection serves nothing
+ * else until the COPY's ReadyForQuery.
+ *
+ * In: the caller writes whole CopyData chunks and waits for each to reach the
+ * socket before encoding the next (backpressure down to the server), then
+ * ends with CopyDone, or CopyFail to make the server discard everything.
+ * Out: each CopyData body is handed to the caller's function during the call
+ * (the bytes are the read buffer's), and the caller pauses reading while its
+ * consumer is behind.
+ */
+import * as fe from "../protocol/frontend.ts";
+import type { Writer } from "../protocol/writer.ts";
+import { ProtocolViolation } from "../protocol/backend.ts";
+import { ConnectionError, type PostgresError, QueryError } from "../errors.ts";
+import type { Column } from "../protocol/backend.ts";
+import type { EncodeContext, PipelineRequest, RequestIO } from "./request.ts";
+
+/** Common bookkeeping: one COPY statement's segment, settled by its ReadyForQuery. */
+abstract class BulkCopyRequest implements PipelineRequest {
+  readonly barrier = true;
+  /** Where the pool sent it (for cancel). */
+  route: PipelineRequest["route"] = undefined;
+  /** The COPY statement. */
+  readonly text: string;
+  /** Rows the server reported in its completion tag, once it has. */
+  count: number | null = null;
+  protected io: RequestIO | null = null;
+  /** The first failure: the server's error, the connection's, or the caller's. */
+  failure: Error | null = null;
+  /** Settles with the row count when the segment ends; rejects with `failure`. */
+  readonly done: Promise<number>;
+  #settled = false;
+  #resolve!: (count: number) => void;
+  #reject!: (e: Error) => void;
+
+  constructor(text: string) {
+    this.text = text;
+    this.done = new Promise((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    this.done.catch(() => {}); // observed by the caller, who may stop listening early
+  }
+
+  /** Whether the segment is over (ReadyForQuery, or the connection failed). */
+  get settled(): boolean {
+    return this.#settled;
+  }
+
+  /** The connection's transaction status when the COPY was sent (I: outside a block). */
+  status = 0x49;
+
+  encode(w: Writer, ctx: EncodeContext): void {
+    this.status = ctx.status;
+    fe.query(w, this.text);
+  }
+  attach(io: RequestIO): void {
+    this.io = io;
+  }
+  parseComplete(): void {}
+  parameterDescription(): void {}
+  rowDescription(_columns: Column[]): void {}
+  noData(): void {}
+  dataRow(): void {}
+  commandComplete(_command: string, count: number | null): void {
+    this.count = count;
+  }
+  emptyQuery(): void {}
+  portalSuspended(): void {}
+  error(err: PostgresError): void {
+    this.failure ??= err.attach(this.text, []);
+  }
+  ready(): void {
+    this.#settle();
+  }
+  fail(err: Error): void {
+    this.failure ??= err;
+    this.#settle();
+  }
+
+  #settle(): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.finish();
+    if (this.failure !== null) this.#reject(this.failure);
+    else this.#resolve(this.count ?? 0);
+  }
+
+  /** Called once when the segment ends, before `done` settles. */
+  protected abstract finish(): void;
+}
+
+/** `COPY ... FROM STDIN`, fed chunk by chunk. */
+export class CopyFromRequest extends BulkCopyRequest {
+  /** Resolves when the server is ready for data; rejects if the statement failed first. */
+  readonly started: Promise<void>;
+  #start!: { resolve(): void; reject(e: Error): void };
+  #copying = false;
+  #closed = false; // CopyDone or CopyFail written: nothing more may follow
+
+  constructor(text: string) {
+    super(text);
+    this.started = new Promise((resolve, reject) => this.#start = { resolve, reject });
+    this.started.catch(() => {});
+  }
+
+  copyIn(): void {
+    this.#copying = true;
+    this.#start.resolve();
+  }
+
+  protected finish(): void {
+    if (!this.#copying) {
+      this.#start.reject(
+        this.failure ?? new QueryError("NOT_COPY_FROM_STDIN", "the statement is not COPY FROM"),
+      );
+    }
+    this.#closed = true;
+  }
+
+  /**
+   * Sends `bytes` as one CopyData message (copied: the caller may reuse its
+   * buffer at once) and resolves when it has reached the socket. Rejects with
+   * the failure when the COPY can no longer take data.
+   */
+  async send(bytes: Uint8Array): Promise<void> {
+    if (this.failure !== null) throw this.failure;
+    if (this.#closed || this.io === null) throw this.#notCopying();
+    this.io.write((w) => fe.copyData(w, bytes));
+    await this.io.flushed();
+    if (this.failure !== null) throw this.failure;
+  }
+
+  /** Ends the data with CopyDone; resolves with the rows the server copied. */
+  end(): Promise<number> {
+    if (!this.#closed && this.failure === null && this.io !== null) {
+      this.#closed = true;
+      this.io.write(fe.copyDone);
+    }
+    return this.done;
+  }
+
+  /**
+   * Makes the server discard the COPY (CopyFail with `reason`), so nothing of
+   * it is stored; resolves once the segment is over and the connection free.
+   */
+  async abort(reason: string): Promise<void> {
+    if (this.#copying && !this.#closed && this.io !== null) {
+      this.#closed = true;
+      this.io.write((w) => fe.copyFail(w, reason));
+    }
+    await this.done.catch(() => {});
+  }
+
+  #notCopying(): Error {
+    return new ConnectionError("CONNECTION_CLOSED", "the COPY is no longer taking data");
+  }
+}
+
+/** `COPY ... TO STDOUT`, each CopyData body handed to `onData` as it arrives. */
+export class CopyToRequest extends BulkCopyRequest {
+  readonly #onData: (buf: Uint8Array, start: number, end: number) => void;
+  #started = false;
+  #discard = false;
+  #paused = false;
+
+  /** `onData` gets each body during the call; what it throws fails this COPY only. */
+  constructor(text: string, onData: (buf: Uint8Array, start: number, end: number) => void) {
+    super(text);
+    this.#onData = onData;
+  }
+
+  copyOut(): void {
+    this.#started = true;
+  }
+
+  copyData(buf: Uint8Array, start: number, end: number): void {
+    if (this.#discard) return;
+    try {
+      this.#onData(buf, start, end);
+    } catch (e) {
+      // Fails this COPY, never the connection: the rest is read and dropped.
+      this.#discard = true;
+      this.resume();
+      if (e instanceof ProtocolViolation) {
+        const err = new ConnectionError("PROTOCOL_VIOLATION", e.message, { cause: e });
+        err.outcome = "unknown";
+        this.failure ??= err;
+      } else this.failure ??= e instanceof Error ? e : new Error(String(e));
+    }
+  }
+
+  copyDone(): void {}
+
+  /** Stops handing data to `onData`; the rest is read and dropped. */
+  discard(): void {
+    this.#discard = true;
+    this.resume();
+  }
+
+  /** Stops reading from the server until `resume()` (the consumer is behind). */
+  pause(): void {
+    if (this.#paused || this.settled || this.#discard) return;
+    this.#paused = true;
+    this.io?.pauseReading();
+  }
+
+  /** Reads from the server again. */
+  resume(): void {
+    if (!this.#paused) return;
+    this.#paused = false;
+    this.io?.resumeReading();
+  }
+
+  protected finish(): void {
+    this.resume();
+    if (this.failure === null && !this.#started) {
+      this.failure = new QueryError("NOT_COPY_TO_STDOUT", "the statement is not COPY TO STDOUT");
+    }
+  }
+}

@@ -1,0 +1,243 @@
+/**
+ * Decoders for every field of a binary `COPY ... TO STDOUT`, where unlike a
+ * query's result no column can stay in text: the types the binary results of
+ * queries already use (binary_decoders.ts), plus int8, float4, numeric, the
+ * character types, uuid, json, jsonb and arrays of them. Each gives exactly
+ * what the text decoder gives for the same value: int8 and numeric as
+ * strings (int8 as bigint with the `bigint` option), float4 as the shortest
+ * decimal that reads back as the same float32, which is what the server
+ * prints.
+ *
+ * @module
+ */
+import { Buffer } from "node:buffer";
+import { i16, i32, ProtocolViolation, utf8 } from "../protocol/backend.ts";
+import { binaryDecoderFor } from "./binary_decoders.ts";
+import type { ByteDecoderFn } from "./byte_decoders.ts";
+import { elementOf, Oid } from "./oids.ts";
+import type { DecodeOptions } from "./text_decoders.ts";
+
+const TWO_32 = 4294967296;
+
+function width(start: number, end: number, size: number, type: string): void {
+  if (end - start !== size) {
+    throw new ProtocolViolation(`binary ${type} must be ${size} bytes, got ${end - start}`);
+  }
+}
+
+/** An int8 that fits a double exactly (|v| < 2^53) as a number, else null. */
+function smallInt8(buf: Uint8Array, start: number): number | null {
+  const hi = i32(buf, start);
+  if (hi < -0x200000 || hi >= 0x200000) return null;
+  return hi * TWO_32 + (i32(buf, start + 4) >>> 0);
+}
+
+function bigInt8(buf: Uint8Array, start: number): bigint {
+  return (BigInt(i32(buf, start)) << 32n) | BigInt(i32(buf, start + 4) >>> 0);
+}
+
+/** int8 as its decimal text (pgpipe's default for int8). */
+const decodeInt8Text: ByteDecoderFn = (buf, start, end) => {
+  width(start, end, 8, "int8");
+  const small = smallInt8(buf, start);
+  return small === null ? bigInt8(buf, start).toString() : String(small);
+};
+
+/** int8 as a bigint (the `bigint` option). */
+const decodeInt8BigInt: ByteDecoderFn = (buf, start, end) => {
+  width(start, end, 8, "int8");
+  const small = smallInt8(buf, start);
+  return small === null ? bigInt8(buf, start) : BigInt(small);
+};
+
+const f32 = new Float32Array(1);
+const f32Bytes = new Uint8Array(f32.buffer);
+const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** float4 as the shortest decimal that is the same float32 (float4out's output, as a number). */
+const decodeFloat4: ByteDecoderFn = (buf, start, end) => {
+  width(start, end, 4, "float4");
+  if (littleEndian) { for (let i = 0; i < 4; i++) f32Bytes[i] = buf[start + 3 - i]; }
+  else for (let i = 0; i < 4; i++) f32Bytes[i] = buf[start + i];
+  const v = f32[0];
+  if (!Number.isFinite(v) || v === 0) return v;
+  for (let digits = 1; digits < 9; digits++) {
+    const shortest = +v.toPrecision(digits);
+    if (Math.fround(shortest) === v) return shortest;
+  }
+  return +v.toPrecision(9);
+};
+
+const NUMERIC_NEG = 0x4000;
+const NUMERIC_NAN = 0xc000;
+const NUMERIC_PINF = 0xd000;
+const NUMERIC_NINF = 0xf000;
+
+function fourDigits(n: number): string {
+  return n >= 1000 ? String(n) : n >= 100 ? "0" + n : n >= 10 ? "00" + n : "000" + n;
+}
+
+/** numeric as numeric_out writes it: every digit of its display scale, no exponent. */
+const decodeNumeric: ByteDecoderFn = (buf, start, end) => {
+  if (end - start < 8) throw new ProtocolViolation("binary numeric is shorter than its header");
+  const ndigits = i16(buf, start);
+  const weight = i16(buf, start + 2);
+  const sign = (buf[start + 4] << 8) | buf[start + 5];
+  const dscale = (buf[start + 6] << 8) | buf[start + 7];
+  if (ndigits < 0 || end - start !== 8 + 2 * ndigits) {
+    throw new ProtocolViolation("binary numeric length does not match its digit count");
+  }
+  if (sign === NUMERIC_NAN) return "NaN";
+  if (sign === NUMERIC_PINF) return "Infinity";
+  if (sign === NUMERIC_NINF) return "-Infinity";
+  const digit = (d: number) => d >= 0 && d < ndigits ? i16(buf, start + 8 + 2 * d) : 0;
+  let out = sign === NUMERIC_NEG ? "-" : "";
+  if (weight < 0) out += "0";
+  else {
+    for (let d = 0; d <= weight; d++) out += d === 0 ? String(digit(d)) : fourDigits(digit(d));
+  }
+  if (dscale > 0) {
+    let fraction = "";
+    for (let d = weight + 1; fraction.length < dscale; d++) fraction += fourDigits(digit(d));
+    out += "." + fraction.slice(0, dscale);
+  }
+  return out;
+};
+
+/** A node Buffer over the last buffer read from, whose `toString` decodes UTF-8 fastest. */
+let viewed: Uint8Array | null = null;
+let view: Buffer = Buffer.alloc(0);
+
+/**
+ * UTF-8 text from the read buffer. `Buffer#toString` takes about a third of
+ * TextDecoder's time on the short values COPY rows are made of.
+ */
+function text(buf: Uint8Array, start: number, end: number): string {
+  if (end - start < 8) return utf8(buf, start, end);
+  if (buf !== viewed) {
+    viewed = buf;
+    view = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+  }
+  return view.toString("utf8", start, end);
+}
+
+/** The character types, enums and anything else whose binary form is its UTF-8 text. */
+export const decodeText: ByteDecoderFn = text;
+
+const decodeJson: ByteDecoderFn = (buf, start, end) => JSON.parse(text(buf, start, end));
+
+/** jsonb's binary output is a version byte (1) and the JSON text. */
+const decodeJsonb: ByteDecoderFn = (buf, start, end) => {
+  if (end - start < 1 || buf[start] !== 1) {
+    throw new ProtocolViolation(`unsupported binary jsonb version ${buf[start]}`);
+  }
+  return JSON.parse(text(buf, start + 1, end));
+};
+
+const HEX: string[] = [];
+for (let i = 0; i < 256; i++) HEX.push((i < 16 ? "0" : "") + i.toString(16));
+
+const decodeUuid: ByteDecoderFn = (buf, start, end) => {
+  width(start, end, 16, "uuid");
+  let out = "";
+  for (let i = 0; i < 16; i++) {
+    if (i === 4 || i === 6 || i === 8 || i === 10) out += "-";
+    out += HEX[buf[start + i]];
+  }
+  return out;
+};
+
+/** array_send writes at most 6 dimensions (MAXDIM). */
+const MAX_DIMENSIONS = 6;
+
+/**
+ * A decoder for binary arrays whose elements `element` decodes: nested arrays
+ * per dimension, null for NULL elements (lower bounds are dropped, as the
+ * text decoder drops them).
+ */
+export function arrayDecoder(element: ByteDecoderFn): ByteDecoderFn {
+  return (buf, start, end) => {
+    if (end - start < 12) throw new ProtocolViolation("binary array is shorter than its header");
+    const ndim = i32(buf, start);
+    if (ndim === 0) return [];
+    if (ndim < 0 || ndim > MAX_DIMENSIONS || end - start < 12 + 8 * ndim) {
+      throw new ProtocolViolation(`binary array with ${ndim} dimensions`);
+    }
+    const dims: number[] = [];
+    for (let d = 0; d < ndim; d++) dims.push(i32(buf, start + 12 + 8 * d));
+    const at = [start + 12 + 8 * ndim];
+    const out = readLevel(buf, at, end, dims, 0, element);
+    if (at[0] !== end) throw new ProtocolViolation("binary array has bytes after its elements");
+    return out;
+  };
+}
+
+function readLevel(
+  buf: Uint8Array,
+  at: number[],
+  end: number,
+  dims: readonly number[],
+  depth: number,
+  element: ByteDecoderFn,
+): unknown[] {
+  const n = dims[depth];
+  if (n < 0) throw new ProtocolViolation(`binary array dimension of ${n}`);
+  const out = new Array<unknown>(n);
+  const leaf = depth === dims.length - 1;
+  for (let i = 0; i < n; i++) {
+    if (!leaf) {
+      out[i] = readLevel(buf, at, end, dims, depth + 1, element);
+      continue;
+    }
+    const p = at[0];
+    if (end - p < 4) throw new ProtocolViolation("binary array is truncated");
+    const len = i32(buf, p);
+    if (len === -1) {
+      out[i] = null;
+      at[0] = p + 4;
+      continue;
+    }
+    if (len < 0 || len > end - p - 4) throw new ProtocolViolation("binary array is truncated");
+    out[i] = element(buf, p + 4, p + 4 + len);
+    at[0] = p + 4 + len;
+  }
+  return out;
+}
+
+/** A scalar decoder, or null where pgpipe has none for the binary form. */
+function scalarDecoder(oid: number, opts: DecodeOptions): ByteDecoderFn | null {
+  switch (oid) {
+    case Oid.int8:
+      return opts.bigint ? decodeInt8BigInt : decodeInt8Text;
+    case Oid.float4:
+      return decodeFloat4;
+    case Oid.numeric:
+      return decodeNumeric;
+    case Oid.text:
+    case Oid.varchar:
+    case Oid.bpchar:
+    case Oid.name:
+      return decodeText;
+    case Oid.json:
+      return decodeJson;
+    case Oid.jsonb:
+      return decodeJsonb;
+    case Oid.uuid:
+      return decodeUuid;
+    default:
+      return binaryDecoderFor(oid);
+  }
+}
+
+/**
+ * The decoder for a built-in type's binary COPY field (arrays of them too),
+ * or null where the value must be read from the text format instead.
+ */
+export function copyDecoderFor(oid: number, opts: DecodeOptions): ByteDecoderFn | null {
+  const scalar = scalarDecoder(oid, opts);
+  if (scalar !== null) return scalar;
+  const element = elementOf[oid];
+  if (element === undefined) return null;
+  const decodeElement = scalarDecoder(element, opts);
+  return decodeElement === null ? null : arrayDecoder(decodeElement);
+}
