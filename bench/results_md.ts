@@ -3,7 +3,7 @@
 import { skipLine, type Skipped } from "./drivers.ts";
 import type { Machine } from "./machine.ts";
 import { renderSuite, renderTable, type SuiteReport, summaryTable } from "./report.ts";
-import { TARGETS } from "./targets.ts";
+import { targetTexts } from "./targets.ts";
 
 /** Everything RESULTS.md is written from. */
 export interface Run {
@@ -55,11 +55,13 @@ export function resultsMarkdown(
     "",
     "Ratios are how many times faster pgpipe is (above 1x pgpipe wins). pgpipe's speed " +
     "targets are shown next to them, not enforced:",
-    ...TARGETS.map((t) => `- ${t.text}`),
+    ...targetTexts().map((t) => `- ${t}`),
     "- pipelined q/s >= 75% of the libpq pipeline (pgbench): in suite 2's table, against both " +
     "pgbench's shape and pgpipe's",
     "",
-    renderTable(summaryTable(reports.flatMap((r) => r.ratios))),
+    renderTable(
+      summaryTable(reports.flatMap((r) => r.ratios), reports.flatMap((r) => r.measures ?? [])),
+    ),
     "",
   ];
   if (failures.length) lines.push("## Failures", "", ...failures.map((f) => `- ${f}`), "");
