@@ -69,6 +69,9 @@ export function resultsMarkdown(
     driver: "Suite 1: concurrent queries on one connection (deno bench)",
     throughput: "Suite 2: throughput and serial latency",
     latency: "Suite 3: through a delaying proxy",
+    memory: "Suite 4: memory",
+    cold: "Suite 5: cold start",
+    http: "Suite 6: end to end over HTTP",
   };
   for (const r of reports) lines.push(`## ${titles[r.suite] ?? r.suite}`, renderSuite(r), "");
   return lines.join("\n");

@@ -1,4 +1,4 @@
-// `deno task bench [--quick] [--only=driver,throughput,latency,memory,cold] [--delay=5] [--out=FILE]`:
+// `deno task bench [--quick] [--only=driver,throughput,latency,memory,cold,http] [--delay=5] [--out=FILE]`:
 // compares pgpipe with its peers in one run. Starts a throwaway PostgreSQL (or uses
 // DATABASE_URL), runs each suite in its own process with the URL in PGPIPE_BENCH_URL, prints
 // the tables and a summary of ratios, writes bench/RESULTS.md, and always stops the server.
@@ -11,18 +11,19 @@ import { renderSuite, renderTable, type SuiteReport, summaryTable } from "./repo
 import { resultsMarkdown } from "./results_md.ts";
 import { targetTexts } from "./targets.ts";
 
-const SUITES = ["driver", "throughput", "latency", "memory", "cold"] as const;
+const SUITES = ["driver", "throughput", "latency", "memory", "cold", "http"] as const;
 type Suite = typeof SUITES[number];
 const SUITE_FILES: Record<Exclude<Suite, "driver">, string> = {
   throughput: "throughput.ts",
   latency: "latency_proxy.ts",
   memory: "memory.ts",
   cold: "cold_start.ts",
+  http: "http.ts",
 };
 
 const here = new URL(".", import.meta.url).pathname;
 const USAGE = [
-  "usage: deno task bench [--quick] [--only=driver,throughput,latency,memory,cold] [--delay=MS] [--out=FILE]",
+  "usage: deno task bench [--quick] [--only=driver,throughput,latency,memory,cold,http] [--delay=MS] [--out=FILE]",
   "  --quick   fewer iterations (smoke run, under 2 minutes)",
   "  --only    run only these suites (comma-separated)",
   "  --delay   one-way delay of the latency suite's proxy, in ms (default 5)",
@@ -134,6 +135,7 @@ function suiteTimeout(suite: Suite, quick: boolean): number {
     latency: quick ? 1 : 3,
     memory: quick ? 2 : 2,
     cold: quick ? 1 : 3,
+    http: quick ? 4 : 12,
   };
   return minutes[suite] * 60_000;
 }
