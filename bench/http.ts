@@ -175,11 +175,22 @@ async function checkAnswer(spec: ServerSpec, port: number, expected: unknown): P
   }
 }
 
-/** Backends whose last query is the handler's: the connections the server really used. */
-async function handlerBackends(): Promise<number> {
-  const [{ n }] = await admin`select count(*)::int as n from pg_stat_activity
+/** Backends whose last query is the handler's: the connections the server really uses. */
+async function handlerBackends(): Promise<number[]> {
+  const rows = await admin`select pid from pg_stat_activity
     where pid <> pg_backend_pid() and query like ${"%from " + USERS_TABLE + "%"}`;
-  return n as number;
+  return rows.map((r) => r.pid as number);
+}
+
+/** CPU seconds these backends used so far; NaN where /proc does not show them (remote server). */
+async function backendsCpuSeconds(pids: number[]): Promise<number> {
+  try {
+    let sum = 0;
+    for (const pid of pids) sum += await processCpuSeconds(pid);
+    return sum;
+  } catch {
+    return NaN;
+  }
 }
 
 /** One measured run of one server. */
@@ -189,6 +200,10 @@ interface Run {
   p99Ms: number;
   /** CPU used per wall second (1 = one core busy). */
   serverCpu: number;
+  /** The server's CPU time per request, in µs: what contention for the cores does not change. */
+  serverCpuPerRequestUs: number;
+  /** The PostgreSQL backends serving it, CPU per wall second (NaN when not measurable). */
+  postgresCpu: number;
   loadCpu: number;
   errors: number;
   backends: number;
@@ -209,16 +224,19 @@ async function measure(
     const target = `http://127.0.0.1:${server.port}/users`;
     const opts = { connections: LOAD_CONNECTIONS, threads: WRK_THREADS };
     await runLoad(tool, target, { ...opts, seconds: WARMUP_SECONDS });
-    const cpu0 = await processCpuSeconds(server.pid);
+    const pids = await handlerBackends(); // every connection has served the handler by now
+    const [cpu0, pg0] = [await processCpuSeconds(server.pid), await backendsCpuSeconds(pids)];
     const load: LoadRun = await runLoad(tool, target, { ...opts, seconds: MEASURE_SECONDS });
-    const cpu1 = await processCpuSeconds(server.pid);
-    const backends = await handlerBackends();
+    const [cpu1, pg1] = [await processCpuSeconds(server.pid), await backendsCpuSeconds(pids)];
+    const backends = (await handlerBackends()).length;
     const cpuSinceStart = await processCpuSeconds(server.pid);
     return {
       rps: load.requests / load.seconds,
       p50Ms: load.p50Ms,
       p99Ms: load.p99Ms,
       serverCpu: (cpu1 - cpu0) / load.seconds,
+      serverCpuPerRequestUs: ((cpu1 - cpu0) * 1e6) / load.requests,
+      postgresCpu: (pg1 - pg0) / load.seconds,
       loadCpu: load.cpuSeconds / load.seconds,
       errors: load.errors,
       backends,
@@ -313,7 +331,10 @@ async function main(): Promise<void> {
           log(
             `${spec.name}, pool ${max}, round ${r + 1}: ${fmt(run.rps)} req/s, ` +
               `p50 ${fmt(run.p50Ms, 2)} ms, p99 ${fmt(run.p99Ms, 2)} ms, ` +
-              `server CPU ${pct(run.serverCpu, 1)}, load generator CPU ${pct(run.loadCpu, 1)}`,
+              `server CPU ${pct(run.serverCpu, 1)} (${fmt(run.serverCpuPerRequestUs)} µs/req), ` +
+              `PostgreSQL CPU ${pct(run.postgresCpu, 1)}, load generator CPU ${
+                pct(run.loadCpu, 1)
+              }`,
           );
           if (!runs.has(key(spec, max))) runs.set(key(spec, max), []);
           runs.get(key(spec, max))!.push(run);
@@ -346,14 +367,28 @@ async function main(): Promise<void> {
     const ratios: Ratio[] = [];
     const rows: string[][] = [];
     for (const max of POOLS) {
-      const label = `req/s, ${max} connection${max === 1 ? "" : "s"}`;
+      const conns = `${max} connection${max === 1 ? "" : "s"}`;
       const base = pgpipe ? med(pgpipe, max, (r) => r.rps) : NaN;
+      const baseCpu = pgpipe ? med(pgpipe, max, (r) => r.serverCpuPerRequestUs) : NaN;
       for (const spec of specs) {
         const rps = med(spec, max, (r) => r.rps);
+        const cpu = med(spec, max, (r) => r.serverCpuPerRequestUs);
         const all = runs.get(key(spec, max))!;
         if (spec !== pgpipe) {
-          ratios.push({ suite: "http", label, peer: spec.name, value: base / rps });
+          ratios.push({
+            suite: "http",
+            label: `req/s, ${conns}`,
+            peer: spec.name,
+            value: base / rps,
+          });
+          ratios.push({
+            suite: "http",
+            label: `server CPU per request (lower is better), ${conns}`,
+            peer: spec.name,
+            value: cpu / baseCpu,
+          });
         }
+        const pg = med(spec, max, (r) => r.postgresCpu);
         rows.push([
           spec.name,
           spec.runtime,
@@ -363,6 +398,9 @@ async function main(): Promise<void> {
           fmt(med(spec, max, (r) => r.p50Ms), 2),
           fmt(med(spec, max, (r) => r.p99Ms), 2),
           pct(med(spec, max, (r) => r.serverCpu), 1),
+          fmt(cpu),
+          spec === pgpipe ? "1.00x" : formatRatio(cpu / baseCpu),
+          Number.isFinite(pg) ? pct(pg, 1) : "-",
           pct(med(spec, max, (r) => r.loadCpu), 1),
           all.map((r) => r.backends).join("/"),
           String(all.reduce((n, r) => n + r.errors, 0)),
@@ -383,6 +421,9 @@ async function main(): Promise<void> {
         "p50 ms",
         "p99 ms",
         "server CPU",
+        "server CPU µs/req",
+        "pgpipe vs it",
+        "PostgreSQL CPU",
         "load gen CPU",
         "backends",
         "errors",
@@ -423,16 +464,22 @@ async function main(): Promise<void> {
         "timestamptz, bool, numeric, jsonb) by primary key, build an object per row " +
         "(timestamp to an ISO string, numeric to a number) and answer Response.json. Each " +
         "server's first answer is checked against the page PostgreSQL itself builds as JSON.",
-      "Server CPU and load gen CPU: CPU time per wall second of each process during the " +
-        "measured window (100% = one core). Backends: connections running the handler's query " +
-        "at the end of each round (the pool really opened).",
+      "Server CPU, PostgreSQL CPU (the backends serving the handler) and load gen CPU: CPU " +
+        "time per wall second of each during the measured window (100% = one core). Server " +
+        "CPU µs/req is the server process's CPU time per request: on a shared machine it " +
+        "moves less than req/s, which also depends on how much CPU the server got. Backends: " +
+        "connections running the handler's query at the end of each round (the pool really " +
+        "opened).",
       "Bun.sql runs in a bun process (Bun.serve, the same handler module); its row compares " +
         "runtime and driver together. pgpipe and postgres.js run under Deno.serve.",
       `CPU profile: one more pgpipe round per pool size under deno run --cpu-prof (sampled ` +
         `every ${PROFILE_INTERVAL_US} µs; not counted in the medians). It covers the main ` +
-        `thread: "(program)" is time in native code with no JS frame on the stack (Deno's Rust ` +
-        `ops: HTTP, sockets), GC is not charged to whoever allocated. "Inclusive" counts every ` +
-        `sample with a driver frame on its stack.`,
+        `thread, in samples of wall time while the thread was not idle (so time it waited for a ` +
+        `core counts too, and busy time can exceed the process's CPU time). "(program)" is ` +
+        `native code with no JS frame on the stack; built-ins such as JSON.parse, ` +
+        `JSON.stringify and Date#toISOString are charged to the JS function calling them; GC is ` +
+        `not charged to whoever allocated. "Inclusive" counts every sample with a driver frame ` +
+        `on its stack.`,
       "The machine is shared with other work: compare ratios within one run.",
     );
     await emitReport({ suite: "http", tables, ratios, notes });

@@ -73,6 +73,14 @@ export function resultsMarkdown(
     cold: "Suite 5: cold start",
     http: "Suite 6: end to end over HTTP",
   };
-  for (const r of reports) lines.push(`## ${titles[r.suite] ?? r.suite}`, renderSuite(r), "");
+  for (const r of reports) {
+    lines.push(
+      `## ${titles[r.suite] ?? r.suite}`,
+      "",
+      `Alone: \`deno task bench --only=${r.suite}\`.`,
+      renderSuite(r),
+      "",
+    );
+  }
   return lines.join("\n");
 }
