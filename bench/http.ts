@@ -422,7 +422,7 @@ async function main(): Promise<void> {
         "p99 ms",
         "server CPU",
         "server CPU µs/req",
-        "pgpipe vs it",
+        "pgpipe vs it (CPU/req)",
         "PostgreSQL CPU",
         "load gen CPU",
         "backends",
