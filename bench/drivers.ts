@@ -29,6 +29,8 @@ export interface Adapter {
   selectTyped(rows: number): Promise<number>;
   /** `select $1::int`; resolves to the value the server sent back. */
   selectInt(x: number): Promise<number>;
+  /** `select 1` (no parameter, the smallest query); resolves to the value the server sent back. */
+  selectOne(): Promise<number>;
   /** Runs fn in a transaction on one session, then rolls it back (also when fn throws). */
   rolledBack(fn: (tx: Tx) => Promise<void>): Promise<void>;
   /** Closes every connection of this client. */
@@ -145,6 +147,10 @@ function postgresJsApi(name: string, source: string, factory: PgJsFactory): Driv
           const [{ x }] = await sql`select ${v}::int as x`;
           return x as number;
         },
+        async selectOne() {
+          const [row] = await sql`select 1`;
+          return Object.values(row)[0] as number;
+        },
         async rolledBack(fn) {
           // sql.begin pins the transaction to one connection; throwing from the callback is how
           // it is told to roll back.
@@ -240,6 +246,10 @@ function denoPostgres(Client: DpClientClass): Driver {
           const [[x]] = (await next().queryArray("select $1::int", [v])).rows;
           return x as number;
         },
+        async selectOne() {
+          const [[x]] = (await next().queryArray("select 1")).rows;
+          return x as number;
+        },
         async rolledBack(fn) {
           const c = clients[0];
           await c.queryArray("begin");
@@ -311,6 +321,10 @@ function pglue(connectWire: PgConnect): Driver {
         async selectInt(v) {
           const [{ x }] = await next().query`select ${v}::int as x`;
           return x as number;
+        },
+        async selectOne() {
+          const [row] = await next().query`select 1`;
+          return Object.values(row)[0] as number;
         },
         async rolledBack(fn) {
           const w = wires[0];

@@ -10,3 +10,8 @@ export const DENO_POSTGRES = "jsr:@db/postgres@0.19.5";
  * where GitHub is unreachable).
  */
 export const PGLUE = "https://raw.githubusercontent.com/luaneko/pglue/refs/tags/v0.2.0/mod.ts";
+/**
+ * Bun from npm (the package ships the binary), pinned; installed into a cache directory when no
+ * `bun` is on PATH (bench/bun.ts).
+ */
+export const BUN_NPM = "bun@1.4.5";

@@ -1,6 +1,6 @@
 // What a suite hands back to bench/run.ts: tables to print and ratios for the summary. Suites
 // that run as child processes write it as JSON to the file named by PGPIPE_BENCH_REPORT.
-import { targetFor } from "./targets.ts";
+import { limitFor, targetFor } from "./targets.ts";
 
 /** A table, rendered as Markdown (which also reads well in a terminal). */
 export interface Table {
@@ -17,11 +17,23 @@ export interface Ratio {
   value: number;
 }
 
+/** A measured amount of pgpipe's that has an absolute goal (see LIMITS in targets.ts). */
+export interface Measure {
+  suite: string;
+  label: string;
+  /** What it is measured against, for the summary's peer column. */
+  against: string;
+  value: number;
+  unit: string;
+}
+
 /** One suite's results. */
 export interface SuiteReport {
   suite: string;
   tables: Table[];
   ratios: Ratio[];
+  /** Absolute figures with a goal; absent in suites that have none. */
+  measures?: Measure[];
   notes: string[];
 }
 
@@ -43,8 +55,11 @@ export function formatRatio(value: number): string {
   return Number.isFinite(value) ? `${value.toFixed(2)}x` : "-";
 }
 
-/** The summary table: every ratio, with pgpipe's speed target next to it where one exists. */
-export function summaryTable(ratios: readonly Ratio[]): Table {
+/**
+ * The summary table: every ratio, with pgpipe's speed target next to it where one exists, then
+ * the absolute measures with their limits.
+ */
+export function summaryTable(ratios: readonly Ratio[], measures: readonly Measure[] = []): Table {
   const rows = ratios.map((r) => {
     const target = targetFor(r.suite, r.label, r.peer);
     const verdict = target ? (r.value >= target.min ? "met" : "not met") : "";
@@ -56,6 +71,16 @@ export function summaryTable(ratios: readonly Ratio[]): Table {
       verdict,
     ];
   });
+  for (const m of measures) {
+    const limit = limitFor(m.suite, m.label);
+    rows.push([
+      `${m.suite}: ${m.label}`,
+      m.against,
+      `${fmt(m.value, 1)} ${m.unit}`,
+      limit ? `<= ${limit.max} ${limit.unit}` : "",
+      limit ? (m.value <= limit.max ? "met" : "not met") : "",
+    ]);
+  }
   return {
     title: "Summary: how many times faster pgpipe is than each peer",
     head: ["case", "peer", "pgpipe speed-up", "target", "vs target"],
@@ -68,7 +93,7 @@ export async function emitReport(report: SuiteReport): Promise<void> {
   console.log(renderSuite(report));
   const path = Deno.env.get("PGPIPE_BENCH_REPORT");
   if (path) await Deno.writeTextFile(path, JSON.stringify(report));
-  else console.log("\n" + renderTable(summaryTable(report.ratios)));
+  else console.log("\n" + renderTable(summaryTable(report.ratios, report.measures)));
 }
 
 /** A suite's tables and notes as Markdown. */

@@ -3,7 +3,7 @@
 import { skipLine, type Skipped } from "./drivers.ts";
 import type { Machine } from "./machine.ts";
 import { renderSuite, renderTable, type SuiteReport, summaryTable } from "./report.ts";
-import { TARGETS } from "./targets.ts";
+import { targetTexts } from "./targets.ts";
 
 /** Everything RESULTS.md is written from. */
 export interface Run {
@@ -55,11 +55,13 @@ export function resultsMarkdown(
     "",
     "Ratios are how many times faster pgpipe is (above 1x pgpipe wins). pgpipe's speed " +
     "targets are shown next to them, not enforced:",
-    ...TARGETS.map((t) => `- ${t.text}`),
+    ...targetTexts().map((t) => `- ${t}`),
     "- pipelined q/s >= 75% of the libpq pipeline (pgbench): in suite 2's table, against both " +
     "pgbench's shape and pgpipe's",
     "",
-    renderTable(summaryTable(reports.flatMap((r) => r.ratios))),
+    renderTable(
+      summaryTable(reports.flatMap((r) => r.ratios), reports.flatMap((r) => r.measures ?? [])),
+    ),
     "",
   ];
   if (failures.length) lines.push("## Failures", "", ...failures.map((f) => `- ${f}`), "");
@@ -67,7 +69,18 @@ export function resultsMarkdown(
     driver: "Suite 1: concurrent queries on one connection (deno bench)",
     throughput: "Suite 2: throughput and serial latency",
     latency: "Suite 3: through a delaying proxy",
+    memory: "Suite 4: memory",
+    cold: "Suite 5: cold start",
+    http: "Suite 6: end to end over HTTP",
   };
-  for (const r of reports) lines.push(`## ${titles[r.suite] ?? r.suite}`, renderSuite(r), "");
+  for (const r of reports) {
+    lines.push(
+      `## ${titles[r.suite] ?? r.suite}`,
+      "",
+      `Alone: \`deno task bench --only=${r.suite}\`.`,
+      renderSuite(r),
+      "",
+    );
+  }
   return lines.join("\n");
 }

@@ -1,6 +1,7 @@
-// The speed-ups pgpipe aims for against postgres.js (the project's speed targets). They are printed next to the
-// measured ratios so a reader can judge them; the bench never fails on them (numbers from a
-// shared 2-core machine are too noisy to gate on).
+// The speed-ups pgpipe aims for against its peers, and the few absolute limits it aims to stay
+// under (the project's speed targets). They are printed next to the measured figures so a reader
+// can judge them; the bench never fails on them (numbers from a shared 2-core machine are too
+// noisy to gate on).
 
 /** A goal: pgpipe at least `min` times faster than `peer` on a case. */
 export interface Target {
@@ -52,6 +53,21 @@ export const TARGETS: readonly Target[] = [
     text: "serial latency (one query after another) >= 1.3x postgres.js",
   },
   {
+    suite: "http",
+    applies: (l) => l.startsWith("req/s,"),
+    peer: "postgres.js",
+    min: 1.5,
+    text: "HTTP handler (100 rows per request as JSON) >= 1.5x postgres.js, with 1 and with 4 " +
+      "connections",
+  },
+  {
+    suite: "http",
+    applies: (l) => l === "req/s, 1 connection",
+    peer: "Bun.sql",
+    min: 1,
+    text: "the same HTTP handler with 1 connection at least as fast as Bun.sql on Bun",
+  },
+  {
     suite: "cold",
     applies: (l) => l.startsWith("cold start:"),
     peer: "postgres.js",
@@ -73,6 +89,39 @@ export const TARGETS: readonly Target[] = [
     text: "bulk load at least asyncpg's copy_records_to_table on the same machine",
   },
 ];
+
+/**
+ * A goal on an absolute amount rather than a ratio: pgpipe's measured `value` at most `max`
+ * (e.g. microseconds of overhead per query over a raw socket).
+ */
+export interface Limit {
+  suite: string;
+  applies: (label: string) => boolean;
+  max: number;
+  unit: string;
+  text: string;
+}
+
+export const LIMITS: readonly Limit[] = [
+  {
+    suite: "throughput",
+    applies: (l) => l.startsWith("serial select 1: pgpipe overhead over the raw ping-pong"),
+    max: 10,
+    unit: "µs",
+    text: "serial `select 1`: pgpipe's overhead over a raw socket ping-pong of the same bytes " +
+      "<= 10 µs per query",
+  },
+];
+
+/** The limit for a measured amount, if one is set. */
+export function limitFor(suite: string, label: string): Limit | undefined {
+  return LIMITS.find((t) => t.suite === suite && t.applies(label));
+}
+
+/** Every goal as the report lists it. */
+export function targetTexts(): string[] {
+  return [...TARGETS.map((t) => t.text), ...LIMITS.map((t) => t.text)];
+}
 
 /** The target for a measured ratio, if one is set. */
 export function targetFor(suite: string, label: string, peer: string): Target | undefined {

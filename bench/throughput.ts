@@ -2,16 +2,20 @@
 // flight, on one and on four connections, then strictly serial latency. With a tiny query the
 // driver's per-query cost dominates, so this shows client overhead rather than server work.
 // When pgbench is installed, libpq's own pipeline mode runs the same query as the physical limit.
-// Serial latency is also taken with one core kept busy (spinner.ts explains why).
+// Serial latency is also taken with one core kept busy (spinner.ts explains why). Last, serial
+// `select 1` beside a raw socket ping-pong of the very bytes pgpipe sends for it (pingpong.ts):
+// the difference is what the driver costs per query over the physical limit.
 import postgres from "../mod.ts";
 import { type Adapter, type Driver, suiteDrivers } from "./drivers.ts";
 import { benchUrl, isQuick } from "./env.ts";
 import { pgbenchPipeline } from "./pgbench.ts";
+import { captureSession, PingPong, type WireSession } from "./pingpong.ts";
 import { buildLibpqPipeline, libpqPipeline } from "./libpq_pipeline.ts";
 import {
   emitReport,
   fmt,
   formatRatio,
+  type Measure,
   type Ratio,
   type SuiteReport,
   type Table,
@@ -26,6 +30,9 @@ const WINDOW = 1_000;
 const SERIAL = quick ? 1_000 : 10_000;
 /** Wall-clock cap for one measurement: past it no new query is issued and the rate is what was done. */
 const DEADLINE_MS = quick ? 15_000 : 60_000;
+/** Serial `select 1` per client beside the raw ping-pong, in rounds with the order rotated. */
+const PING_QUERIES = quick ? 2_000 : 20_000;
+const PING_ROUNDS = 4;
 
 /** Result of one pipelined run. */
 interface Rate {
@@ -128,6 +135,209 @@ async function measure(driver: Driver): Promise<DriverResult> {
   return result;
 }
 
+/** One client of the ping-pong comparison: the raw socket or a driver. */
+interface PingClient {
+  name: string;
+  /** One strictly serial `select 1` round trip. */
+  once(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Captures pgpipe's session while it runs serial `select 1`s: the last request is the steady
+ * state every later `select 1` sends. Checks it repeats byte for byte.
+ */
+async function captureSelectOne(pgpipe: Driver): Promise<WireSession> {
+  const session = await captureSession(url, async (via) => {
+    const a = await pgpipe.connect(via);
+    try {
+      for (let i = 0; i < 3; i++) {
+        const x = await a.selectOne();
+        if (x !== 1) throw new Error(`wrong answer: select 1 returned ${x}`);
+      }
+    } finally {
+      await a.close();
+    }
+  });
+  const [before, last] = session.requests.slice(-2);
+  const same = before && last && before.bytes.length === last.bytes.length &&
+    before.bytes.every((b, i) => b === last.bytes[i]);
+  if (!same) {
+    throw new Error(
+      `pgpipe's serial select 1 did not repeat its bytes: ${
+        session.requests.map((r) => r.types).join(" ")
+      }`,
+    );
+  }
+  return session;
+}
+
+async function pingClients(drivers: Driver[], session: WireSession): Promise<PingClient[]> {
+  const u = new URL(url);
+  const raw = await PingPong.open(u.hostname, Number(u.port || 5432), session);
+  const bytes = session.requests[session.requests.length - 1].bytes;
+  const clients: PingClient[] = [{
+    name: "raw socket ping-pong",
+    once: () => raw.roundTrip(bytes),
+    close: () => Promise.resolve(raw.close()),
+  }];
+  try {
+    for (const d of drivers) {
+      const a = await d.connect(url);
+      clients.push({
+        name: d.name,
+        async once() {
+          const x = await a.selectOne();
+          if (x !== 1) throw new Error(`wrong answer: ${d.name}: select 1 returned ${x}`);
+        },
+        close: () => a.close(),
+      });
+    }
+  } catch (e) {
+    await Promise.allSettled(clients.map((c) => c.close()));
+    throw e;
+  }
+  return clients;
+}
+
+/** Latencies (µs) of `count` serial round trips, stopping early at `stop` (performance.now()). */
+async function serialOnce(c: PingClient, count: number, stop: number): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; i < count && performance.now() < stop; i++) {
+    const t0 = performance.now();
+    await c.once();
+    samples.push((performance.now() - t0) * 1000);
+  }
+  return samples;
+}
+
+/** Per client, the samples of PING_QUERIES serial round trips in rounds, order rotated. */
+async function pingRounds(clients: PingClient[]): Promise<Map<string, number[]>> {
+  const out = new Map(clients.map((c) => [c.name, [] as number[]]));
+  const stop = performance.now() + DEADLINE_MS;
+  for (const c of clients) await serialOnce(c, 500, stop); // warm-up (JIT, buffers)
+  const perRound = Math.ceil(PING_QUERIES / PING_ROUNDS);
+  for (let r = 0; r < PING_ROUNDS; r++) {
+    for (let k = 0; k < clients.length; k++) {
+      const c = clients[(k + r) % clients.length];
+      out.get(c.name)!.push(...await serialOnce(c, perRound, stop));
+    }
+  }
+  return out;
+}
+
+interface PingResult {
+  asIs: Map<string, number[]>;
+  busy: Map<string, number[]>;
+  session: WireSession;
+}
+
+/** Serial `select 1` for the raw ping-pong and each driver, as is and with one core kept busy. */
+async function pingPong(drivers: Driver[]): Promise<PingResult> {
+  const pgpipe = drivers.find((d) => d.name === "pgpipe");
+  if (!pgpipe) throw new Error("the ping-pong needs pgpipe to capture its bytes");
+  const session = await captureSelectOne(pgpipe);
+  const clients = await pingClients(drivers, session);
+  try {
+    const asIs = await pingRounds(clients);
+    const spinner = await startSpinner(DEADLINE_MS * 2);
+    let busy: Map<string, number[]>;
+    try {
+      busy = await pingRounds(clients);
+    } finally {
+      await spinner.stop();
+    }
+    for (const [name, samples] of asIs) {
+      console.log(
+        `throughput: serial select 1, ${name}: mean ${fmt(mean(samples), 1)} µs, ` +
+          `one core kept busy ${fmt(mean(busy.get(name)!), 1)} µs`,
+      );
+    }
+    return { asIs, busy, session };
+  } finally {
+    await Promise.allSettled(clients.map((c) => c.close()));
+  }
+}
+
+/** The ping-pong table, pgpipe's overheads as measures, and notes. */
+function pingReport(
+  p: PingResult,
+): { table: Table; measures: Measure[]; notes: string[] } {
+  const RAW = "raw socket ping-pong";
+  const rows: string[][] = [];
+  const measures: Measure[] = [];
+  for (const [cores, samples] of [["as is", p.asIs], ["one kept busy", p.busy]] as const) {
+    const raw = samples.get(RAW)!;
+    for (const [name, s] of samples) {
+      const overMean = mean(s) - mean(raw);
+      const overP50 = percentile(s, 50) - percentile(raw, 50);
+      rows.push([
+        name,
+        cores,
+        fmt(mean(s), 1),
+        fmt(percentile(s, 50), 1),
+        fmt(percentile(s, 99), 1),
+        name === RAW ? "" : `+${fmt(overMean, 1)}`,
+        name === RAW ? "" : `+${fmt(overP50, 1)}`,
+        String(s.length),
+      ]);
+      if (name === "pgpipe") {
+        const busy = cores === "as is" ? "" : ", one core kept busy";
+        const label = "serial select 1: pgpipe overhead over the raw ping-pong";
+        measures.push(
+          {
+            suite: "throughput",
+            label: `${label}${busy} (mean)`,
+            against: RAW,
+            value: overMean,
+            unit: "µs",
+          },
+          {
+            suite: "throughput",
+            label: `${label}${busy} (p50)`,
+            against: RAW,
+            value: overP50,
+            unit: "µs",
+          },
+        );
+      }
+    }
+  }
+  const steady = p.session.requests[p.session.requests.length - 1];
+  const short = [...p.asIs, ...p.busy].filter(([, s]) => s.length < PING_QUERIES);
+  const capped = short.length
+    ? [`${short.map(([n]) => n).join(", ")} hit the ${DEADLINE_MS / 1000} s cap in the ping-pong.`]
+    : [];
+  return {
+    table: {
+      title: `Serial select 1 beside a raw socket ping-pong of pgpipe's bytes (µs; ${
+        fmt(PING_QUERIES)
+      } each, ${PING_ROUNDS} rounds, order rotated)`,
+      head: [
+        "client",
+        "cores",
+        "mean",
+        "p50",
+        "p99",
+        "over raw (mean)",
+        "over raw (p50)",
+        "queries",
+      ],
+      rows,
+    },
+    measures,
+    notes: [
+      `Raw socket ping-pong: a plain Deno.connect socket replays pgpipe's own session (captured ` +
+      `through a recording proxy: startup and ${p.session.requests.length - 1} set-up ` +
+      `requests once), then sends the ${steady.bytes.length} bytes pgpipe writes for each ` +
+      `serial \`select 1\` (${steady.types.split("").join(" ")}: Bind Execute Sync of its ` +
+      `prepared statement) and reads until ReadyForQuery, decoding nothing. Its time is the ` +
+      `floor (loopback, the server, Deno's socket ops); "over raw" is what each driver adds.`,
+      ...capped,
+    ],
+  };
+}
+
 /** libpq with pgpipe's protocol shape, when cc and libpq-dev are available. */
 async function sameShapeLimit(): Promise<{ qps?: number; note: string }> {
   const dir = await Deno.makeTempDir({ prefix: "pgpipe-libpq-" });
@@ -147,6 +357,7 @@ async function main(): Promise<void> {
   const limit = await pgbenchPipeline(url, { seconds: quick ? 2 : 5, lines: WINDOW });
   if (limit.qps) console.log(`throughput: libpq pipeline (pgbench): ${fmt(limit.qps)} q/s`);
   const same = await sameShapeLimit();
+  const ping = pingReport(await pingPong(drivers));
 
   const base = results[0];
   const peers = results.slice(1);
@@ -232,7 +443,13 @@ async function main(): Promise<void> {
       notes.push(`${r.name} hit the ${DEADLINE_MS / 1000} s cap; its rates cover what it did.`);
     }
   }
-  const report: SuiteReport = { suite: "throughput", tables: [rates, lat], ratios, notes };
+  const report: SuiteReport = {
+    suite: "throughput",
+    tables: [rates, lat, ping.table],
+    ratios,
+    measures: ping.measures,
+    notes: [...notes, ...ping.notes],
+  };
   await emitReport(report);
 }
 

@@ -1,0 +1,88 @@
+// The HTTP suite's application: one request handler, the very same code for every driver (it
+// only needs a postgres.js-style `sql` tag, which pgpipe, postgres.js and Bun.sql all provide)
+// and for both runtimes (it uses only web-standard Request/Response, so Deno and Bun load it
+// alike). Each request reads a page of 100 users, builds an object per row and answers JSON.
+
+/** The table the suite seeds and the handler reads. */
+export const USERS_TABLE = "bench_http_users";
+/** Rows seeded. */
+export const USERS = 10_000;
+/** Rows per request. */
+export const PAGE = 100;
+
+/** The slice of the drivers' API the handler uses: a tagged template resolving to row objects. */
+export type SqlTag = (
+  strings: TemplateStringsArray,
+  ...values: unknown[]
+) => PromiseLike<readonly Record<string, any>[]>;
+
+/** Creates and fills the table (text, timestamptz, bool, numeric and jsonb columns). */
+export const SEED_SQL = [
+  `drop table if exists ${USERS_TABLE}`,
+  `create table ${USERS_TABLE} (
+    id int primary key,
+    name text not null,
+    email text not null,
+    created_at timestamptz not null,
+    active boolean not null,
+    score numeric(10, 2) not null,
+    data jsonb not null
+  )`,
+  `insert into ${USERS_TABLE}
+    select i, 'User ' || i, 'user' || i || '@example.com',
+      timestamptz '2024-01-01 00:00:00+00' + i * interval '7 minutes 13 seconds',
+      i % 3 <> 0, (i * 7919 % 100000) / 100.0,
+      jsonb_build_object('plan', (array['free', 'pro', 'team'])[i % 3 + 1], 'logins', i % 97,
+        'tags', jsonb_build_array('t' || i % 5, 't' || i % 7))
+    from generate_series(1, ${USERS}) i`,
+  `analyze ${USERS_TABLE}`,
+];
+
+/** What the handler answers per user. */
+export interface UserJson {
+  id: number;
+  name: string;
+  email: string;
+  /** created_at as an ISO 8601 string. */
+  createdAt: string;
+  active: boolean;
+  /** score: numeric arrives as a string from every driver; the API answers a number. */
+  score: number;
+  data: unknown;
+}
+
+/** One row as the API answers it. */
+export function userJson(row: Record<string, any>): UserJson {
+  return {
+    id: row.id,
+    name: row.name,
+    email: row.email,
+    createdAt: (row.created_at as Date).toISOString(),
+    active: row.active,
+    score: Number(row.score),
+    data: row.data,
+  };
+}
+
+/**
+ * The handler: `GET /users` answers the next page of PAGE users (pages cycle through the
+ * table), `GET /users?after=N` the page after id N (the suite's correctness check).
+ */
+export function makeHandler(sql: SqlTag): (req: Request) => Promise<Response> {
+  let page = 0;
+  return async (req) => {
+    const url = new URL(req.url);
+    if (url.pathname !== "/users") return new Response("not found", { status: 404 });
+    const given = url.searchParams.get("after");
+    const after = given === null ? (page++ * PAGE) % USERS : Number(given);
+    try {
+      // USERS_TABLE and PAGE, written out: the query text is a constant, as in an application.
+      const rows = await sql`
+        select id, name, email, created_at, active, score, data from bench_http_users
+        where id > ${after} order by id limit 100`;
+      return Response.json(rows.map(userJson));
+    } catch (e) {
+      return new Response(String(e), { status: 500 });
+    }
+  };
+}

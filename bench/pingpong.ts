@@ -1,0 +1,229 @@
+// The physical limit of serial latency: the very bytes a driver sends for a query, written on a
+// raw Deno socket, reading until ReadyForQuery, one query after another. The bytes are captured
+// once through a recording proxy (so they are exactly the driver's, statement names and format
+// codes included), then the whole session is replayed on a fresh connection: its startup and
+// set-up requests once, its last request (the steady state, e.g. Bind/Execute/Sync of a prepared
+// `select 1`) in a loop. A driver's serial latency minus this is what the driver itself costs.
+
+/** A client→server request: the bytes up to a point where the server answers ReadyForQuery. */
+export interface WireRequest {
+  bytes: Uint8Array;
+  /** The frontend message types it holds, e.g. "BES" (Bind, Execute, Sync). */
+  types: string;
+}
+
+/** A frontend session split at the points where the server answers ReadyForQuery. */
+export interface WireSession {
+  /** The startup message (length-prefixed, no type byte). */
+  startup: Uint8Array;
+  /** Every request after startup, in order; trailing messages without a Sync (Terminate) dropped. */
+  requests: WireRequest[];
+}
+
+const SSL_REQUEST = 80877103;
+const GSSENC_REQUEST = 80877104;
+
+function int32(b: Uint8Array, at: number): number {
+  return ((b[at] << 24) | (b[at + 1] << 16) | (b[at + 2] << 8) | b[at + 3]) >>> 0;
+}
+
+/**
+ * Splits a frontend byte stream (as a client sends it from the start of a session) into the
+ * startup message and requests: each Sync ('S') or simple Query ('Q') ends one.
+ */
+export function splitSession(stream: Uint8Array): WireSession {
+  if (stream.length < 8) throw new Error("captured stream too short for a startup message");
+  const code = int32(stream, 4);
+  if (code === SSL_REQUEST || code === GSSENC_REQUEST) {
+    throw new Error(
+      "captured session starts with an SSL/GSS request: capture with sslmode=disable",
+    );
+  }
+  const startupLength = int32(stream, 0);
+  const startup = stream.slice(0, startupLength);
+  const requests: WireRequest[] = [];
+  let start = startupLength;
+  let types = "";
+  let at = startupLength;
+  while (at < stream.length) {
+    if (at + 5 > stream.length) throw new Error(`truncated message header at byte ${at}`);
+    const type = String.fromCharCode(stream[at]);
+    const end = at + 1 + int32(stream, at + 1);
+    if (end > stream.length) throw new Error(`truncated '${type}' message at byte ${at}`);
+    types += type;
+    at = end;
+    if (type === "S" || type === "Q") {
+      requests.push({ bytes: stream.slice(start, at), types });
+      start = at;
+      types = "";
+    }
+  }
+  return { startup, requests };
+}
+
+/** A Deno TCP listener that forwards to target and records what the first client sends. */
+export interface RecordingProxy {
+  port: number;
+  /** Everything the first client sent, concatenated. */
+  recorded(): Uint8Array;
+  close(): Promise<void>;
+}
+
+function closeQuietly(c: Deno.Conn | Deno.Listener): void {
+  try {
+    c.close();
+  } catch {
+    // already closed
+  }
+}
+
+async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
+  let off = 0;
+  while (off < bytes.length) off += await conn.write(bytes.subarray(off));
+}
+
+async function pump(from: Deno.Conn, to: Deno.Conn, record?: Uint8Array[]): Promise<void> {
+  const buf = new Uint8Array(64 * 1024);
+  try {
+    while (true) {
+      const n = await from.read(buf);
+      if (n === null) break;
+      record?.push(buf.slice(0, n));
+      await writeAll(to, buf.subarray(0, n));
+    }
+  } catch {
+    // either side went away: end both
+  } finally {
+    closeQuietly(from);
+    closeQuietly(to);
+  }
+}
+
+/** Starts a recording proxy in front of host:port. */
+export function startRecordingProxy(host: string, port: number): RecordingProxy {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const chunks: Uint8Array[] = [];
+  const pumps: Promise<void>[] = [];
+  const conns: Deno.Conn[] = [];
+  let first = true;
+  const accepting = (async () => {
+    try {
+      for await (const client of listener) {
+        const record = first ? chunks : undefined;
+        first = false;
+        const server = await Deno.connect({ hostname: host, port });
+        conns.push(client, server);
+        pumps.push(pump(client, server, record), pump(server, client));
+      }
+    } catch {
+      // listener closed
+    }
+  })();
+  return {
+    port: (listener.addr as Deno.NetAddr).port,
+    recorded() {
+      const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+      let at = 0;
+      for (const c of chunks) {
+        out.set(c, at);
+        at += c.length;
+      }
+      return out;
+    },
+    async close() {
+      closeQuietly(listener);
+      for (const c of conns) closeQuietly(c);
+      await accepting;
+      await Promise.all(pumps);
+    },
+  };
+}
+
+/**
+ * Records the session a driver opens while `run` uses it through a proxy: run gets the URL to
+ * connect to (the same URL with the proxy's host and port) and must close its client before
+ * resolving, so the recorded stream is complete.
+ */
+export async function captureSession(
+  url: string,
+  run: (proxyUrl: string) => Promise<void>,
+): Promise<WireSession> {
+  const u = new URL(url);
+  const proxy = startRecordingProxy(u.hostname, Number(u.port || 5432));
+  try {
+    const via = new URL(url);
+    via.hostname = "127.0.0.1";
+    via.port = String(proxy.port);
+    await run(via.toString());
+  } finally {
+    await proxy.close();
+  }
+  return splitSession(proxy.recorded());
+}
+
+/** A raw socket that replays requests and waits for their ReadyForQuery. */
+export class PingPong {
+  #conn: Deno.Conn;
+  #buf = new Uint8Array(64 * 1024);
+  /** Bytes of an incomplete backend message kept from the last read. */
+  #have = 0;
+
+  private constructor(conn: Deno.Conn) {
+    this.#conn = conn;
+  }
+
+  /** Connects to host:port, sends the session's startup and every set-up request. */
+  static async open(host: string, port: number, session: WireSession): Promise<PingPong> {
+    const conn = await Deno.connect({ hostname: host, port });
+    conn.setNoDelay(true);
+    const p = new PingPong(conn);
+    try {
+      await p.roundTrip(session.startup);
+      for (const r of session.requests) await p.roundTrip(r.bytes);
+    } catch (e) {
+      p.close();
+      throw e;
+    }
+    return p;
+  }
+
+  /**
+   * Writes one request and reads until its ReadyForQuery. A server error or an authentication
+   * request (the replay cannot answer one) rejects.
+   */
+  async roundTrip(bytes: Uint8Array): Promise<void> {
+    await writeAll(this.#conn, bytes);
+    let ready = false;
+    let error = "";
+    while (!ready) {
+      if (this.#have === this.#buf.length) {
+        const bigger = new Uint8Array(this.#buf.length * 2);
+        bigger.set(this.#buf);
+        this.#buf = bigger;
+      }
+      const n = await this.#conn.read(this.#buf.subarray(this.#have));
+      if (n === null) throw new Error("server closed the ping-pong connection");
+      const buf = this.#buf;
+      const end = this.#have + n;
+      let at = 0;
+      while (at + 5 <= end) {
+        const length = int32(buf, at + 1);
+        if (at + 1 + length > end) break;
+        const type = buf[at];
+        if (type === 0x5a) ready = true; // 'Z' ReadyForQuery
+        else if (type === 0x45) error ||= "the server answered the replay with an ErrorResponse";
+        else if (type === 0x52 && int32(buf, at + 5) !== 0) {
+          throw new Error("the server asked for a password: the ping-pong needs a trust login");
+        }
+        at += 1 + length;
+      }
+      buf.copyWithin(0, at, end);
+      this.#have = end - at;
+    }
+    if (error) throw new Error(error);
+  }
+
+  close(): void {
+    closeQuietly(this.#conn);
+  }
+}

@@ -1,0 +1,120 @@
+// The benchmark's parsers, on fixed inputs (no server, no timing): wrk's output, /proc stat
+// lines, a V8 CPU profile, and the splitting of a captured frontend session into requests.
+import assert from "node:assert/strict";
+import { type CpuProfile, summarizeProfile } from "../bench/cpu_profile.ts";
+import { parseWrk, parseWrkDuration, statFields } from "../bench/loadgen.ts";
+import { splitSession } from "../bench/pingpong.ts";
+
+// Printed by wrk 4.1.0 (Debian) against a path the server answers with 404.
+const WRK_OUTPUT = `Running 1s test @ http://127.0.0.1:40273/nothing
+  1 threads and 10 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     0.91ms    1.49ms  13.30ms   91.30%
+    Req/Sec    18.59k     5.01k   28.00k    72.73%
+  Latency Distribution
+     50%  460.00us
+     75%  664.00us
+     90%    2.05ms
+     99%    8.23ms
+  20355 requests in 1.10s, 2.54MB read
+  Non-2xx or 3xx responses: 20355
+Requests/sec:  18508.40
+Transfer/sec:      2.31MB
+`;
+
+Deno.test("bench: wrk's output is read into requests, seconds, percentiles and errors", () => {
+  const r = parseWrk(WRK_OUTPUT);
+  assert.equal(r.requests, 20355);
+  assert.equal(r.seconds, 1.1);
+  assert.equal(r.p50Ms, 0.46);
+  assert.equal(r.p99Ms, 8.23);
+  assert.equal(r.errors, 20355);
+  const withSocketErrors = WRK_OUTPUT.replace(
+    / {2}Non-2xx.*\n/,
+    "  Socket errors: connect 1, read 2, write 3, timeout 4\n",
+  );
+  assert.equal(parseWrk(withSocketErrors).errors, 10);
+  assert.throws(() => parseWrk("unable to connect to 127.0.0.1:1 Connection refused"), /wrk/);
+});
+
+Deno.test("bench: wrk durations in every unit it prints", () => {
+  assert.equal(parseWrkDuration("512.5us"), 0.5125);
+  assert.equal(parseWrkDuration("1.20ms"), 1.2);
+  assert.equal(parseWrkDuration("2.00s"), 2000);
+  assert.equal(parseWrkDuration("1.50m"), 90_000);
+  assert.throws(() => parseWrkDuration("3h"), /not a wrk duration/);
+});
+
+Deno.test("bench: /proc stat fields are counted after the command name, spaces and all", () => {
+  const f = statFields("4242 (a (b) c) S 1 4242 4242 0 -1 4194560 10 0 0 0 123 45 6 7 20 0");
+  assert.equal(f[0], "S");
+  assert.equal(f[11], "123"); // utime
+  assert.equal(f[12], "45"); // stime
+  assert.equal(f[13], "6"); // cutime
+  assert.equal(f[14], "7"); // cstime
+});
+
+Deno.test("bench: a CPU profile is summed by category, inclusively and by function", () => {
+  const frame = (functionName: string, url: string, lineNumber = 0) => ({
+    functionName,
+    url,
+    lineNumber,
+    columnNumber: 0,
+  });
+  const profile: CpuProfile = {
+    nodes: [
+      { id: 1, callFrame: frame("(root)", ""), children: [2, 3, 6] },
+      { id: 2, callFrame: frame("(idle)", "") },
+      { id: 3, callFrame: frame("query", "file:///repo/src/q.ts", 9), children: [4] },
+      { id: 4, callFrame: frame("decode", "ext:deno_web/text.js"), children: [5] },
+      { id: 5, callFrame: frame("op_decode", "") },
+      { id: 6, callFrame: frame("handler", "file:///repo/bench/app.ts") },
+    ],
+    // Each sample's time is the delta that follows it; the last sample gets none.
+    samples: [2, 3, 4, 5, 6, 3, 2],
+    timeDeltas: [0, 1000, 2000, 3000, 4000, 5000, 6000],
+  };
+  const classify = (url: string, name: string) =>
+    url.includes("/src/") ? "driver" : url.includes("/bench/") ? "bench" : url ? "runtime" : name;
+  const s = summarizeProfile(profile, classify, {
+    inclusiveCategory: "driver",
+    top: 3,
+    shorten: (u) => u.replace("file:///repo/", ""),
+  });
+  assert.equal(s.totalMs, 21); // 1 + 2 + 3 + 4 + 5 + 6 + 0
+  assert.equal(s.idleMs, 1); // the first (idle) sample; the last one gets no time
+  assert.equal(s.busyMs, 20);
+  assert.deepEqual(s.categories, [
+    { category: "driver", ms: 8 }, // query: 2 + 6
+    { category: "bench", ms: 5 },
+    { category: "op_decode", ms: 4 },
+    { category: "runtime", ms: 3 },
+  ]);
+  assert.equal(s.inclusiveMs, 15); // query, and decode and op_decode under it
+  assert.deepEqual(s.top.map((f) => [f.name, f.location, f.ms]), [
+    ["query", "src/q.ts:10", 8],
+    ["handler", "bench/app.ts:1", 5],
+    ["op_decode", "", 4],
+  ]);
+});
+
+/** A frontend message: type byte, int32 length (itself included), body. */
+function message(type: string, body: number[] = []): number[] {
+  const n = body.length + 4;
+  return [type.charCodeAt(0), n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255, ...body];
+}
+
+Deno.test("bench: a captured session splits into startup and Sync-terminated requests", () => {
+  const startup = [0, 0, 0, 12, 0, 3, 0, 0, 117, 0, 0, 0]; // length 12, protocol 3.0, "u\0\0\0"
+  const first = [...message("P", [0, 0]), ...message("B", [1]), ...message("E"), ...message("S")];
+  const steady = [...message("B", [1]), ...message("E"), ...message("S")];
+  const stream = new Uint8Array([...startup, ...first, ...steady, ...message("X")]);
+  const s = splitSession(stream);
+  assert.deepEqual([...s.startup], startup);
+  assert.deepEqual(s.requests.map((r) => r.types), ["PBES", "BES"]); // Terminate dropped
+  assert.deepEqual([...s.requests[1].bytes], steady);
+
+  const ssl = new Uint8Array([0, 0, 0, 8, 4, 210, 22, 47]); // SSLRequest
+  assert.throws(() => splitSession(ssl), /sslmode=disable/);
+  assert.throws(() => splitSession(stream.subarray(0, stream.length - 3)), /truncated/);
+});
