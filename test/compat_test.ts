@@ -357,3 +357,35 @@ Deno.test("listen: state reports the new connection after a reconnect", async ()
   for (let i = 0; i < 100 && got.length === 0; i++) await delay(10);
   assert.deepEqual(got, ["after"]);
 });
+
+Deno.test("an error's parameters are the values as bound, as postgres.js gives them", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  const err = await sql`selec ${1}, ${"a"}, ${null}`.catch((e) => e);
+  assert.ok(err instanceof PostgresError);
+  assert.deepEqual(err.parameters, [1, "a", null]);
+  assert.deepEqual(err.args, [1, "a", null]);
+});
+
+Deno.test("a custom serializer for text applies to plain string parameters", async () => {
+  const seen: unknown[] = [];
+  await using sql = postgres(url, {
+    max: 1,
+    ...quiet,
+    types: {
+      text: {
+        from: [25],
+        to: 25,
+        parse: (x: string) => x,
+        serialize: (x: unknown) => {
+          seen.push(x);
+          if (x === "boom") throw new Error("watSerialize");
+          return String(x).toUpperCase();
+        },
+      },
+    },
+  });
+  assert.equal((await sql`select ${"wat"}::text as x`)[0].x, "WAT");
+  await assert.rejects(sql`select ${"boom"}`, /watSerialize/);
+  assert.deepEqual(seen, ["wat", "boom"]);
+  assert.equal((await sql`select 1 as x`)[0].x, 1);
+});

@@ -494,6 +494,7 @@ function makeRunner(
     const spec: QuerySpec = {
       text,
       params,
+      values,
       types,
       prepare: query.prepare ?? prepare,
       mode: query.mode,
@@ -522,7 +523,8 @@ function makeRunner(
     return {
       origin: query.origin,
       query: spec?.text ?? query.strings.join("?"),
-      parameters: spec?.params ?? [],
+      // As postgres.js: the values as they were bound, before they became text.
+      parameters: spec === null ? [] : spec.values ?? spec.params,
       args: query.args,
       types: spec?.types ?? [],
     };

@@ -72,6 +72,8 @@ export interface QuerySpec {
   text: string;
   /** Serialised parameters (text format), null for NULL. */
   params: (string | null)[];
+  /** The values the parameters were serialised from (for a failed query's error). */
+  values?: readonly unknown[];
   /** Parameter type OIDs (0: inferred by the server). */
   types: number[];
   /** Use a cached named statement (true) or the unnamed one (false). */

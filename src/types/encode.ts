@@ -349,7 +349,10 @@ export function serializeCustom(
   undef: unknown,
 ): string | null {
   if (value === null || value === undefined) return serialize(value, undef);
-  const custom = serializers.get(oid);
+  // An untyped string is text to the server in nearly every context; postgres.js
+  // (which serializes after the server describes the parameters) applies the
+  // text serializer to it, so a `types` entry for text must see it here too.
+  const custom = serializers.get(oid === 0 && typeof value === "string" ? Oid.text : oid);
   if (custom !== undefined) return customText(custom(value));
   const element = elementOf[oid];
   if (element !== undefined && Array.isArray(value)) {
