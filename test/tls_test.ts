@@ -280,3 +280,31 @@ clusterTest(
     assert.ok(e instanceof PostgresError && e.code === "28000", `${e}`);
   },
 );
+
+// ---------------------------------------------------------------------------------------------
+// A server that stops offering TLS (ssl=off and a reload). pgpipe remembers per host:port that
+// TLS was offered; that memory must never make prefer fail. A proxy on one port forwards to the
+// TLS cluster, then to the plain cluster, so the same endpoint answers "S" and later "N" without
+// changing either shared cluster's settings.
+
+Deno.test({
+  name: "prefer: an endpoint that stopped offering TLS → plain, not SSL_NOT_SUPPORTED",
+  ignore: !hasClusters || !tls || !plain,
+  async fn() {
+    const to = { hostname: tls!.host, port: tls!.port };
+    const p = proxy(tls!.host, to); // dials `to` afresh for each client
+    try {
+      const before = await session({ ...via(tls!, "prefer"), port: p.port });
+      assert.deepEqual(before, { user: tls!.users.trust.user, ssl: true });
+      to.port = plain!.port;
+      // The first connection after the switch is the one a stale memory would break.
+      const after = await session({ ...via(plain!, "prefer"), port: p.port });
+      assert.deepEqual(after, { user: plain!.users.trust.user, ssl: false });
+      // TLS coming back is picked up again.
+      to.port = tls!.port;
+      assert.equal((await session({ ...via(tls!, "prefer"), port: p.port })).ssl, true);
+    } finally {
+      await p.close();
+    }
+  },
+});

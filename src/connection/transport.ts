@@ -364,7 +364,8 @@ function nodeTls(
  * Endpoints that answered an SSLRequest with "S". `prefer` asks on a native
  * socket first (so plain servers keep the faster native transport) and, when
  * the server offers TLS, reconnects through node:tls; remembering the answer
- * spares later connections that extra connect.
+ * spares later connections that extra connect. Only a hint: a server that
+ * stops offering TLS gets a plain connection under `prefer`/`allow`.
  */
 const offersTls = new Set<string>();
 
@@ -434,17 +435,29 @@ async function secure(
   }
 }
 
+/**
+ * TLS through node:tls on a fresh node:net socket. Resolves to null when the
+ * server answers "N" and sslmode accepts plain (`prefer`, `allow`): the cache
+ * said it offered TLS, but it has stopped (ssl=off and a reload), so the
+ * caller connects plain instead of failing.
+ */
 async function tlsViaNode(
   endpoint: Endpoint,
   n: Negotiation,
   where: { address: string; port: number },
-): Promise<Transport> {
+): Promise<Transport | null> {
   const socket = n.track(await nodeConnect(endpoint), (s) => s.destroy());
   const answer = await negotiateNode(socket).catch((e) => {
     socket.destroy();
     throw e;
   });
-  if (answer === 0x4e) offersTls.delete(`${endpoint.host}:${endpoint.port}`);
+  if (answer === 0x4e) {
+    offersTls.delete(`${endpoint.host}:${endpoint.port}`);
+    if (endpoint.sslmode === "prefer" || endpoint.sslmode === "allow") {
+      socket.destroy();
+      return null;
+    }
+  }
   return await secure(socket, answer, endpoint, where, () => socket.destroy());
 }
 
@@ -637,7 +650,11 @@ export async function openTransport(
       }
       offersTls.add(key);
     }
-    return await tlsViaNode(endpoint, n, where);
+    const secured = await tlsViaNode(endpoint, n, where);
+    if (secured !== null) return secured;
+    // prefer/allow, and the server said "N" although it offered TLS before
+    // (ssl turned off since): the cache was stale, so connect plain.
+    return new DenoTransport(n.track(await tcpConnect(endpoint), (c) => c.close()), false);
   } catch (e) {
     if (e instanceof ConnectionError) throw e;
     throw connectFailure(e, endpoint, where);
