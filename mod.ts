@@ -52,7 +52,11 @@ export type {
 } from "./src/client/options.ts";
 export type { PasswordSource } from "./src/connection/startup.ts";
 export type { ListenHandle, NotifyHandler } from "./src/client/listen.ts";
-export type { SubscribeHandler, SubscriptionHandle } from "./src/client/subscribe.ts";
+export type {
+  SubscribeHandler,
+  SubscriptionConnection,
+  SubscriptionHandle,
+} from "./src/client/subscribe.ts";
 export type {
   ColumnInfo,
   RelationInfo,

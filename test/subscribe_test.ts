@@ -1,7 +1,8 @@
 /**
- * sql.subscribe: logical replication over pgoutput. The first three tests are postgres.js's
- * 'subscribe', 'subscribe with transform' and 'subscribe reconnects and calls onsubscribe',
- * checking the same joined results; the rest cover patterns, errors from callbacks and from
+ * sql.subscribe: logical replication over pgoutput. The first four tests are postgres.js's
+ * 'subscribe', 'subscribe with transform' and 'subscribe reconnects and calls onsubscribe' (twice:
+ * by pg_terminate_backend, and as postgres.js does, by the handle's `sql.close()`), checking the
+ * same joined results; the rest cover patterns, errors from callbacks and from
  * the server, the connection's lifetime, and the protocol decoders with byte vectors and a
  * fake server. Every publication a test creates is dropped in `finally`: while one FOR ALL
  * TABLES exists, updates to tables without a primary key fail everywhere in the database.
@@ -182,6 +183,76 @@ Deno.test("subscribe reconnects and calls onsubscribe again", async () => {
     await until("the delete", () => result.length === 6);
     await handle.unsubscribe();
     assert.equal(onsubscribes + result.join(","), "2insert,Murray,,delete,1,");
+  });
+});
+
+Deno.test("subscribe: closing the handle's sql drops the stream; it reconnects and calls onsubscribe", async () => {
+  // postgres.js's 'subscribe reconnects and calls onsubscribe', which drops the stream through
+  // the handle's `sql` (its replication client) instead of terminating the backend.
+  await using sql = postgres(url, { ...quiet, publications: "alltables", fetch_types: false });
+  await withPublication(sql, "alltables", ["sub_test"], async () => {
+    const result: unknown[] = [];
+    const errors: Error[] = [];
+    let onsubscribes = 0;
+    const { unsubscribe, state, sql: subscribeSql } = await sql.subscribe(
+      "*",
+      (row, { command, old }) => result.push(command, row?.name || row?.id, old && old.name),
+      () => onsubscribes++,
+      (e) => errors.push(e),
+    );
+    await sql`create table sub_test (id serial primary key, name text)`;
+    await sql`insert into sub_test (name) values ('Murray')`;
+    await until("the insert", () => result.length === 3);
+
+    const before = state.pid;
+    await subscribeSql.close();
+    // Closed on our side; the server's walsender may take a moment to exit.
+    let left = await walsenders(sql);
+    for (let i = 0; i < 500 && left.includes(before); i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      left = await walsenders(sql);
+    }
+    assert.ok(!left.includes(before), "the old replication connection is gone");
+    await until("the second onsubscribe", () => onsubscribes === 2);
+    await sql`delete from sub_test`;
+    await until("the delete", () => result.length === 6);
+    await unsubscribe();
+    assert.equal(onsubscribes + result.join(","), "2insert,Murray,,delete,1,");
+    assert.deepEqual(errors, [], "closing on purpose is not reported as an error");
+
+    // end() does the same; after unsubscribe() neither reopens anything.
+    await subscribeSql.end();
+    await noWalsenders(sql);
+    assert.equal(onsubscribes, 2);
+  });
+});
+
+Deno.test("subscribe: the handle's sql.end() drops the shared stream for every subscription; unsubscribe stops for good", async () => {
+  await using sql = postgres(url, { ...quiet, publications: "alltables" });
+  await withPublication(sql, "alltables", ["sub_test"], async () => {
+    const seen: string[] = [];
+    let aSubscribes = 0;
+    let bSubscribes = 0;
+    const a = await sql.subscribe("insert:sub_test", (row) => seen.push(`a${row?.id}`), () => {
+      aSubscribes++;
+    });
+    const b = await sql.subscribe("insert:sub_test", (row) => seen.push(`b${row?.id}`), () => {
+      bSubscribes++;
+    });
+    await sql`create table sub_test (id int primary key)`;
+    const before = a.state.pid;
+    await a.sql.end();
+    await until("both onsubscribes again", () => aSubscribes === 2 && bSubscribes === 2);
+    assert.notEqual(b.state.pid, before, "both handles follow the new connection");
+    assert.equal(a.state.pid, b.state.pid);
+    await sql`insert into sub_test values (1)`;
+    await until("the insert, to both", () => seen.length === 2);
+    assert.deepEqual(seen.sort(), ["a1", "b1"]);
+    await a.unsubscribe();
+    await a.sql.close(); // a left: its sql no longer touches b's stream
+    assert.equal(bSubscribes, 2);
+    await b.unsubscribe();
+    await noWalsenders(sql);
   });
 });
 

@@ -34,6 +34,42 @@ import { changeKeys, parsePattern } from "./subscribe_pattern.ts";
 export type SubscribeHandler = (row: Row | null, info: ReplicationEvent | TruncateEvent) => void;
 
 /**
+ * A handle's `sql`: the subscription's replication connection, as far as
+ * postgres.js's tests and code touch it (`close()` and `end()`). Both drop
+ * the current replication connection the way a lost one would be: the stream
+ * is reopened at once (a new slot: changes committed meanwhile are not seen)
+ * and every subscription's `onsubscribe` runs again. The connection is shared
+ * by every subscription of the client, so all of them reconnect. Nothing goes
+ * to `onerror` (it was closed on purpose). To stop for good, `unsubscribe()`.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres({ publications: "alltables" });
+ * const { sql: stream, unsubscribe } = await sql.subscribe(
+ *   "*",
+ *   (row, { command }) => console.log(command, row),
+ *   () => console.log("streaming (again)"),
+ * );
+ * await stream.close(); // a fresh slot and connection; "streaming (again)" is logged
+ * await unsubscribe();
+ * ```
+ */
+export interface SubscriptionConnection {
+  /**
+   * Closes the current replication connection (CopyDone, then Terminate);
+   * resolves once it is closed, while the stream reopens. Does nothing after
+   * this subscription's `unsubscribe()`, or while a reconnect is pending.
+   */
+  close(): Promise<void>;
+  /**
+   * The same as `close()`. (In postgres.js `end()` also stops the
+   * subscriptions; here that is `unsubscribe()`, per subscription.)
+   */
+  end(): Promise<void>;
+}
+
+/**
  * What `sql.subscribe` resolves to.
  *
  * @example
@@ -56,6 +92,11 @@ export interface SubscriptionHandle {
    * replication connection has closed if this was the last subscription.
    */
   unsubscribe(): Promise<void>;
+  /**
+   * The replication connection: `close()` (or `end()`) drops it as a lost
+   * connection would, and the stream reconnects, calling `onsubscribe` again.
+   */
+  readonly sql: SubscriptionConnection;
 }
 
 /** What the subscriber needs from the client. */
@@ -143,6 +184,10 @@ export class Subscriber {
         return { pid: s.pid, secret: s.secret };
       },
       unsubscribe: () => this.#unsubscribe(sub),
+      sql: {
+        close: () => this.#drop(sub),
+        end: () => this.#drop(sub),
+      },
     };
   }
 
@@ -298,6 +343,23 @@ export class Subscriber {
         this.#reconnect();
       });
     }, delay);
+  }
+
+  /**
+   * Closes the current stream on purpose (a handle's `sql.close()`), then
+   * reconnects as after a loss, at once: not an error, so no `onerror`.
+   */
+  async #drop(sub: Subscription): Promise<void> {
+    if (!this.#patterns.get(sub.pattern)?.has(sub)) return; // unsubscribed: not its stream
+    const opening = this.#opening;
+    if (opening === null) return; // lost already: a reconnect is pending
+    const stream = await opening.catch(() => null);
+    // It failed to open (that path reconnects), or was closed or replaced meanwhile.
+    if (stream === null || this.#opening !== opening) return;
+    this.#opening = null; // from here a loss of `stream` is ignored (see #lost)
+    this.#backoff = 0;
+    await stream.close().catch(() => {}); // the socket is destroyed if the goodbye fails
+    this.#reconnect();
   }
 
   async #unsubscribe(sub: Subscription): Promise<void> {
