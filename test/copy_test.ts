@@ -7,7 +7,7 @@ import { Buffer } from "node:buffer";
 import { createReadStream } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import postgres, { PostgresError, QueryError } from "../mod.ts";
+import postgres, { PostgresError, QueryError, type TransactionSql } from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { runWithGc } from "./harness/collect.ts";
 
@@ -395,4 +395,121 @@ Deno.test("abandoned COPY streams release the connection when collected; a flowi
   }
   assert.equal(report.rowsLeft, 0);
   assert.equal(report.flowed, 100);
+});
+
+// ---------------------------------------------------------------------------
+// A transaction that ends while its COPY FROM STDIN is still open
+
+/** Fails instead of hanging: `promise` must settle within `ms` (a hang guard, not a timing check). */
+async function settles<T>(promise: Promise<T>, what: string, ms = 10_000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const hung = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} never settled (waited ${ms} ms)`)), ms);
+  });
+  try {
+    return await Promise.race([promise, hung]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Opens a COPY FROM STDIN of each stream kind and sends one row through it, leaving it open. */
+const openCopyIn = {
+  writable: async (tx: TransactionSql, table: string) => {
+    const q = tx`copy ${tx(table)} from stdin`;
+    const w = await q.writable();
+    await new Promise<void>((resolve, reject) => w.write("1\n", (e) => e ? reject(e) : resolve()));
+    return { q, stream: w as unknown };
+  },
+  writableStream: async (tx: TransactionSql, table: string) => {
+    const q = tx`copy ${tx(table)} from stdin`;
+    const ws = await q.writableStream();
+    const writer = ws.getWriter();
+    await writer.write("1\n");
+    writer.releaseLock();
+    return { q, stream: ws as unknown };
+  },
+};
+
+Deno.test("begin(): a callback that throws with a COPY still open fails the COPY, rolls back and rejects with its error", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet }); // one connection: it must be free again
+  await sql`create temp table copy_open_throw (x int)`;
+  for (const [kind, open] of Object.entries(openCopyIn)) {
+    let copy: Promise<unknown> | undefined;
+    const boom = new Error(`boom (${kind})`);
+    await assert.rejects(
+      settles(
+        sql.begin(async (tx) => {
+          await tx`insert into copy_open_throw values (0)`;
+          copy = (await open(tx, "copy_open_throw")).q;
+          throw boom;
+        }),
+        `begin() (${kind})`,
+      ),
+      (e) => e === boom,
+    );
+    await assert.rejects(settles(copy!, `the COPY (${kind})`), PostgresError, kind);
+    assert.equal((await sql`select count(*)::int as n from copy_open_throw`)[0].n, 0, kind);
+    assert.equal((await sql`select 1 as one`)[0].one, 1);
+  }
+});
+
+Deno.test("begin(): a callback that returns with a COPY still open rejects with COPY_IN_PROGRESS after rolling back", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  await sql`create temp table copy_open_return (x int)`;
+  for (const [kind, open] of Object.entries(openCopyIn)) {
+    let copy: Promise<unknown> | undefined;
+    await assert.rejects(
+      settles(
+        sql.begin(async (tx) => {
+          await tx`insert into copy_open_return values (0)`;
+          copy = (await open(tx, "copy_open_return")).q;
+          return "done";
+        }),
+        `begin() (${kind})`,
+      ),
+      (e) => e instanceof QueryError && e.code === "COPY_IN_PROGRESS",
+      kind,
+    );
+    await assert.rejects(settles(copy!, `the COPY (${kind})`), PostgresError, kind);
+    assert.equal((await sql`select count(*)::int as n from copy_open_return`)[0].n, 0, kind);
+    assert.equal((await sql`select 1 as one`)[0].one, 1);
+  }
+});
+
+Deno.test("begin() without a callback: commit() or rollback() with a COPY still open does not hang", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  await sql`create temp table copy_open_handle (x int)`;
+  for (const end of ["commit", "rollback"] as const) {
+    const tx = await sql.begin();
+    await tx`insert into copy_open_handle values (0)`;
+    const { q } = await openCopyIn.writable(tx, "copy_open_handle");
+    const ended = settles(tx[end](), `${end}()`);
+    if (end === "commit") {
+      await assert.rejects(ended, (e) => e instanceof QueryError && e.code === "COPY_IN_PROGRESS");
+    } else await ended;
+    await assert.rejects(settles(q, `the COPY (${end})`), PostgresError, end);
+    assert.equal((await sql`select count(*)::int as n from copy_open_handle`)[0].n, 0, end);
+  }
+  assert.equal((await sql`select 1 as one`)[0].one, 1);
+});
+
+Deno.test("begin(): a COPY the callback finished before returning still commits", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  await sql`create temp table copy_closed_return (x int)`;
+  const result = await settles(
+    sql.begin(async (tx) => {
+      await pipeline(
+        Readable.from(["1\n", "2\n"]),
+        await tx`copy copy_closed_return from stdin`.writable(),
+      );
+      const writer = (await tx`copy copy_closed_return from stdin`.writableStream()).getWriter();
+      await writer.write("3\n");
+      await writer.close();
+      return "done";
+    }),
+    "begin()",
+  );
+  assert.equal(result, "done");
+  assert.equal((await sql`select count(*)::int as n from copy_closed_return`)[0].n, 3);
 });

@@ -761,9 +761,50 @@ function commitText(tx: TransactionSql): string {
   return name === undefined ? "commit" : `prepare transaction '${name.replaceAll("'", "''")}'`;
 }
 
+/** The COPY requests each transaction sent, so its end can fail one left open (see endCopies). */
+const copiesOf = new WeakMap<TransactionSql, Set<CopyInRequest>>();
+
+/**
+ * Fails every COPY FROM STDIN the transaction left open (CopyFail): its
+ * ROLLBACK or COMMIT queues behind the COPY barrier and would otherwise wait
+ * for data that never comes. Returns whether one was still open.
+ */
+function endCopies(tx: TransactionSql, reason: string): boolean {
+  let open = false;
+  for (const req of copiesOf.get(tx) ?? []) {
+    if (req.open) {
+      open = true;
+      req.stop(reason);
+    }
+  }
+  copiesOf.get(tx)?.clear();
+  return open;
+}
+
+/** Why a transaction that ended with a COPY FROM STDIN still open is rejected (postgres.js's code). */
+function copyInProgress(): QueryError {
+  return new QueryError(
+    "COPY_IN_PROGRESS",
+    "the transaction ended while a COPY FROM STDIN was still open: the COPY was aborted and " +
+      "the transaction rolled back (end the COPY's stream, and await it, before returning)",
+  );
+}
+
 function transactionSql(prepare: boolean, config: QueryConfig, conn: Connection): TransactionSql {
   let savepoints = 0;
-  const tx = makeTag(makeRunner(conn, prepare, config), conn) as TransactionSql;
+  const copies = new Set<CopyInRequest>();
+  const sink: Sink = {
+    send(req) {
+      if (req instanceof CopyInRequest) {
+        for (const c of copies) if (c.finished) copies.delete(c); // keep only the live ones
+        copies.add(req);
+      }
+      conn.send(req);
+    },
+    cancel: (req, reason) => conn.cancel(req, reason),
+  };
+  const tx = makeTag(makeRunner(sink, prepare, config), sink) as TransactionSql;
+  copiesOf.set(tx, copies);
   Object.defineProperty(tx, "prepare", {
     value: (name: string): Promise<void> => {
       if (typeof name !== "string" || name === "" || name.includes("\0")) {
@@ -904,10 +945,15 @@ export function createSql(url?: string, options?: Options): Sql {
       try {
         result = await Promise.race([(async () => await settleAll(await fn(tx)))(), closed]);
       } catch (e) {
+        endCopies(tx, "the transaction failed while this COPY was open");
         await run(tx, "rollback").catch(() => {}); // the connection may be gone; the cause matters
         throw e;
       } finally {
         stopWatching();
+      }
+      if (endCopies(tx, "the transaction ended while this COPY was open")) {
+        await run(tx, "rollback").catch(() => {});
+        throw copyInProgress();
       }
       // A failing commit (deferred constraint) rejects with its error; no rollback follows it.
       await run(tx, commitText(tx));
@@ -923,6 +969,12 @@ export function createSql(url?: string, options?: Options): Sql {
       if (done) return;
       done = true;
       try {
+        if (
+          endCopies(tx, "the transaction ended while this COPY was open") && text !== "rollback"
+        ) {
+          await run(tx, "rollback").catch(() => {});
+          throw copyInProgress();
+        }
         await run(tx, text);
       } finally {
         pool.release(conn);

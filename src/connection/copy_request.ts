@@ -164,6 +164,11 @@ export class CopyInRequest extends CopyRequest {
   #ended = false; // CopyDone or CopyFail written
   #stopWhenStarted: string | null = null;
 
+  /** Whether the COPY still waits for data: neither CopyDone nor CopyFail was sent, nor did it end. */
+  get open(): boolean {
+    return !this.#ended && !this.finished;
+  }
+
   copyIn(): void {
     this.begin();
     if (this.#stopWhenStarted !== null) this.stop(this.#stopWhenStarted);
