@@ -9,6 +9,7 @@ import { QueryRequest, type ResultTarget } from "../connection/query_request.ts"
 import type { PipelineRequest } from "../connection/request.ts";
 import { QueryError } from "../errors.ts";
 import { arrayOf, elementOf, Oid, type OidName } from "../types/oids.ts";
+import { driverRows } from "./exec.ts";
 
 /** Where the driver's own queries go: the pool, or the caller's connection. */
 export interface CopySink {
@@ -71,35 +72,6 @@ left join lateral (
 where a.attrelid = $1::regclass and a.attnum > 0 and not a.attisdropped and a.attgenerated = ''
 order by a.attnum`;
 
-/** Runs one of the driver's own queries: no user transforms or parsers, rows as arrays. */
-function driverQuery(sink: CopySink, text: string, params: string[]): Promise<unknown[][]> {
-  return new Promise((resolve, reject) => {
-    const rows: unknown[][] = [];
-    const target: ResultTarget = {
-      push: (row) => rows.push(row as unknown[]),
-      length: 0,
-      command: null,
-      count: null,
-      columns: null,
-      statement: null,
-    };
-    sink.send(
-      new QueryRequest(
-        {
-          text,
-          params,
-          types: params.map(() => 0),
-          prepare: false,
-          mode: "array",
-          decode: { bigint: false },
-        },
-        target,
-        { resolve: () => resolve(rows), reject },
-      ),
-    );
-  });
-}
-
 /**
  * The result columns of a query (Parse and Describe only), asked on the same
  * sink as the COPY: on a transaction's connection, never the pool's.
@@ -135,7 +107,7 @@ export function describeColumns(sink: CopySink, text: string): Promise<CopyColum
 
 /** The insertable columns of `table` (a quoted, possibly schema-qualified name), in order. */
 export async function tableColumns(sink: CopySink, table: string): Promise<CopyColumn[]> {
-  const rows = await driverQuery(sink, COLUMNS_SQL, [table]);
+  const rows = await driverRows(sink, COLUMNS_SQL, [table]);
   return rows.map((r) => ({
     name: r[0] as string,
     key: r[0] as string,

@@ -24,13 +24,26 @@ export function exec(sink: Sink, text: string): Promise<void> {
 /** The driver's own queries decode plainly, whatever transforms the user configured. */
 const PLAIN = { bigint: false } as const;
 
-/** Runs fixed SQL with the simple protocol; resolves to its first row (text values), rejects if none. */
-export function firstRow(sink: Sink, text: string): Promise<unknown[]> {
+/**
+ * Runs one of the driver's own queries and resolves to its rows as arrays,
+ * decoded plainly (no user transforms or parsers). Without parameters it goes
+ * by the simple protocol (replication connections accept nothing else).
+ */
+export function driverRows(sink: Sink, text: string, params: string[] = []): Promise<unknown[][]> {
   return new Promise((resolve, reject) => {
     const rows: unknown[][] = [];
+    const simple = params.length === 0;
     sink.send(
       new QueryRequest(
-        { text, params: [], types: [], prepare: false, mode: "array", simple: true, decode: PLAIN },
+        {
+          text,
+          params,
+          types: params.map(() => 0),
+          prepare: false,
+          mode: "array",
+          simple,
+          decode: PLAIN,
+        },
         {
           push: (row) => rows.push(row as unknown[]),
           length: 0,
@@ -39,14 +52,17 @@ export function firstRow(sink: Sink, text: string): Promise<unknown[]> {
           columns: null,
           statement: null,
         },
-        {
-          resolve: () =>
-            rows.length > 0 ? resolve(rows[0]) : reject(new Error(`no row from: ${text}`)),
-          reject,
-        },
+        { resolve: () => resolve(rows), reject },
       ),
     );
   });
+}
+
+/** Runs fixed SQL with the simple protocol; resolves to its first row (text values), rejects if none. */
+export async function firstRow(sink: Sink, text: string): Promise<unknown[]> {
+  const rows = await driverRows(sink, text);
+  if (rows.length === 0) throw new Error(`no row from: ${text}`);
+  return rows[0];
 }
 
 /** Quotes an identifier (channel, savepoint) for splicing into SQL. */
