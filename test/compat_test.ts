@@ -130,6 +130,20 @@ Deno.test("sql`begin` outside sql.begin on a pool of many is UNSAFE_TRANSACTION"
   assert.equal((await sql`select 1 as x`)[0].x, 1);
 });
 
+Deno.test("a transaction opened mid-text on a pool of many fails and its connection is closed", async () => {
+  await using sql = postgres(url, { max: 2, ...quiet });
+  await sql`create table if not exists compat_vac (x int)`;
+  // The text does not start with begin, so only the server's answer shows the transaction.
+  await assert.rejects(
+    sql.unsafe("select 1; begin"),
+    (e) => (e as QueryError).code === "UNSAFE_TRANSACTION",
+  );
+  // Left open, the next queries on that connection would run inside the transaction, where
+  // VACUUM is refused (25001). The connection was closed instead, so each one runs.
+  for (let i = 0; i < 4; i++) await sql.unsafe("vacuum compat_vac");
+  await sql`drop table compat_vac`;
+});
+
 Deno.test("sql('...') awaited, caught or finally'd is NOT_TAGGED_CALL", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
   const call = sql as unknown as (s: string) => PromiseLike<unknown> & {
