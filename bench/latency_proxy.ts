@@ -53,7 +53,24 @@ function cases(types: number): Case[] {
       return ms;
     },
   }));
-  return [...selects, ...inserts];
+  // A query issued while 100 others are in flight must not wait for their answers: it should
+  // cost about one round trip, not two (a write hold that kept it back until answers came did).
+  const late: Case = {
+    label: "1 query behind 100",
+    async once(a, driver) {
+      const t0 = performance.now();
+      const first = Array.from({ length: 100 }, (_, k) => a.selectInt(k));
+      await new Promise((r) => setTimeout(r, 1));
+      const last = await a.selectInt(100);
+      const ms = performance.now() - t0;
+      const answers = await Promise.all(first);
+      if (last !== 100 || answers.some((x, k) => x !== k)) {
+        throw new Error(`${driver}: wrong answers to select $1::int`);
+      }
+      return ms;
+    },
+  };
+  return [...selects, ...inserts, late];
 }
 
 /** One warm-up run (statements get prepared), then the median of up to ITERATIONS runs. */

@@ -82,12 +82,6 @@ export interface ConnectionOptions {
 }
 
 const IDLE = 0x49; // ReadyForQuery status outside a transaction block
-/**
- * While this many written requests still await answers, new ones are held for the next write
- * instead of a write per tick: the server has work queued, so they would only wait in its
- * socket buffer, and fewer, larger writes save a system call on both sides per batch.
- */
-const WRITE_AHEAD = 64;
 
 /** Messages that may arrive at any time, not as part of a request's answer. */
 const OUT_OF_BAND = new Set<number>([
@@ -145,7 +139,6 @@ export class Connection implements EncodeContext {
   #spare = new Writer();
   #writing = false;
   #flushQueued = false;
-  #forced = false; // bytes in #writer that must go out now (COPY data, CopyFail), not held
   #queue: PipelineRequest[] = []; // written or encoded, awaiting answers
   #sizes: number[] = []; // encoded bytes of each queued request, for the byte bound
   #queuedBytes = 0;
@@ -161,7 +154,6 @@ export class Connection implements EncodeContext {
     write: (encode) => {
       if (this.#closed !== null) return;
       encode(this.#writer);
-      this.#forced = true;
       this.#scheduleFlush();
     },
     flushed: () =>
@@ -412,15 +404,12 @@ export class Connection implements EncodeContext {
   }
 
   #scheduleFlush(): void {
-    // Held bytes stay in #writer; the answer that brings the written count down sends them.
-    if (this.#flushQueued || this.#writing || this.#holding()) return;
+    // Everything issued in this tick leaves in one write. Nothing is held back for answers to
+    // arrive: on a far link that would cost a whole round trip (bench/latency_proxy.ts, "1 query
+    // behind 100"), and on loopback batching writes that way gained nothing measurable.
+    if (this.#flushQueued || this.#writing) return;
     this.#flushQueued = true;
     queueMicrotask(this.#flush);
-  }
-
-  /** Whether what #writer holds can wait: enough written requests are still being answered. */
-  #holding(): boolean {
-    return !this.#forced && this.#unsent - this.#head >= WRITE_AHEAD;
   }
 
   #flush = async (): Promise<void> => {
@@ -428,9 +417,8 @@ export class Connection implements EncodeContext {
     if (this.#writing || this.#closed !== null) return;
     this.#writing = true;
     try {
-      while (this.#writer.length > 0 && !this.#holding()) {
+      while (this.#writer.length > 0) {
         // Swap buffers so requests sent during this write accumulate for the next one.
-        this.#forced = false;
         const out = this.#writer;
         this.#writer = this.#spare;
         this.#spare = out;
@@ -505,7 +493,6 @@ export class Connection implements EncodeContext {
           this.#queuedBytes = 0;
         }
         this.#cancelled.delete(req);
-        if (this.#writer.length > 0) this.#scheduleFlush(); // requests held back may go now
         if (req === this.#resend) {
           this.#resend = null;
           this.status = before;
@@ -621,7 +608,6 @@ export class Connection implements EncodeContext {
     fe.copyFail(this.#writer, "COPY ... FROM STDIN needs query.writable() in pgpipe");
     // In the extended protocol the server ignored our Sync during copy-in: send another.
     if (!req.simpleProtocol) fe.sync(this.#writer);
-    this.#forced = true;
     this.#scheduleFlush();
   }
 
@@ -680,7 +666,6 @@ export class Connection implements EncodeContext {
   #fail(err: ConnectionError): void {
     if (this.#closed !== null) return;
     this.#closed = err;
-    this.#forced = false;
     this.#transport.close();
     const queue = this.#queue.slice(this.#head);
     const unsentFrom = Math.max(0, this.#unsent - this.#head);
