@@ -420,16 +420,25 @@ function opensTransaction(text: string): boolean {
 }
 
 /**
+ * Statements that start, end or roll back (to a savepoint) a transaction: inside sql.begin they
+ * never share a batch, so an error earlier in a batch cannot make the server skip them.
+ */
+const CONTROLS_TRANSACTION =
+  /^\s*(?:begin|start|commit|end|rollback|abort|savepoint|release|prepare\s+transaction)\b/i;
+
+/**
  * Turns queries into requests for one sink. `shared`: the sink is a pool of
  * several connections, where a transaction opened by a plain query would
  * catch unrelated queries pipelined on its connection, so it is refused
- * (postgres.js's UNSAFE_TRANSACTION).
+ * (postgres.js's UNSAFE_TRANSACTION). `transaction`: the sink is a
+ * transaction's connection, where queries written together share one Sync.
  */
 function makeRunner(
   sink: Sink,
   prepare: boolean,
   config: QueryConfig,
   shared = false,
+  transaction = false,
 ): QueryRunner {
   const undef = config.undefinedValue;
   const debug = config.debug;
@@ -501,6 +510,8 @@ function makeRunner(
     };
     if (simple) spec.simple = true;
     if (shared) spec.shared = true;
+    // In a transaction an error aborts the block anyway: queries written together share a Sync.
+    else if (transaction && !simple && !CONTROLS_TRANSACTION.test(text)) spec.batch = true;
     return spec;
   }
 
@@ -803,7 +814,7 @@ function transactionSql(prepare: boolean, config: QueryConfig, conn: Connection)
     },
     cancel: (req, reason) => conn.cancel(req, reason),
   };
-  const tx = makeTag(makeRunner(sink, prepare, config), sink) as TransactionSql;
+  const tx = makeTag(makeRunner(sink, prepare, config, false, true), sink) as TransactionSql;
   copiesOf.set(tx, copies);
   Object.defineProperty(tx, "prepare", {
     value: (name: string): Promise<void> => {

@@ -83,6 +83,24 @@ export interface ConnectionOptions {
 
 const IDLE = 0x49; // ReadyForQuery status outside a transaction block
 
+/**
+ * What a query of a batch rejects with when an earlier query of the same batch failed: the
+ * server skipped it. The code and message are the server's own for a statement in an aborted
+ * transaction (what the query would have got with a Sync of its own); `cause` is the error
+ * that aborted the batch.
+ */
+function skippedInBatch(cause: PostgresError): PostgresError {
+  const err = new PostgresError({
+    S: "ERROR",
+    V: "ERROR",
+    C: "25P02",
+    M: "current transaction is aborted, commands ignored until end of transaction block",
+    D: `not run: an earlier query written in the same batch of this transaction failed (${cause.code}: ${cause.message})`,
+  });
+  (err as { cause?: unknown }).cause = cause;
+  return err;
+}
+
 /** Messages that may arrive at any time, not as part of a request's answer. */
 const OUT_OF_BAND = new Set<number>([
   Backend.NoticeResponse,
@@ -141,6 +159,9 @@ export class Connection implements EncodeContext {
   #flushQueued = false;
   #queue: PipelineRequest[] = []; // written or encoded, awaiting answers
   #sizes: number[] = []; // encoded bytes of each queued request, for the byte bound
+  #synced: boolean[] = []; // whether a Sync follows each queued request (false: mid-batch)
+  #batchOpen = false; // the last request encoded is batchable and still awaits its Sync
+  #aborted: PostgresError | null = null; // the error that aborted the batch being answered
   #queuedBytes = 0;
   #head = 0;
   #unsent = 0; // queue index from which requests are still only in #writer
@@ -392,15 +413,31 @@ export class Connection implements EncodeContext {
   }
 
   #enqueue(req: PipelineRequest): void {
+    // Batchable requests (a transaction's queries) leave their Sync to the connection: one Sync
+    // ends each run of them written together, before anything else and at the flush.
+    const batchable = req.batchable === true;
+    if (this.#batchOpen && !batchable) this.#closeBatch();
     const before = this.#writer.length;
     req.encode(this.#writer, this);
     const size = this.#writer.length - before;
     this.#queuedBytes += size;
     this.#sizes.push(size);
+    this.#synced.push(!batchable);
+    this.#batchOpen = batchable;
     this.#queue.push(req);
     if (req.barrier) this.#barriers++;
     req.attach?.(this.#io);
     this.#scheduleFlush();
+  }
+
+  /** Ends the open batch: its Sync belongs to the last request encoded. */
+  #closeBatch(): void {
+    fe.sync(this.#writer);
+    const last = this.#queue.length - 1;
+    this.#synced[last] = true;
+    this.#sizes[last] += 5;
+    this.#queuedBytes += 5;
+    this.#batchOpen = false;
   }
 
   #scheduleFlush(): void {
@@ -418,6 +455,7 @@ export class Connection implements EncodeContext {
     this.#writing = true;
     try {
       while (this.#writer.length > 0) {
+        if (this.#batchOpen) this.#closeBatch();
         // Swap buffers so requests sent during this write accumulate for the next one.
         const out = this.#writer;
         this.#writer = this.#spare;
@@ -473,7 +511,9 @@ export class Connection implements EncodeContext {
         return req.dataRow(buf, start, end);
       case Backend.CommandComplete: {
         const tag = commandComplete(buf, start, end);
-        return req.commandComplete(tag.command, tag.count);
+        req.commandComplete(tag.command, tag.count);
+        if (!this.#synced[this.#head]) this.#batchedDone(req);
+        return;
       }
       case Backend.ReadyForQuery: {
         const status = buf[start];
@@ -482,17 +522,8 @@ export class Connection implements EncodeContext {
         }
         const before = this.status;
         this.status = buf[start];
-        this.#queuedBytes -= this.#sizes[this.#head];
-        if (req.barrier) this.#barriers--;
-        this.#queue[this.#head++] = undefined!;
-        if (this.#head === this.#queue.length) {
-          this.#queue.length = 0;
-          this.#sizes.length = 0;
-          this.#head = 0;
-          this.#unsent = 0;
-          this.#queuedBytes = 0;
-        }
-        this.#cancelled.delete(req);
+        if (this.#aborted !== null || !this.#synced[this.#head]) return this.#skipBatch(req);
+        this.#shift(req);
         if (req === this.#resend) {
           this.#resend = null;
           this.status = before;
@@ -501,14 +532,7 @@ export class Connection implements EncodeContext {
           req.ready();
           if (req.shared === true && this.status !== IDLE) return this.#leaveTransaction();
         }
-        const next = this.#queue[this.#head];
-        if (next !== undefined && this.#cancelWhenHead.delete(next)) this.#cancelNow(next);
-        this.#refill();
-        if (this.inFlight === 0) {
-          if (this.#drained !== null) this.#drained();
-          else this.#options.onidle?.();
-        }
-        return;
+        return this.#advanced();
       }
       case Backend.RowDescription:
         return req.rowDescription(rowDescription(buf, start, end), this);
@@ -522,7 +546,9 @@ export class Connection implements EncodeContext {
       case Backend.NoData:
         return req.noData();
       case Backend.EmptyQueryResponse:
-        return req.emptyQuery();
+        req.emptyQuery();
+        if (!this.#synced[this.#head]) this.#batchedDone(req);
+        return;
       case Backend.PortalSuspended:
         return req.portalSuspended();
       case Backend.ErrorResponse: {
@@ -532,7 +558,16 @@ export class Connection implements EncodeContext {
           this.#fatal = err;
           return;
         }
-        if (err.code === "57014" && this.#cancelsPending > 0 && /user request/.test(err.message)) {
+        const cancelled = err.code === "57014" && this.#cancelsPending > 0 &&
+          /user request/.test(err.message);
+        if (!this.#synced[this.#head]) {
+          // Mid-batch: the server now skips the rest of the batch up to its Sync.
+          if (cancelled) this.#cancelsPending--;
+          req.error(err);
+          this.#aborted = err;
+          return this.#batchedDone(req);
+        }
+        if (cancelled) {
           this.#cancelsPending--;
           // A cancel that arrived after its target finished hit this request instead: outside
           // a transaction block it is safe to run it again.
@@ -572,6 +607,60 @@ export class Connection implements EncodeContext {
       default:
         throw new ProtocolViolation(`unexpected message type ${String.fromCharCode(type)}`);
     }
+  }
+
+  /** Pops the answered head request off the FIFO. */
+  #shift(req: PipelineRequest): void {
+    this.#queuedBytes -= this.#sizes[this.#head];
+    if (req.barrier) this.#barriers--;
+    this.#queue[this.#head++] = undefined!;
+    if (this.#head === this.#queue.length) {
+      this.#queue.length = 0;
+      this.#sizes.length = 0;
+      this.#synced.length = 0;
+      this.#head = 0;
+      this.#unsent = 0;
+      this.#queuedBytes = 0;
+    }
+    this.#cancelled.delete(req);
+  }
+
+  /** After the head moved on: a cancel waiting for the new head, room for waiting requests, idle. */
+  #advanced(): void {
+    const next = this.#queue[this.#head];
+    if (next !== undefined && this.#cancelWhenHead.delete(next)) this.#cancelNow(next);
+    this.#refill();
+    if (this.inFlight === 0) {
+      if (this.#drained !== null) this.#drained();
+      else this.#options.onidle?.();
+    }
+  }
+
+  /** A query in the middle of a batch completed (or failed): it settles now, not at a Sync. */
+  #batchedDone(req: PipelineRequest): void {
+    this.#shift(req);
+    req.ready();
+    this.#advanced();
+  }
+
+  /**
+   * ReadyForQuery ended a batch that an error aborted: the server skipped every query from the
+   * head up to the one the Sync followed, so each fails with the error that aborted it.
+   */
+  #skipBatch(head: PipelineRequest): void {
+    const cause = this.#aborted;
+    if (cause === null) {
+      throw new ProtocolViolation("ReadyForQuery arrived in the middle of a batch");
+    }
+    this.#aborted = null;
+    for (let req: PipelineRequest = head;; req = this.#queue[this.#head]) {
+      const last = this.#synced[this.#head];
+      this.#shift(req);
+      req.error(skippedInBatch(cause), true);
+      req.ready();
+      if (last) break;
+    }
+    this.#advanced();
   }
 
   /**
@@ -624,8 +713,18 @@ export class Connection implements EncodeContext {
     }
     const at = this.#queue.indexOf(req, this.#head);
     if (at === -1) return; // already answered
-    if (at === this.#head) this.#cancelNow(req);
+    if (at === this.#head || this.#inHeadBatch(at)) this.#cancelNow(req);
     else this.#cancelWhenHead.add(req);
+  }
+
+  /**
+   * Whether queue index `at` shares the head's batch. The server answers a batch only at its
+   * Sync, so the head tells nothing about which of its queries runs: cancel now. The server
+   * stops whichever runs, and any error in a batch aborts the whole transaction anyway.
+   */
+  #inHeadBatch(at: number): boolean {
+    for (let i = this.#head; i < at; i++) if (this.#synced[i]) return false;
+    return true;
   }
 
   #cancelNow(req: PipelineRequest): void {
@@ -675,6 +774,9 @@ export class Connection implements EncodeContext {
     this.#io.resumeReading();
     for (const wake of this.#flushWaiters.splice(0)) wake();
     this.#sizes = [];
+    this.#synced = [];
+    this.#batchOpen = false;
+    this.#aborted = null;
     this.#queuedBytes = 0;
     this.#backlog = [];
     this.#head = this.#backlogHead = 0;

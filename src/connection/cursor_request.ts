@@ -19,6 +19,11 @@ interface Waiter {
 /** A cursor over one query's rows. */
 export class CursorRequest extends QueryRequest {
   readonly barrier = true;
+
+  /** A cursor's portal lives until it is closed: it always ends with its own Sync. */
+  override get batchable(): boolean {
+    return false;
+  }
   #rows: number;
   #io: RequestIO | null = null;
   #makeBatch: () => ResultTarget;

@@ -90,6 +90,11 @@ export interface QuerySpec {
    * connection outside a transaction block (see `PipelineRequest.shared`).
    */
   shared?: boolean;
+  /**
+   * A query of a transaction block: it may share one Sync with the queries written with it
+   * (see `PipelineRequest.batchable`).
+   */
+  batch?: boolean;
   /** Only Parse and Describe the statement (unnamed), without running it. */
   describeOnly?: boolean;
   /**
@@ -110,6 +115,7 @@ export class QueryRequest implements PipelineRequest {
   #key = "";
   #cache: StatementCache | null = null; // set when this request sent the statement's Parse
   #owner = false; // this request sent the statement's Parse
+  #closes: Statement[] | null = null; // evicted statements this request's Close messages close
   #ctx: EncodeContext | null = null;
   #retried = false; // re-prepared once after a stale statement
   #binary = false; // bound with the statement's binary result formats
@@ -159,6 +165,12 @@ export class QueryRequest implements PipelineRequest {
     return this.spec.shared === true;
   }
 
+  /** A transaction's plain query: it shares the Sync of the queries written with it. */
+  get batchable(): boolean {
+    const spec = this.spec;
+    return spec.batch === true && spec.simple !== true && spec.describeOnly !== true;
+  }
+
   /** Whether it went as a simple-protocol Query. */
   get simpleProtocol(): boolean {
     return this.spec.simple === true;
@@ -192,6 +204,7 @@ export class QueryRequest implements PipelineRequest {
     this.#key = "";
     this.#cache = null;
     this.#binary = false;
+    this.#closes = null;
     const spec = this.spec;
     const cache = ctx.statements;
     if (spec.describeOnly) {
@@ -223,7 +236,11 @@ export class QueryRequest implements PipelineRequest {
         st = cache.create(key, spec.text, spec.types);
         this.#owner = true;
         // Close what the new statement evicted before it is parsed, so the server never holds more than the bound.
-        while (cache.evicted.length > 0) fe.close(w, "S", cache.evicted.pop()!.name);
+        while (cache.evicted.length > 0) {
+          const old = cache.evicted.pop()!;
+          fe.close(w, "S", old.name);
+          (this.#closes ??= []).push(old);
+        }
         fe.parse(w, st.name, spec.text, spec.types);
         fe.describe(w, "S", st.name);
       }
@@ -237,10 +254,10 @@ export class QueryRequest implements PipelineRequest {
     this.encodeExecute(w);
   }
 
-  /** The tail of the segment: run the portal to completion and Sync. */
+  /** The tail of the segment: run the portal to completion and Sync (unless batched). */
   protected encodeExecute(w: Writer): void {
     fe.execute(w, "", 0);
-    fe.sync(w);
+    if (!this.batchable) fe.sync(w);
   }
 
   parseComplete(): void {}
@@ -341,7 +358,9 @@ export class QueryRequest implements PipelineRequest {
 
   portalSuspended(): void {}
 
-  error(err: PostgresError): void {
+  error(err: PostgresError, skipped = false): void {
+    // Skipped: our Close messages never ran, so those statements still need closing.
+    if (skipped && this.#closes !== null) this.#cache?.evicted.push(...this.#closes);
     const st = this.#statement;
     if (st !== null && this.#owner && st.columns === null && st.error === null) {
       // Parse or Describe failed: the statement does not exist, so nobody may reuse it.

@@ -63,6 +63,12 @@ export interface PipelineRequest {
    * ReadyForQuery: requests sent meanwhile wait locally (cursors, COPY).
    */
   readonly barrier?: boolean;
+  /**
+   * Inside a transaction: encoded without a Sync of its own, so queries written together share
+   * one (the connection adds it). An error aborts the transaction anyway; the server then skips
+   * the rest of the batch, and those requests get `error(…, true)`.
+   */
+  readonly batchable?: boolean;
   /** Called once when the request is encoded, for requests that write again later. */
   attach?(io: RequestIO): void;
   /**
@@ -103,8 +109,11 @@ export interface PipelineRequest {
   emptyQuery(): void;
   /** PortalSuspended (a row limit was reached). */
   portalSuspended(): void;
-  /** An ErrorResponse for this request. */
-  error(err: PostgresError): void;
+  /**
+   * An ErrorResponse for this request; `skipped`: the server never ran it (an earlier query
+   * of its batch failed) and `err` says so.
+   */
+  error(err: PostgresError, skipped?: boolean): void;
   /** ReadyForQuery: the segment is over; settle. */
   ready(): void;
   /** The request cannot complete: the connection failed, or could not be opened. */
