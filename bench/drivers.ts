@@ -16,6 +16,8 @@ export interface Tx {
   insertRow(a: string, b: boolean, c: number): Promise<void>;
   /** `select count(*) from bench_insert`, as seen inside the transaction. */
   countInserted(): Promise<number>;
+  /** `select $1::int` inside the transaction; resolves to the value the server sent back. */
+  selectInt(x: number): Promise<number>;
 }
 
 /** An open client of one driver. */
@@ -133,6 +135,10 @@ function postgresJsApi(name: string, source: string, factory: PgJsFactory): Driv
           const [{ n }] = await t`select count(*)::int as n from bench_insert`;
           return n as number;
         },
+        async selectInt(v) {
+          const [{ x }] = await t`select ${v}::int as x`;
+          return x as number;
+        },
       });
       return {
         async selectPgType() {
@@ -232,6 +238,10 @@ function denoPostgres(Client: DpClientClass): Driver {
           const [[n]] = (await c.queryArray("select count(*)::int from bench_insert")).rows;
           return n as number;
         },
+        async selectInt(v) {
+          const [[x]] = (await c.queryArray("select $1::int", [v])).rows;
+          return x as number;
+        },
       });
       return {
         async selectPgType() {
@@ -306,6 +316,10 @@ function pglue(connectWire: PgConnect): Driver {
         async countInserted() {
           const [{ n }] = await w.query`select count(*)::int as n from bench_insert`;
           return n as number;
+        },
+        async selectInt(v) {
+          const [{ x }] = await w.query`select ${v}::int as x`;
+          return x as number;
         },
       });
       return {

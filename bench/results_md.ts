@@ -56,8 +56,6 @@ export function resultsMarkdown(
     "Ratios are how many times faster pgpipe is (above 1x pgpipe wins). pgpipe's speed " +
     "targets are shown next to them, not enforced:",
     ...targetTexts().map((t) => `- ${t}`),
-    "- pipelined q/s >= 75% of the libpq pipeline (pgbench): in suite 2's table, against both " +
-    "pgbench's shape and pgpipe's",
     "",
     renderTable(
       summaryTable(reports.flatMap((r) => r.ratios), reports.flatMap((r) => r.measures ?? [])),

@@ -47,6 +47,14 @@ export const TARGETS: readonly Target[] = [
   },
   {
     suite: "throughput",
+    applies: (l) => l === "pipelined q/s in a transaction, share of libpq's pipeline",
+    peer: "pgbench",
+    min: 0.75,
+    text: "pipelined queries in a transaction on one connection >= 75% of libpq's pipeline " +
+      "(pgbench, one Sync per 1,000)",
+  },
+  {
+    suite: "throughput",
     applies: (l) => l === "serial latency (mean)",
     peer: "postgres.js",
     min: 1.3,

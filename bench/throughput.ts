@@ -45,7 +45,11 @@ interface Rate {
  * Issues `total` queries keeping `window` in flight: `window` lanes each await their query
  * before taking the next number, so exactly `window` are outstanding until the tail.
  */
-async function pipelined(a: Adapter, total: number, window: number): Promise<Rate> {
+async function pipelined(
+  a: Pick<Adapter, "selectInt">,
+  total: number,
+  window: number,
+): Promise<Rate> {
   let next = 0;
   let done = 0;
   const stop = performance.now() + DEADLINE_MS;
@@ -91,6 +95,8 @@ async function backends(applicationName: string): Promise<number> {
 interface DriverResult {
   name: string;
   one: Rate;
+  /** The same on one connection inside a transaction (where pgpipe shares one Sync per batch). */
+  inTx: Rate;
   four: Rate;
   fourBackends: number;
   latency: number[];
@@ -106,6 +112,12 @@ async function measure(driver: Driver): Promise<DriverResult> {
     await pipelined(one, WINDOW * 2, WINDOW); // warm-up: prepares the statement, grows buffers
     const r1 = await pipelined(one, TOTAL, WINDOW);
     log(`1 connection: ${fmt(r1.qps)} q/s`);
+    let inTx!: Rate;
+    await one.rolledBack(async (tx) => {
+      await pipelined(tx, WINDOW * 2, WINDOW);
+      inTx = await pipelined(tx, TOTAL, WINDOW);
+    });
+    log(`1 connection, in a transaction: ${fmt(inTx.qps)} q/s`);
     await serial(one, 100);
     const latency = await serial(one, SERIAL);
     log(`serial: mean ${fmt(mean(latency), 1)} µs`);
@@ -125,7 +137,15 @@ async function measure(driver: Driver): Promise<DriverResult> {
       const r4 = await pipelined(four, TOTAL, WINDOW);
       const n = await backends(app);
       log(`4 connections (${n} open): ${fmt(r4.qps)} q/s`);
-      result = { name: driver.name, one: r1, four: r4, fourBackends: n, latency, latencyBusy };
+      result = {
+        name: driver.name,
+        one: r1,
+        inTx,
+        four: r4,
+        fourBackends: n,
+        latency,
+        latencyBusy,
+      };
     } finally {
       await four.close();
     }
@@ -370,17 +390,37 @@ async function main(): Promise<void> {
   };
   ratio("pipelined q/s, 1 connection", (r) => r.one.qps, true);
   ratio("pipelined q/s, 4 connections", (r) => r.four.qps, true);
+  ratio("pipelined q/s in a transaction, 1 connection", (r) => r.inTx.qps, true);
+  if (limit.qps) {
+    ratios.push({
+      suite: "throughput",
+      label: "pipelined q/s in a transaction, share of libpq's pipeline",
+      peer: "pgbench",
+      value: base.inTx.qps / limit.qps,
+    });
+  }
   ratio("serial latency (mean)", (r) => mean(r.latency), false);
   ratio("serial latency (p99)", (r) => percentile(r.latency, 99), false);
   ratio("serial latency, one core kept busy (mean)", (r) => mean(r.latencyBusy), false);
 
   const rates: Table = {
     title: `Throughput: select $1::int, ${fmt(TOTAL)} queries, ${fmt(WINDOW)} in flight`,
-    head: ["driver", "1 conn q/s", "pgpipe vs it", "4 conns q/s", "backends", "pgpipe vs it"],
+    head: [
+      "driver",
+      "1 conn q/s",
+      "pgpipe vs it",
+      "in a transaction q/s",
+      "pgpipe vs it",
+      "4 conns q/s",
+      "backends",
+      "pgpipe vs it",
+    ],
     rows: results.map((r) => [
       r.name,
       fmt(r.one.qps),
       formatRatio(base.one.qps / r.one.qps),
+      fmt(r.inTx.qps),
+      formatRatio(base.inTx.qps / r.inTx.qps),
       fmt(r.four.qps),
       String(r.fourBackends),
       formatRatio(base.four.qps / r.four.qps),
@@ -392,6 +432,8 @@ async function main(): Promise<void> {
       fmt(limit.qps),
       `pgpipe at ${fmt((100 * base.one.qps) / limit.qps)}%`,
       "",
+      `pgpipe at ${fmt((100 * base.inTx.qps) / limit.qps)}%`,
+      "",
       "",
       "",
     ]);
@@ -401,6 +443,8 @@ async function main(): Promise<void> {
       "libpq pipeline (1 Sync per query, pgpipe's shape)",
       fmt(same.qps),
       `pgpipe at ${fmt((100 * base.one.qps) / same.qps)}%`,
+      "",
+      "",
       "",
       "",
       "",
@@ -428,9 +472,11 @@ async function main(): Promise<void> {
     limit.note,
     same.note,
     "pgbench sends one Sync per 1,000 queries, so the server flushes and ends a transaction once " +
-    "per pipeline; pgpipe sends one Sync per query (each query its own implicit transaction, so " +
-    "a failure never aborts its neighbours), which costs the server a flush per query. The " +
-    "second libpq row has that same shape.",
+    "per pipeline; outside a transaction pgpipe sends one Sync per query (each query its own " +
+    "implicit transaction, so a failure never aborts its neighbours), which costs the server a " +
+    "flush per query. The second libpq row has that same shape. Inside a transaction (sql.begin) " +
+    "a failure aborts the block anyway, so pgpipe's queries written together share one Sync: " +
+    "the 'in a transaction' column is pgbench's shape.",
     "Serial latency is measured twice: as is, and with one core kept busy by a spinning " +
     "thread, because on an idle virtual machine each round trip also waits for cores to wake " +
     "from idle, which can dwarf the drivers' own costs.",

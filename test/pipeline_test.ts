@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import postgres, { ConnectionError, PostgresError, QueryError } from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
+import { StatementCache } from "../src/connection/statement.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -309,6 +310,21 @@ Deno.test("the statement cache is bounded and closes evicted statements on the s
   const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from pg_prepared_statements`;
   assert.ok(n <= 5, `${n} statements prepared on the server`);
   assert.ok(n >= 1);
+});
+
+Deno.test("statement cache: the least recently used statement is the one evicted", () => {
+  const cache = new StatementCache(2);
+  const a = cache.create("a", "select 1", []);
+  const b = cache.create("b", "select 2", []);
+  assert.equal(cache.get("a"), a); // a is now more recent than b
+  cache.create("c", "select 3", []);
+  assert.deepEqual(cache.evicted, [b]);
+  assert.equal(cache.get("b"), undefined);
+  assert.equal(cache.get("a"), a);
+  cache.get("c");
+  cache.create("d", "select 4", []); // a was used before c
+  assert.deepEqual(cache.evicted, [b, a]);
+  assert.equal(cache.size, 2);
 });
 
 Deno.test("prepare: false uses the unnamed statement and still pipelines", async () => {

@@ -206,6 +206,18 @@ Deno.test("backend: CommandComplete tags", () => {
   assert.deepEqual(tag("INSERT 0 5"), { command: "INSERT", count: 5 });
   assert.deepEqual(tag("CREATE TABLE"), { command: "CREATE TABLE", count: null });
   assert.deepEqual(tag("BEGIN"), { command: "BEGIN", count: null });
+  assert.deepEqual(tag("UPDATE 0"), { command: "UPDATE", count: 0 });
+  assert.deepEqual(tag("MERGE 12"), { command: "MERGE", count: 12 });
+  assert.deepEqual(tag("CREATE TABLE AS 7"), { command: "CREATE", count: 7 });
+  assert.deepEqual(tag("SELECT 4294967296"), { command: "SELECT", count: 4294967296 });
+  assert.deepEqual(tag("SELECTED 1"), { command: "SELECTED", count: 1 }, "not the known word");
+  assert.deepEqual(tag("SET x"), { command: "SET x", count: null });
+  assert.deepEqual(tag("SELECT "), { command: "SELECT ", count: null });
+  assert.deepEqual(tag(""), { command: "", count: null });
+  const cut = new Uint8Array([...ascii("SELECT 1")]);
+  assert.throws(() => commandComplete(cut, 0, cut.length), ProtocolViolation);
+  const inner = new Uint8Array([...ascii("SELECT"), 0, ...ascii("1"), 0]);
+  assert.throws(() => commandComplete(inner, 0, inner.length), ProtocolViolation);
 });
 
 Deno.test("backend: error fields and notifications", () => {

@@ -426,6 +426,17 @@ function opensTransaction(text: string): boolean {
 const CONTROLS_TRANSACTION =
   /^\s*(?:begin|start|commit|end|rollback|abort|savepoint|release|prepare\s+transaction)\b/i;
 
+/** CONTROLS_TRANSACTION, after a first-letters test that rules out most statements cheaply. */
+function controlsTransaction(text: string): boolean {
+  const c = text.charCodeAt(0) | 32;
+  if (c === 115) { // s: savepoint and start, but not select or set
+    if ((text.charCodeAt(1) | 32) === 101) return false;
+  } else if (c > 32 && c !== 97 && c !== 98 && c !== 99 && c !== 101 && c !== 112 && c !== 114) {
+    return false; // not a, b, c, e, p, r, nor leading space
+  }
+  return CONTROLS_TRANSACTION.test(text);
+}
+
 /**
  * Turns queries into requests for one sink. `shared`: the sink is a pool of
  * several connections, where a transaction opened by a plain query would
@@ -511,7 +522,7 @@ function makeRunner(
     if (simple) spec.simple = true;
     if (shared) spec.shared = true;
     // In a transaction an error aborts the block anyway: queries written together share a Sync.
-    else if (transaction && !simple && !CONTROLS_TRANSACTION.test(text)) spec.batch = true;
+    else if (transaction && !simple && !controlsTransaction(text)) spec.batch = true;
     return spec;
   }
 

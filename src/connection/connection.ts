@@ -25,6 +25,7 @@ import { Writer } from "../protocol/writer.ts";
 import { ConnectionError, PostgresError } from "../errors.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
 import type { EncodeContext, PipelineRequest, RequestIO } from "./request.ts";
+import type { ConnectionState } from "./query_request.ts";
 import { type PasswordSource, startup } from "./startup.ts";
 import { StatementCache } from "./statement.ts";
 import { sendCancel } from "./cancel.ts";
@@ -149,6 +150,21 @@ export class Connection implements EncodeContext {
   secret = 0;
   /** Transaction status from the last ReadyForQuery: I idle, T in a block, E failed block. */
   status = 0x49;
+  #states = new Map<number, ConnectionState>(); // Result.state per status, shared by results
+
+  /** pid, secret and status as results report them: one frozen object per status, reused. */
+  get state(): ConnectionState {
+    let state = this.#states.get(this.status);
+    if (state === undefined || state.pid !== this.pid) {
+      state = Object.freeze({
+        pid: this.pid,
+        secret: this.secret,
+        status: String.fromCharCode(this.status),
+      });
+      this.#states.set(this.status, state);
+    }
+    return state;
+  }
 
   #options: ConnectionOptions;
   #transport!: Transport;
@@ -628,9 +644,11 @@ export class Connection implements EncodeContext {
   /** After the head moved on: a cancel waiting for the new head, room for waiting requests, idle. */
   #advanced(): void {
     const next = this.#queue[this.#head];
-    if (next !== undefined && this.#cancelWhenHead.delete(next)) this.#cancelNow(next);
-    this.#refill();
-    if (this.inFlight === 0) {
+    if (next !== undefined && this.#cancelWhenHead.size > 0 && this.#cancelWhenHead.delete(next)) {
+      this.#cancelNow(next);
+    }
+    if (this.#backlogHead < this.#backlog.length) this.#refill();
+    if (next === undefined && this.inFlight === 0) {
       if (this.#drained !== null) this.#drained();
       else this.#options.onidle?.();
     }

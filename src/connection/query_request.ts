@@ -381,13 +381,7 @@ export class QueryRequest implements PipelineRequest {
     }
     if (this.failure !== null) return this.settle.reject(this.failure);
     const ctx = this.#ctx;
-    if (ctx !== null) {
-      this.target.state = {
-        pid: ctx.pid,
-        secret: ctx.secret,
-        status: String.fromCharCode(ctx.status),
-      };
-    }
+    if (ctx !== null) this.target.state = ctx.state;
     const targets = this.#targets;
     if (targets !== null && targets.length > 1) {
       // Several statements: postgres.js resolves with one result per statement.

@@ -8,6 +8,7 @@ import type { Writer } from "../protocol/writer.ts";
 import type { PostgresError } from "../errors.ts";
 import type { StatementCache } from "./statement.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
+import type { ConnectionState } from "./query_request.ts";
 
 /** The connection state a request may use while encoding. */
 export interface EncodeContext {
@@ -21,6 +22,8 @@ export interface EncodeContext {
   readonly secret: number;
   /** Transaction status byte of the last ReadyForQuery. */
   readonly status: number;
+  /** pid, secret and status as results report them (one frozen object per status). */
+  readonly state: ConnectionState;
 }
 
 /**

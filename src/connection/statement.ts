@@ -81,6 +81,8 @@ export class Statement {
   rowTransform: ((row: unknown) => unknown) | null = null;
   /** Set when Parse failed, so queries that relied on it report the real cause. */
   error: PostgresError | null = null;
+  /** The cache's clock at its last use, for least-recently-used eviction. */
+  used = 0;
 
   constructor(name: string, text: string, types: readonly number[]) {
     this.name = name;
@@ -134,10 +136,14 @@ export class Statement {
   }
 }
 
-/** An LRU cache of named statements keyed by text and parameter types. */
+/**
+ * An LRU cache of named statements keyed by text and parameter types. A lookup only stamps the
+ * statement with a clock (it runs once per query); the rare eviction scans for the oldest stamp.
+ */
 export class StatementCache {
   #map = new Map<string, Statement>();
   #next = 0;
+  #clock = 0;
   #max: number;
   /** Statements evicted but not yet closed on the server. */
   readonly evicted: Statement[] = [];
@@ -157,21 +163,26 @@ export class StatementCache {
   /** Finds a statement and marks it most recently used. */
   get(key: string): Statement | undefined {
     const st = this.#map.get(key);
-    if (st !== undefined && this.#map.size > 1) {
-      this.#map.delete(key);
-      this.#map.set(key, st);
-    }
+    if (st !== undefined) st.used = ++this.#clock;
     return st;
   }
 
   /** Creates and caches a new named statement, evicting the least recently used past the bound. */
   create(key: string, text: string, types: readonly number[]): Statement {
     const st = new Statement(`pgpipe_${(this.#next++).toString(36)}`, text, types);
+    st.used = ++this.#clock;
     this.#map.set(key, st);
     if (this.#map.size > this.#max) {
-      const [oldest, old] = this.#map.entries().next().value as [string, Statement];
-      this.#map.delete(oldest);
-      this.evicted.push(old);
+      let oldestKey = "";
+      let oldest: Statement | null = null;
+      for (const [k, candidate] of this.#map) {
+        if (oldest === null || candidate.used < oldest.used) {
+          oldestKey = k;
+          oldest = candidate;
+        }
+      }
+      this.#map.delete(oldestKey);
+      this.evicted.push(oldest!);
     }
     return st;
   }

@@ -211,23 +211,62 @@ export function parameterDescription(buf: Uint8Array, start: number, end?: numbe
   return out;
 }
 
-/** Decodes a CommandComplete tag into the command word and affected row count. */
+/** The command words of most tags, matched as bytes so no string is made for them. */
+const COMMAND_WORDS: readonly [string, Uint8Array][] = [
+  "SELECT",
+  "INSERT",
+  "UPDATE",
+  "DELETE",
+  "MERGE",
+  "FETCH",
+  "MOVE",
+  "COPY",
+].map((w) => [w, new TextEncoder().encode(w)]);
+
+function commandWord(buf: Uint8Array, start: number, stop: number): string {
+  const n = stop - start;
+  for (let k = 0; k < COMMAND_WORDS.length; k++) {
+    const [word, bytes] = COMMAND_WORDS[k];
+    if (bytes.length !== n) continue;
+    let i = 0;
+    while (i < n && buf[start + i] === bytes[i]) i++;
+    if (i === n) return word;
+  }
+  return utf8(buf, start, stop);
+}
+
+/**
+ * Decodes a CommandComplete tag into the command word and affected row count ("SELECT 5",
+ * "INSERT 0 5", "CREATE TABLE"). It runs once per query, so it reads the bytes directly.
+ */
 export function commandComplete(
   buf: Uint8Array,
   start: number,
   end: number,
 ): { command: string; count: number | null } {
-  const stop = cstrEnd(buf, start, end);
-  if (stop !== end - 1) throw new ProtocolViolation("CommandComplete has bytes after its tag");
-  const tag = utf8(buf, start, stop);
-  const space = tag.lastIndexOf(" ");
-  if (space === -1) return { command: tag, count: null };
-  const last = tag.slice(space + 1);
-  const count = Number(last);
-  if (!Number.isInteger(count)) return { command: tag, count: null };
+  const stop = end - 1;
+  if (stop < start || buf[stop] !== 0) {
+    throw new ProtocolViolation("a string runs past the end of its message");
+  }
+  let first = -1;
+  let last = -1;
+  for (let i = start; i < stop; i++) {
+    const c = buf[i];
+    if (c === 0) throw new ProtocolViolation("CommandComplete has bytes after its tag");
+    if (c === 0x20) {
+      if (first === -1) first = i;
+      last = i;
+    }
+  }
+  if (last === -1 || last + 1 === stop) return { command: utf8(buf, start, stop), count: null };
+  let count = 0;
+  for (let i = last + 1; i < stop; i++) {
+    const d = buf[i] - 0x30;
+    if (d < 0 || d > 9) return { command: utf8(buf, start, stop), count: null };
+    count = count * 10 + d;
+  }
   // "INSERT 0 5" carries a legacy OID before the count; the command is the first word.
-  const first = tag.indexOf(" ");
-  return { command: tag.slice(0, first), count };
+  return { command: commandWord(buf, start, first), count };
 }
 
 /** Decodes a pair of C strings (ParameterStatus: name and value), the whole body. */

@@ -90,4 +90,20 @@ export class Result<T = Row> extends Array<T> {
   static override get [Symbol.species](): ArrayConstructor {
     return Array;
   }
+
+  /**
+   * Appends rows, as `Array#push`. Its own method because V8's builtin push takes a slow path
+   * on an Array subclass (about 45 ns a row against 7), and every row arrives through it.
+   *
+   * @example
+   * ```ts
+   * import { Result } from "jsr:@pgpipe/pgpipe";
+   * const r = new Result<{ x: number }>();
+   * r.push({ x: 1 }, { x: 2 }); // 2
+   * ```
+   */
+  override push(...rows: T[]): number {
+    for (let i = 0; i < rows.length; i++) this[this.length] = rows[i];
+    return this.length;
+  }
 }
