@@ -112,6 +112,14 @@ export interface Limit {
 
 export const LIMITS: readonly Limit[] = [
   {
+    suite: "latency",
+    applies: (l) => l === "insert n=200 (5 ms each way), pgpipe",
+    max: 12,
+    unit: "ms",
+    text: "200 concurrent inserts in a transaction through the 5 ms-each-way proxy <= 12 ms " +
+      "(one round trip and the server's work)",
+  },
+  {
     suite: "throughput",
     applies: (l) => l.startsWith("serial select 1: pgpipe overhead over the raw ping-pong"),
     max: 10,
