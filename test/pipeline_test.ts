@@ -160,6 +160,24 @@ Deno.test("a query issued while many are unanswered is written at once, not held
   assert.deepEqual(rows.map((r) => r[0].x), Array.from({ length: 101 }, (_, i) => i));
 });
 
+Deno.test("a pipeline that never empties: 20,000 queries from 300 lanes each get their own answer", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  // The connection's FIFO keeps answered slots until it empties or they pile up (4,096), then
+  // moves the live ones to the front: answers must still match their queries across that.
+  let next = 0;
+  let answered = 0;
+  await Promise.all(Array.from({ length: 300 }, async () => {
+    while (next < 20_000) {
+      const v = next++;
+      const [{ x, t }] = await sql`select ${v}::int as x, ${"v" + v}::text as t`;
+      assert.equal(x, v);
+      assert.equal(t, "v" + v);
+      answered++;
+    }
+  }));
+  assert.equal(answered, 20_000);
+});
+
 Deno.test("queries are lazy: nothing runs until awaited or executed", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
   await sql`create temp table lazy (x int)`;

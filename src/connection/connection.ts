@@ -83,6 +83,8 @@ export interface ConnectionOptions {
 }
 
 const IDLE = 0x49; // ReadyForQuery status outside a transaction block
+/** Answered FIFO slots left before the live ones that make it worth moving them to the front. */
+const COMPACT_AFTER = 4096;
 
 /**
  * What a query of a batch rejects with when an earlier query of the same batch failed: the
@@ -173,9 +175,14 @@ export class Connection implements EncodeContext {
   #spare = new Writer();
   #writing = false;
   #flushQueued = false;
-  #queue: PipelineRequest[] = []; // written or encoded, awaiting answers
+  // The FIFO of requests written or encoded and awaiting answers is [#head, #tail) of #queue and
+  // its parallel arrays. They are reused, not truncated, when the FIFO empties (a serial query
+  // would otherwise reallocate them each time), and compacted when a never-empty FIFO has left
+  // a long answered prefix behind.
+  #queue: PipelineRequest[] = [];
   #sizes: number[] = []; // encoded bytes of each queued request, for the byte bound
   #synced: boolean[] = []; // whether a Sync follows each queued request (false: mid-batch)
+  #tail = 0;
   #batchOpen = false; // the last request encoded is batchable and still awaits its Sync
   #aborted: PostgresError | null = null; // the error that aborted the batch being answered
   #queuedBytes = 0;
@@ -387,7 +394,7 @@ export class Connection implements EncodeContext {
 
   /** Requests sent and not yet answered, plus those waiting for room. */
   get inFlight(): number {
-    return this.#queue.length - this.#head + this.#backlog.length - this.#backlogHead;
+    return this.#tail - this.#head + this.#backlog.length - this.#backlogHead;
   }
 
   /** Why the connection closed, once it has. */
@@ -422,7 +429,7 @@ export class Connection implements EncodeContext {
 
   /** Whether the pipeline bounds allow one more request (an empty pipeline always does). */
   #hasRoom(): boolean {
-    const n = this.#queue.length - this.#head;
+    const n = this.#tail - this.#head;
     return n === 0 ||
       (this.#barriers === 0 && n < this.#options.maxPipeline &&
         this.#queuedBytes < this.#options.maxPipelineBytes);
@@ -437,10 +444,11 @@ export class Connection implements EncodeContext {
     req.encode(this.#writer, this);
     const size = this.#writer.length - before;
     this.#queuedBytes += size;
-    this.#sizes.push(size);
-    this.#synced.push(!batchable);
+    const at = this.#tail++;
+    this.#sizes[at] = size;
+    this.#synced[at] = !batchable;
     this.#batchOpen = batchable;
-    this.#queue.push(req);
+    this.#queue[at] = req;
     if (req.barrier) this.#barriers++;
     req.attach?.(this.#io);
     this.#scheduleFlush();
@@ -449,7 +457,7 @@ export class Connection implements EncodeContext {
   /** Ends the open batch: its Sync belongs to the last request encoded. */
   #closeBatch(): void {
     fe.sync(this.#writer);
-    const last = this.#queue.length - 1;
+    const last = this.#tail - 1;
     this.#synced[last] = true;
     this.#sizes[last] += 5;
     this.#queuedBytes += 5;
@@ -476,7 +484,7 @@ export class Connection implements EncodeContext {
         const out = this.#writer;
         this.#writer = this.#spare;
         this.#spare = out;
-        this.#unsent = this.#queue.length;
+        this.#unsent = this.#tail;
         this.#lastWrite = Date.now();
         const transport = this.#transport;
         for (let off = 0; off < out.length;) {
@@ -630,13 +638,20 @@ export class Connection implements EncodeContext {
     this.#queuedBytes -= this.#sizes[this.#head];
     if (req.barrier) this.#barriers--;
     this.#queue[this.#head++] = undefined!;
-    if (this.#head === this.#queue.length) {
-      this.#queue.length = 0;
-      this.#sizes.length = 0;
-      this.#synced.length = 0;
-      this.#head = 0;
+    if (this.#head === this.#tail) {
+      this.#head = this.#tail = 0;
       this.#unsent = 0;
       this.#queuedBytes = 0;
+    } else if (this.#head >= COMPACT_AFTER && this.#head * 2 >= this.#tail) {
+      const head = this.#head;
+      const tail = this.#tail;
+      this.#queue.copyWithin(0, head, tail);
+      this.#sizes.copyWithin(0, head, tail);
+      this.#synced.copyWithin(0, head, tail);
+      this.#queue.fill(undefined!, tail - head, tail);
+      this.#head = 0;
+      this.#tail = tail - head;
+      this.#unsent = Math.max(0, this.#unsent - head);
     }
     this.#cancelled.delete(req);
   }
@@ -707,7 +722,7 @@ export class Connection implements EncodeContext {
    */
   #refuseCopy(type: number, req: PipelineRequest): void {
     if (type === Backend.CopyOutResponse) return;
-    if (this.#queue.length - this.#head > 1 || this.#writer.length > 0) {
+    if (this.#tail - this.#head > 1 || this.#writer.length > 0) {
       throw new ProtocolViolation(
         "COPY FROM STDIN was pipelined with other queries; it is not supported yet",
       );
@@ -730,7 +745,7 @@ export class Connection implements EncodeContext {
       return req.fail(reason);
     }
     const at = this.#queue.indexOf(req, this.#head);
-    if (at === -1) return; // already answered
+    if (at === -1 || at >= this.#tail) return; // already answered
     if (at === this.#head || this.#inHeadBatch(at)) this.#cancelNow(req);
     else this.#cancelWhenHead.add(req);
   }
@@ -784,7 +799,7 @@ export class Connection implements EncodeContext {
     if (this.#closed !== null) return;
     this.#closed = err;
     this.#transport.close();
-    const queue = this.#queue.slice(this.#head);
+    const queue = this.#queue.slice(this.#head, this.#tail);
     const unsentFrom = Math.max(0, this.#unsent - this.#head);
     const backlog = this.#backlog.slice(this.#backlogHead);
     this.#queue = [];
@@ -793,6 +808,7 @@ export class Connection implements EncodeContext {
     for (const wake of this.#flushWaiters.splice(0)) wake();
     this.#sizes = [];
     this.#synced = [];
+    this.#tail = 0;
     this.#batchOpen = false;
     this.#aborted = null;
     this.#queuedBytes = 0;

@@ -24,6 +24,7 @@ export class Framer {
   #read = 0; // parse position
   #filled = 0; // bytes received
   #want = 0; // bytes the message at #read needs in all, once its header is known
+  #whole: Uint8Array | null = null; // a view of all of buf, reused while buf stays the same
 
   constructor(capacity = 65536) {
     this.buf = new Uint8Array(capacity);
@@ -44,7 +45,10 @@ export class Framer {
       const next = new Uint8Array(target);
       next.set(this.buf.subarray(0, this.#filled));
       this.buf = next;
+      this.#whole = null;
     }
+    // Mostly everything was consumed: reuse one view instead of making one per read.
+    if (this.#filled === 0) return this.#whole ??= this.buf.subarray(0);
     return this.buf.subarray(this.#filled);
   }
 
