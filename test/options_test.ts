@@ -169,6 +169,25 @@ Deno.test("max_lifetime replaces an old connection once it is idle", async () =>
   assert.notEqual(second, first);
 });
 
+Deno.test("max_lifetime closes an idle connection when it expires, without another query", async () => {
+  await using admin = postgres(url, { max: 1, ...quiet });
+  await using sql = postgres(url, {
+    max: 1,
+    max_lifetime: 0.2,
+    connection: { application_name: "pgpipe_lifetime" },
+    ...quiet,
+  });
+  await sql`select 1`;
+  assert.equal(await backends(admin, "pgpipe_lifetime"), 1);
+  let open = 1;
+  for (let i = 0; i < 200 && open > 0; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    open = await backends(admin, "pgpipe_lifetime");
+  }
+  assert.equal(open, 0, "the expired idle connection was closed");
+  assert.equal((await sql`select 2 as two`)[0].two, 2);
+});
+
 Deno.test("fetch_types: arrays of user-defined types decode into arrays", async () => {
   await using admin = postgres(url, { max: 1, ...quiet });
   await admin`drop type if exists pgpipe_mood cascade`;

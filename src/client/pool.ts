@@ -105,7 +105,7 @@ export class Pool {
 
   /** Past max_lifetime: takes no new work and closes once idle. */
   #expired(c: Connection): boolean {
-    return c.deadline !== Infinity && Date.now() > c.deadline;
+    return c.expired; // set by the connection's max_lifetime timer: no clock read per query
   }
 
   /** Closes a connection that has nothing in flight and nobody holding it. */
@@ -307,7 +307,15 @@ export class Pool {
         this.#ids.set(c, this.#nextId++);
         const life = this.#pool.maxLifetime;
         // Jitter, so connections opened together are not all replaced at the same moment.
-        if (life > 0) c.deadline = c.openedAt + life * (0.9 + Math.random() * 0.2);
+        if (life > 0) {
+          c.deadline = c.openedAt + life * (0.9 + Math.random() * 0.2);
+          const timer = setTimeout(() => {
+            c.expired = true;
+            if (c.inFlight === 0 && !this.#reserved.has(c) && !c.closed) this.#retire(c);
+          }, Math.max(0, c.deadline - Date.now()));
+          Deno.unrefTimer(timer as unknown as number); // must not keep the process alive
+          c.onClose(() => clearTimeout(timer));
+        }
         this.#open.push(c);
         this.#available(c);
       },

@@ -147,6 +147,8 @@ export class Connection implements EncodeContext {
   readonly openedAt: number = Date.now();
   /** When the pool retires it (ms since the epoch; max_lifetime with jitter), or Infinity. */
   deadline: number = Infinity;
+  /** Set by the pool once `deadline` passed: it takes no new work and closes once idle. */
+  expired = false;
   /** Backend process ID and secret key, for CancelRequest. */
   pid = 0;
   secret = 0;
