@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import postgres, { ConnectionError, PostgresError, QueryError } from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { StatementCache } from "../src/connection/statement.ts";
+import { tapProxy } from "./harness/tap_proxy.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -63,60 +64,6 @@ Deno.test("a statement that fails to parse fails every query that shares it, wit
   await assert.rejects(bad(), (e: PostgresError) => e.code === "42601");
 });
 
-/**
- * A loopback proxy to the test server that counts the chunks the driver writes while
- * `counting`, and holds the server's answers back while `state.gate` is set.
- */
-function countingProxy() {
-  const target = new URL(url.replace(/^postgres(ql)?:/, "http:"));
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const state = { chunks: 0, counting: false, gate: null as Promise<void> | null };
-  const pumps: Promise<void>[] = [];
-  const accept = (async () => {
-    for await (const client of listener) {
-      const server = await Deno.connect({ hostname: target.hostname, port: Number(target.port) });
-      const up = async () => {
-        const buf = new Uint8Array(1 << 20);
-        for (;;) {
-          const n = await client.read(buf).catch(() => null);
-          if (n === null) break;
-          if (state.counting) state.chunks++;
-          await server.write(buf.subarray(0, n)).catch(() => {});
-        }
-        server.close();
-      };
-      const down = async () => {
-        const buf = new Uint8Array(1 << 20);
-        for (;;) {
-          const n = await server.read(buf).catch(() => null);
-          if (n === null) break;
-          if (state.gate !== null) await state.gate;
-          const sent = await client.write(buf.subarray(0, n)).catch(() => null);
-          if (sent === null) break;
-        }
-        client.close();
-      };
-      pumps.push(up(), down());
-    }
-  })();
-  const port = (listener.addr as Deno.NetAddr).port;
-  const sql = postgres(url.replace(/@[^/]+\//, `@127.0.0.1:${port}/`), {
-    max: 1,
-    ssl: false,
-    ...quiet,
-  });
-  return {
-    sql,
-    state,
-    async [Symbol.asyncDispose]() {
-      await sql.end();
-      listener.close();
-      await accept.catch(() => {});
-      await Promise.allSettled(pumps);
-    },
-  };
-}
-
 /** Polls `done` every few ms for up to `ms`; whether it became true. */
 async function eventually(done: () => boolean, ms = 5000): Promise<boolean> {
   const stop = Date.now() + ms;
@@ -125,14 +72,14 @@ async function eventually(done: () => boolean, ms = 5000): Promise<boolean> {
 }
 
 Deno.test("queries issued in one tick leave in one write", async () => {
-  await using proxy = countingProxy();
+  await using proxy = tapProxy(url);
   const { sql, state } = proxy;
   await sql`select 1`; // connect and prepare
-  state.counting = true;
+  state.recording = true;
   const rows = await Promise.all(
     Array.from({ length: 200 }, (_, i) => sql`select ${i}::int as i`),
   );
-  state.counting = false;
+  state.recording = false;
   assert.equal(rows[199][0].i, 199);
   // 200 queries of ~60 bytes each: one write from the driver (TCP may split a segment, rarely).
   const { chunks } = state;
@@ -140,12 +87,12 @@ Deno.test("queries issued in one tick leave in one write", async () => {
 });
 
 Deno.test("a query issued while many are unanswered is written at once, not held for answers", async () => {
-  await using proxy = countingProxy();
+  await using proxy = tapProxy(url);
   const { sql, state } = proxy;
   await sql`select 1`;
   let open!: () => void;
   state.gate = new Promise<void>((resolve) => open = resolve);
-  state.counting = true;
+  state.recording = true;
   const first = Array.from({ length: 100 }, (_, i) => sql`select ${i}::int as x`.execute());
   assert.ok(await eventually(() => state.chunks >= 1), "the first 100 queries were not written");
   const before = state.chunks;

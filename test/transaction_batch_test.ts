@@ -7,61 +7,10 @@
 import assert from "node:assert/strict";
 import postgres, { ConnectionError, PostgresError, type Sql } from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
+import { tapProxy } from "./harness/tap_proxy.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
-
-/** A loopback proxy to the test server that keeps what the driver writes while `recording`. */
-function recordingProxy() {
-  const target = new URL(url.replace(/^postgres(ql)?:/, "http:"));
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const state = { recording: false, bytes: [] as Uint8Array[] };
-  const pumps: Promise<void>[] = [];
-  const accept = (async () => {
-    for await (const client of listener) {
-      const server = await Deno.connect({ hostname: target.hostname, port: Number(target.port) });
-      const up = async () => {
-        const buf = new Uint8Array(1 << 20);
-        for (;;) {
-          const n = await client.read(buf).catch(() => null);
-          if (n === null) break;
-          if (state.recording) state.bytes.push(buf.slice(0, n));
-          await server.write(buf.subarray(0, n)).catch(() => {});
-        }
-        server.close();
-      };
-      pumps.push(up(), server.readable.pipeTo(client.writable).catch(() => {}));
-    }
-  })();
-  const port = (listener.addr as Deno.NetAddr).port;
-  const sql = postgres(url.replace(/@[^/]+\//, `@127.0.0.1:${port}/`), {
-    max: 1,
-    ssl: false,
-    ...quiet,
-  });
-  return {
-    sql,
-    state,
-    /** The type letter of each frontend message recorded (recording starts between messages). */
-    types(): string[] {
-      const all = new Uint8Array(state.bytes.reduce((n, b) => n + b.length, 0));
-      let at = 0;
-      for (const b of state.bytes) all.set(b, (at += b.length) - b.length);
-      const view = new DataView(all.buffer);
-      const out: string[] = [];
-      for (let i = 0; i < all.length; i += 1 + view.getInt32(i + 1)) {
-        out.push(String.fromCharCode(all[i]));
-      }
-      return out;
-    },
-    async [Symbol.asyncDispose]() {
-      await sql.end();
-      listener.close();
-      await accept.catch(() => {});
-      await Promise.allSettled(pumps);
-    },
-  };
-}
 
 /** Asserts `e` is the error of a query the server skipped because `cause` aborted its batch. */
 function assertSkipped(e: unknown, causeCode: string): PostgresError {
@@ -75,7 +24,7 @@ function assertSkipped(e: unknown, causeCode: string): PostgresError {
 }
 
 Deno.test("transaction batch: 200 queries written together carry one Sync; outside a transaction one each", async () => {
-  await using proxy = recordingProxy();
+  await using proxy = tapProxy(url);
   const { sql, state } = proxy;
   await sql`select 1`;
   state.recording = true;

@@ -1,0 +1,92 @@
+/**
+ * A loopback proxy between a client and the test server that lets a test see and steer the
+ * wire: while `state.recording` it counts the chunks the driver writes and keeps their bytes,
+ * and while `state.gate` is set it holds the server's answers back.
+ */
+import postgres, { type Sql } from "../../mod.ts";
+import { quiet } from "./connect.ts";
+
+/** What the test reads and sets while the proxy runs. */
+export interface TapState {
+  recording: boolean;
+  /** Chunks the driver wrote while recording. */
+  chunks: number;
+  /** Their bytes. */
+  bytes: Uint8Array[];
+  /** While set, answers wait for it. */
+  gate: Promise<void> | null;
+}
+
+/** A running proxy and a client (max 1) connected through it. */
+export interface TapProxy {
+  sql: Sql;
+  state: TapState;
+  /** The type letter of each frontend message recorded (recording starts between messages). */
+  types(): string[];
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** Starts a proxy in front of the server `url` points at, and a client through it. */
+export function tapProxy(url: string): TapProxy {
+  const target = new URL(url.replace(/^postgres(ql)?:/, "http:"));
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const state: TapState = { recording: false, chunks: 0, bytes: [], gate: null };
+  const pumps: Promise<void>[] = [];
+  const accept = (async () => {
+    for await (const client of listener) {
+      const server = await Deno.connect({ hostname: target.hostname, port: Number(target.port) });
+      const up = async () => {
+        const buf = new Uint8Array(1 << 20);
+        for (;;) {
+          const n = await client.read(buf).catch(() => null);
+          if (n === null) break;
+          if (state.recording) {
+            state.chunks++;
+            state.bytes.push(buf.slice(0, n));
+          }
+          await server.write(buf.subarray(0, n)).catch(() => {});
+        }
+        server.close();
+      };
+      const down = async () => {
+        const buf = new Uint8Array(1 << 20);
+        for (;;) {
+          const n = await server.read(buf).catch(() => null);
+          if (n === null) break;
+          if (state.gate !== null) await state.gate;
+          const sent = await client.write(buf.subarray(0, n)).catch(() => null);
+          if (sent === null) break;
+        }
+        client.close();
+      };
+      pumps.push(up(), down());
+    }
+  })();
+  const port = (listener.addr as Deno.NetAddr).port;
+  const sql = postgres(url.replace(/@[^/]+\//, `@127.0.0.1:${port}/`), {
+    max: 1,
+    ssl: false,
+    ...quiet,
+  });
+  return {
+    sql,
+    state,
+    types() {
+      const all = new Uint8Array(state.bytes.reduce((n, b) => n + b.length, 0));
+      let at = 0;
+      for (const b of state.bytes) all.set(b, (at += b.length) - b.length);
+      const view = new DataView(all.buffer);
+      const out: string[] = [];
+      for (let i = 0; i < all.length; i += 1 + view.getInt32(i + 1)) {
+        out.push(String.fromCharCode(all[i]));
+      }
+      return out;
+    },
+    async [Symbol.asyncDispose]() {
+      await sql.end();
+      listener.close();
+      await accept.catch(() => {});
+      await Promise.allSettled(pumps);
+    },
+  };
+}
