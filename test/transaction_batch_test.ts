@@ -166,6 +166,37 @@ Deno.test("transaction batch: a cancel mid-batch fails the running query with 57
   assert.equal(ok, true);
 });
 
+Deno.test("transaction batch: cancelling a query behind the running one rejects it with 57014 (or its signal's reason)", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  await using admin = postgres(url, { max: 1, ...quiet });
+  for (const how of ["cancel()", "signal"] as const) {
+    const outcomes: PromiseSettledResult<unknown>[] = [];
+    const abort = new AbortController();
+    const reason = new Error("caller gave up");
+    await sql.begin(async (tx) => {
+      const [{ pid }] = await tx`select pg_backend_pid() as pid`;
+      const behind = how === "signal" ? tx`select 2 as x`.signal(abort.signal) : tx`select 2 as x`;
+      const all = Promise.allSettled([tx`select pg_sleep(30)`, behind, tx`select 3 as x`]);
+      await untilSleeping(admin, pid);
+      if (how === "signal") abort.abort(reason);
+      else behind.cancel();
+      outcomes.push(...await all);
+    });
+    // The cancel can only stop what the server runs: the sleep ahead of the target.
+    const running = (outcomes[0] as PromiseRejectedResult).reason;
+    assert.ok(running instanceof PostgresError);
+    assert.equal(running.code, "57014");
+    const target = (outcomes[1] as PromiseRejectedResult).reason;
+    if (how === "signal") assert.equal(target, reason, "rejects with the signal's reason");
+    else {
+      assert.ok(target instanceof PostgresError);
+      assert.equal(target.code, "57014", "the cancelled query reports a cancel, not 25P02");
+      assert.match(target.detail ?? "", /stopped its batch/);
+    }
+    assertSkipped((outcomes[2] as PromiseRejectedResult).reason, "57014");
+  }
+});
+
 Deno.test("transaction batch: the connection lost mid-batch rejects every query of it and begin", async () => {
   await using sql = postgres(url, { max: 2, ...quiet });
   await using admin = postgres(url, { max: 1, ...quiet });

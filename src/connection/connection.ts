@@ -104,6 +104,24 @@ function skippedInBatch(cause: PostgresError): PostgresError {
   return err;
 }
 
+/**
+ * What a query rejects with when it was cancelled but the server skipped it: the cancel
+ * stopped an earlier query of its batch (the server answers a batch only at its Sync, so the
+ * driver cannot aim a cancel at a query behind the running one). 57014, as a cancel gives.
+ */
+function cancelledInBatch(cause: PostgresError): PostgresError {
+  const err = new PostgresError({
+    S: "ERROR",
+    V: "ERROR",
+    C: "57014",
+    M: "canceling statement due to user request",
+    D: "cancelled: the server stopped its batch while an earlier query of it ran " +
+      `(${cause.code}: ${cause.message})`,
+  });
+  (err as { cause?: unknown }).cause = cause;
+  return err;
+}
+
 /** Messages that may arrive at any time, not as part of a request's answer. */
 const OUT_OF_BAND = new Set<number>([
   Backend.NoticeResponse,
@@ -690,8 +708,9 @@ export class Connection implements EncodeContext {
     this.#aborted = null;
     for (let req: PipelineRequest = head;; req = this.#queue[this.#head]) {
       const last = this.#synced[this.#head];
+      const cancelled = this.#cancelled.has(req);
       this.#shift(req);
-      req.error(skippedInBatch(cause), true);
+      req.error(cancelled ? cancelledInBatch(cause) : skippedInBatch(cause), true);
       req.ready();
       if (last) break;
     }
