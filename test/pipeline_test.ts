@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import postgres, { ConnectionError, PostgresError, QueryError } from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
-import { StatementCache } from "../src/connection/statement.ts";
+import { Statement, StatementCache } from "../src/connection/statement.ts";
 import { tapProxy } from "./harness/tap_proxy.ts";
 
 const url = databaseUrl();
@@ -290,6 +290,22 @@ Deno.test("statement cache: the least recently used statement is the one evicted
   cache.create("d", "select 4", []); // a was used before c
   assert.deepEqual(cache.evicted, [b, a]);
   assert.equal(cache.size, 2);
+});
+
+Deno.test("statements with the same columns share one row constructor (no compile per unnamed query)", () => {
+  const columns = [
+    { name: "id", table: 0, number: 0, type: 23, size: 4, modifier: -1, format: 0 },
+    { name: "name", table: 0, number: 0, type: 25, size: -1, modifier: -1, format: 0 },
+  ];
+  const a = new Statement("", "select 1", []);
+  const b = new Statement("", "select 2", []);
+  a.describe(columns, { bigint: false });
+  b.describe(columns.map((c) => ({ ...c })), { bigint: false });
+  assert.equal(a.Row, b.Row);
+  const c = new Statement("", "select 3", []);
+  c.describe([columns[1], columns[0]], { bigint: false });
+  assert.notEqual(c.Row, a.Row, "another column order is another shape");
+  assert.deepEqual({ ...new c.Row(["x", 1]) }, { name: "x", id: 1 });
 });
 
 Deno.test("prepare: false uses the unnamed statement and still pipelines", async () => {

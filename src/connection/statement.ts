@@ -24,6 +24,25 @@ const emptyRow = function () {} as unknown as RowConstructor;
  * Its prototype is Object.prototype, so rows are plain objects.
  */
 function rowConstructor(keys: readonly string[]): RowConstructor {
+  // One constructor per column list, shared by every statement and connection: generating it
+  // costs a compile (the unnamed statements of prepare: false and of the simple protocol are
+  // described on every query), and rows of one shape then share one hidden class, so code that
+  // reads them stays monomorphic across a pool's connections.
+  const signature = JSON.stringify(keys);
+  let ctor = rowConstructors.get(signature);
+  if (ctor === undefined) {
+    if (rowConstructors.size >= MAX_ROW_CONSTRUCTORS) rowConstructors.clear();
+    ctor = makeRowConstructor(keys);
+    rowConstructors.set(signature, ctor);
+  }
+  return ctor;
+}
+
+/** Generated row constructors by JSON column list; cleared when it reaches the bound. */
+const rowConstructors = new Map<string, RowConstructor>();
+const MAX_ROW_CONSTRUCTORS = 2000;
+
+function makeRowConstructor(keys: readonly string[]): RowConstructor {
   if (keys.includes("__proto__")) return dynamicRow(keys); // assignment would set the prototype
   const body = keys.map((k, i) => `this[${JSON.stringify(k)}]=v[${i}];`).join("");
   try {
