@@ -87,40 +87,45 @@ const IDLE = 0x49; // ReadyForQuery status outside a transaction block
 const COMPACT_AFTER = 4096;
 
 /**
- * What a query of a batch rejects with when an earlier query of the same batch failed: the
- * server skipped it. The code and message are the server's own for a statement in an aborted
- * transaction (what the query would have got with a Sync of its own); `cause` is the error
- * that aborted the batch.
+ * The error of a query the server skipped because `cause` aborted its batch, in the server's own
+ * terms (`code`, `message`), with `detail` saying why it never ran and `cause` attached.
  */
-function skippedInBatch(cause: PostgresError): PostgresError {
+function batchError(code: string, message: string, detail: string, cause: PostgresError) {
   const err = new PostgresError({
     S: "ERROR",
     V: "ERROR",
-    C: "25P02",
-    M: "current transaction is aborted, commands ignored until end of transaction block",
-    D: `not run: an earlier query written in the same batch of this transaction failed (${cause.code}: ${cause.message})`,
+    C: code,
+    M: message,
+    D: `${detail} (${cause.code}: ${cause.message})`,
   });
   (err as { cause?: unknown }).cause = cause;
   return err;
 }
 
 /**
- * What a query rejects with when it was cancelled but the server skipped it: the cancel
- * stopped an earlier query of its batch (the server answers a batch only at its Sync, so the
- * driver cannot aim a cancel at a query behind the running one). 57014, as a cancel gives.
+ * An earlier query of the batch failed: 25P02, what the query would have got with a Sync of its
+ * own (a statement in an aborted transaction).
  */
-function cancelledInBatch(cause: PostgresError): PostgresError {
-  const err = new PostgresError({
-    S: "ERROR",
-    V: "ERROR",
-    C: "57014",
-    M: "canceling statement due to user request",
-    D: "cancelled: the server stopped its batch while an earlier query of it ran " +
-      `(${cause.code}: ${cause.message})`,
-  });
-  (err as { cause?: unknown }).cause = cause;
-  return err;
-}
+const skippedInBatch = (cause: PostgresError): PostgresError =>
+  batchError(
+    "25P02",
+    "current transaction is aborted, commands ignored until end of transaction block",
+    "not run: an earlier query written in the same batch of this transaction failed",
+    cause,
+  );
+
+/**
+ * The query was cancelled, but the cancel stopped an earlier query of its batch (the server
+ * answers a batch only at its Sync, so the driver cannot aim a cancel behind the running query):
+ * 57014, as a cancel gives.
+ */
+const cancelledInBatch = (cause: PostgresError): PostgresError =>
+  batchError(
+    "57014",
+    "canceling statement due to user request",
+    "cancelled: the server stopped its batch while an earlier query of it ran",
+    cause,
+  );
 
 /** Messages that may arrive at any time, not as part of a request's answer. */
 const OUT_OF_BAND = new Set<number>([
