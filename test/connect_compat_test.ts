@@ -229,14 +229,19 @@ Deno.test("socket: query cancellation also goes through the socket function", as
   assert.equal(calls, 2, "the CancelRequest went over a socket from the function");
 });
 
+/** A `socket` option opening a node:net Socket or a Deno.Conn to host:port. */
+function userSocket(kind: "node" | "deno", host: string, port: number) {
+  return kind === "node"
+    ? () => nodeSocket(host, port)
+    : () => Deno.connect({ hostname: host, port });
+}
+
 for (const kind of ["node", "deno"] as const) {
   clusterTest(
     `socket: sslmode=require runs TLS over the user's ${kind} socket`,
     tlsCluster(),
     async (c) => {
-      const socket = kind === "node"
-        ? () => nodeSocket(c.host, c.port)
-        : () => Deno.connect({ hostname: c.host, port: c.port });
+      const socket = userSocket(kind, c.host, c.port);
       await using sql = postgres({
         ...quiet,
         host: c.host,
@@ -258,9 +263,7 @@ for (const kind of ["node", "deno"] as const) {
     `socket: sslmode=require over a ${kind} socket to a plain server → SSL_NOT_SUPPORTED`,
     plainCluster(),
     async (c) => {
-      const socket = kind === "node"
-        ? () => nodeSocket(c.host, c.port)
-        : () => Deno.connect({ hostname: c.host, port: c.port });
+      const socket = userSocket(kind, c.host, c.port);
       await using sql = postgres({
         ...quiet,
         host: c.host,

@@ -7,7 +7,7 @@
 //
 // Cases marked `ignore` are bugs outside src/protocol; each comment says what and where.
 import assert from "node:assert/strict";
-import postgres, { ConnectionError, type Options, PostgresError, type Sql } from "../mod.ts";
+import { ConnectionError, type Options, PostgresError, type Sql } from "../mod.ts";
 import type { ConnectionErrorCode } from "../src/errors.ts";
 import {
   auth,
@@ -19,6 +19,7 @@ import {
   dataRow,
   encoder,
   errorResponse,
+  fakeClient,
   type FakeColumn,
   type FakeServer,
   FakeSession,
@@ -48,17 +49,7 @@ const QUICK_MS = 1500;
 const RSS_LIMIT = 64 * 1024 * 1024;
 
 function client(port: number, extra: Options = {}): Sql {
-  return postgres({
-    host: "127.0.0.1",
-    port,
-    user: "fake",
-    database: "fake",
-    ssl: "disable",
-    max: 1,
-    connect_timeout: 2,
-    onnotice: () => {},
-    ...extra,
-  });
+  return fakeClient(port, { max: 1, ...extra });
 }
 
 type Outcome =

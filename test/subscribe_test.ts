@@ -35,6 +35,7 @@ import {
   cstr,
   dataRow,
   encoder,
+  fakeClient,
   int16,
   int32,
   message,
@@ -838,18 +839,8 @@ async function walsender(
   }
 }
 
-function fakeClient(port: number, extra: Options = {}): Sql {
-  return postgres({
-    host: "127.0.0.1",
-    port,
-    user: "fake",
-    database: "fake",
-    ssl: "disable",
-    fetch_types: false,
-    connect_timeout: 2,
-    ...quiet,
-    ...extra,
-  });
+function replicationClient(port: number, extra: Options = {}): Sql {
+  return fakeClient(port, { fetch_types: false, ...extra });
 }
 
 Deno.test("subscribe (fake server): replication startup, keepalive replies, and a bad message reconnects", async () => {
@@ -876,7 +867,7 @@ Deno.test("subscribe (fake server): replication startup, keepalive replies, and 
         }
       }),
     async (server) => {
-      const sql = fakeClient(server.port, { publications: 'Pub, "Other"' });
+      const sql = replicationClient(server.port, { publications: 'Pub, "Other"' });
       try {
         const rows: unknown[] = [];
         const errors: Error[] = [];
@@ -941,7 +932,7 @@ Deno.test("subscribe (fake server): an error from the server mid-stream reconnec
         ));
       }
     }), async (server) => {
-    const sql = fakeClient(server.port);
+    const sql = replicationClient(server.port);
     try {
       const errors: Error[] = [];
       let onsubscribes = 0;

@@ -91,6 +91,15 @@ Deno.test("transaction batch: an error mid-batch fails that query with its error
   assert.equal(exists, false, "the transaction was rolled back");
 });
 
+Deno.test("transaction batch: an empty query in the middle of a batch settles and the rest run", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  const [a, empty, b] = await sql.begin((tx) => [tx`select 1 as x`, tx``, tx`select 2 as x`]);
+  assert.deepEqual([...a], [{ x: 1 }]);
+  assert.equal(empty.command, "");
+  assert.equal(empty.length, 0);
+  assert.deepEqual([...b], [{ x: 2 }]);
+});
+
 Deno.test("transaction batch: ROLLBACK TO SAVEPOINT written right after a failing query still runs", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
   const result = await sql.begin(async (tx) => {

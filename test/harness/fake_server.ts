@@ -4,6 +4,7 @@
 // FakeSession that answers the extended and simple protocols correctly, so a test can break
 // exactly one answer and check that the next query still works.
 import assert from "node:assert/strict";
+import postgres, { type Options, type Sql } from "../../mod.ts";
 
 export const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -479,4 +480,18 @@ export async function withServer(
   } finally {
     await server.close();
   }
+}
+
+/** A client of a fake server on 127.0.0.1:`port`: plain TCP, a short connect timeout, quiet. */
+export function fakeClient(port: number, extra: Options = {}): Sql {
+  return postgres({
+    host: "127.0.0.1",
+    port,
+    user: "fake",
+    database: "fake",
+    ssl: "disable",
+    connect_timeout: 2,
+    onnotice: () => {},
+    ...extra,
+  });
 }
