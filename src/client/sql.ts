@@ -53,6 +53,7 @@ import { Listener, type ListenHandle, type NotifyHandler } from "./listen.ts";
 import { type LargeObject, openLargeObject } from "./large_object.ts";
 import { type SubscribeHandler, Subscriber, type SubscriptionHandle } from "./subscribe.ts";
 import { type BulkCopy, bulkCopy } from "./bulk_copy.ts";
+import { type OperationTrace, QueryTrace, Telemetry } from "./telemetry.ts";
 
 /** The most parameters one query may carry (a 16-bit count in Bind; postgres.js's limit). */
 const MAX_PARAMETERS = 65534;
@@ -443,11 +444,13 @@ function controlsTransaction(text: string): boolean {
  * catch unrelated queries pipelined on its connection, so it is refused
  * (postgres.js's UNSAFE_TRANSACTION). `transaction`: the sink is a
  * transaction's connection, where queries written together share one Sync.
+ * `telemetry`: the client's, or null when it records nothing.
  */
 function makeRunner(
   sink: Sink,
   prepare: boolean,
   config: QueryConfig,
+  telemetry: Telemetry | null,
   shared = false,
   transaction = false,
 ): QueryRunner {
@@ -596,27 +599,40 @@ function makeRunner(
           const target = newResult();
           const each = control?.each;
           if (each !== undefined) target.push = (row: unknown) => (each(row, target), 0);
+          const settle = {
+            resolve: resolve as (r: ResultTarget) => void,
+            reject: (e: Error) => reject(fail(e)),
+          };
+          // Telemetry off: one null check, nothing allocated.
+          const trace = telemetry === null
+            ? null
+            : telemetry.query(spec.text, spec.simple !== true, settle);
           const req = new QueryRequest(
             spec,
             target,
-            { resolve: resolve as (r: ResultTarget) => void, reject: (e) => reject(fail(e)) },
+            trace ?? settle,
             spec.simple ? newResult : undefined,
           );
+          if (trace !== null) trace.request = req;
           sink.send(req);
+          if (trace !== null) trace.sent(sink);
           if (control !== undefined) control.request = req;
         }));
     },
     cancel(control: RunControl, reason: Error): void {
       const req = control.request as PipelineRequest | null;
       if (req === null) return;
+      if (req instanceof QueryRequest && req.settle instanceof QueryTrace) req.settle.cancelled();
       // A COPY already on its connection ends through the protocol (CopyFail, or cancel/drain).
       if (req instanceof CopyRequest && req.sent) req.cancel(reason);
       else sink.cancel(req, reason);
     },
     cursor(query: Query<readonly unknown[]>, rows: number): CursorSource {
       let fail = (e: unknown) => failure(query, null, e);
+      let trace: OperationTrace | null = null;
       const request = withSpec(query, (spec, failWith) => {
         fail = failWith;
+        if (telemetry !== null) trace = telemetry.operation(spec.text, "cursor");
         // A cursor needs a portal with a row limit: the extended protocol, even for `unsafe` text.
         const req = new CursorRequest({ ...spec, simple: false }, rows, newResult);
         sink.send(req);
@@ -625,12 +641,22 @@ function makeRunner(
       return {
         next: async () => {
           try {
-            return (await (await request).next()) as unknown as unknown[] | null;
+            const batch = (await (await request).next()) as unknown as unknown[] | null;
+            if (trace !== null) {
+              if (batch === null) trace.done(null);
+              else trace.rows += batch.length;
+            }
+            return batch;
           } catch (e) {
-            throw fail(e);
+            const err = fail(e);
+            trace?.done(err);
+            throw err;
           }
         },
-        close: async () => await (await request.catch(() => null))?.close(),
+        close: async () => {
+          await (await request.catch(() => null))?.close();
+          trace?.done(null);
+        },
       };
     },
     describe(query: Query<readonly unknown[]>): Promise<DescribedStatement> {
@@ -666,6 +692,7 @@ function makeRunner(
         const req = into ? new CopyInRequest(text, fail) : new CopyOutRequest(text, fail);
         control.request = req;
         done = req.done.then(copyResult);
+        if (telemetry !== null) traceCopy(telemetry.operation(text, "copy"), done);
         done.catch(ignore); // when the stream rejects, `result` rejects with that instead
         return startStream(sink, kind, req);
       });
@@ -674,6 +701,11 @@ function makeRunner(
       return { stream, result };
     },
   };
+}
+
+/** Ends a COPY's span when it ends (its own function: nothing here may reach the stream). */
+function traceCopy(trace: OperationTrace, done: Promise<Result<unknown>>): void {
+  done.then((r) => trace.done(null, r.count), (e) => trace.done(e));
 }
 
 /** The stream of each kind over a COPY request of the matching direction. */
@@ -812,7 +844,12 @@ function copyInProgress(): QueryError {
   );
 }
 
-function transactionSql(prepare: boolean, config: QueryConfig, conn: Connection): TransactionSql {
+function transactionSql(
+  prepare: boolean,
+  config: QueryConfig,
+  conn: Connection,
+  telemetry: Telemetry | null,
+): TransactionSql {
   let savepoints = 0;
   const copies = new Set<CopyInRequest>();
   const sink: Sink = {
@@ -825,7 +862,10 @@ function transactionSql(prepare: boolean, config: QueryConfig, conn: Connection)
     },
     cancel: (req, reason) => conn.cancel(req, reason),
   };
-  const tx = makeTag(makeRunner(sink, prepare, config, false, true), sink) as TransactionSql;
+  const tx = makeTag(
+    makeRunner(sink, prepare, config, telemetry, false, true),
+    sink,
+  ) as TransactionSql;
   copiesOf.set(tx, copies);
   Object.defineProperty(tx, "prepare", {
     value: (name: string): Promise<void> => {
@@ -870,6 +910,11 @@ async function settleAll<T>(value: T): Promise<T> {
 /** Creates a client; see {@link Options} and the README for the URL and environment rules. */
 export function createSql(url?: string, options?: Options): Sql {
   const resolved = resolveOptions(url, options);
+  const telemetry = Telemetry.of(resolved.telemetry, {
+    database: resolved.database,
+    host: resolved.host,
+    port: resolved.port,
+  });
   const decode = clientDecode({ ...resolved, debug: resolved.debugStacks });
   const config = queryConfig(decode);
   const pool = new Pool({
@@ -903,6 +948,7 @@ export function createSql(url?: string, options?: Options): Sql {
     idleTimeout: resolved.idleTimeout,
     maxLifetime: resolved.maxLifetime,
     debug: resolved.debug,
+    telemetry,
     prepare: resolved.fetchTypes
       ? (c) =>
         fetched ??= fetchArrayTypes(c, decode).catch((e) => {
@@ -912,8 +958,12 @@ export function createSql(url?: string, options?: Options): Sql {
       : undefined,
   });
   let fetched: Promise<void> | undefined; // once per client, shared by concurrent first connects
+  telemetry?.observePool(
+    `${resolved.host}:${resolved.port}/${resolved.database}`,
+    () => pool.counts(),
+  );
   const prepare = resolved.prepare;
-  const sql = makeTag(makeRunner(pool, prepare, config, resolved.max > 1), pool) as Sql;
+  const sql = makeTag(makeRunner(pool, prepare, config, telemetry, resolved.max > 1), pool) as Sql;
   const listener = new Listener(pool.options);
   const subscriber = new Subscriber({
     connection: pool.options,
@@ -927,7 +977,7 @@ export function createSql(url?: string, options?: Options): Sql {
       throw new QueryError("INVALID_TRANSACTION_MODE", `invalid transaction modes: ${modes}`);
     }
     const conn = await pool.reserve();
-    const tx = transactionSql(prepare, config, conn);
+    const tx = transactionSql(prepare, config, conn, telemetry);
     try {
       await run(tx, modes ? `begin ${modes}` : "begin");
     } catch (e) {
@@ -937,11 +987,20 @@ export function createSql(url?: string, options?: Options): Sql {
     return { conn, tx };
   }
 
-  async function begin<T>(
+  function begin<T>(
     a?: string | ((sql: TransactionSql) => T | Promise<T>),
     b?: (sql: TransactionSql) => T | Promise<T>,
   ): Promise<unknown> {
     const fn = typeof a === "function" ? a : b;
+    // With a callback the transaction has one span, the parent of its queries.
+    if (telemetry === null || fn === undefined) return transaction(a, fn);
+    return telemetry.transaction(() => transaction(a, fn));
+  }
+
+  async function transaction<T>(
+    a: string | ((sql: TransactionSql) => T | Promise<T>) | undefined,
+    fn: ((sql: TransactionSql) => T | Promise<T>) | undefined,
+  ): Promise<unknown> {
     const { conn, tx } = await open(typeof a === "string" ? a : "");
     if (fn === undefined) return handle(conn, tx);
     try {
@@ -1017,7 +1076,7 @@ export function createSql(url?: string, options?: Options): Sql {
       released = true;
       pool.release(conn);
     };
-    return Object.defineProperties(makeTag(makeRunner(conn, prepare, config), conn), {
+    return Object.defineProperties(makeTag(makeRunner(conn, prepare, config, telemetry), conn), {
       release: { value: release },
       [Symbol.asyncDispose]: { value: () => Promise.resolve(release()) },
     }) as ReservedSql;

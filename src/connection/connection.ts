@@ -75,6 +75,11 @@ export interface ConnectionOptions {
    */
   onorphans?: (requests: PipelineRequest[]) => void;
   /**
+   * Called as the startup goes (for telemetry): the socket is open (TLS or not), then the server
+   * accepted the session.
+   */
+  onstage?: (stage: "transport" | "authenticated", encrypted: boolean) => void;
+  /**
    * Milliseconds without any answer while the server owes one before the
    * statement running is cancelled; as long again and the connection is
    * destroyed (a server that went silent). 0: no limit.
@@ -292,9 +297,11 @@ export class Connection implements EncodeContext {
       c.#transport = await openTransport(options.endpoint, tryTls, abort.signal);
       opened = true;
       if (timedOut) c.#transport.close();
+      options.onstage?.("transport", c.#transport.encrypted);
       const result = await startup(c.#startupIO(), options.params, options.password);
       c.pid = result.pid;
       c.secret = result.secret;
+      options.onstage?.("authenticated", c.#transport.encrypted);
     })();
     try {
       if (timeoutMs > 0) {
@@ -415,6 +422,11 @@ export class Connection implements EncodeContext {
     }
     this.#closeListeners.add(fn);
     return () => this.#closeListeners.delete(fn);
+  }
+
+  /** Where this connection went (the host of a list that it reached). */
+  get endpoint(): Endpoint {
+    return this.#options.endpoint;
   }
 
   /** Requests sent and not yet answered, plus those waiting for room. */

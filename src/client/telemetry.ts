@@ -1,0 +1,585 @@
+/**
+ * OpenTelemetry spans and metrics, with no dependency: the providers are
+ * Deno's own (`Deno.telemetry`, live when `OTEL_DENO=true` or on Deploy) or
+ * ones the user passes (`npm:@opentelemetry/api` SDKs have the same shape).
+ * They are looked for once per client; with none, the client holds `null`
+ * and the query path pays one null check.
+ *
+ * Names follow OpenTelemetry's database semantic conventions (db.*, server.*);
+ * what is pgpipe's own is under `pgpipe.*`.
+ */
+import { Connection } from "../connection/connection.ts";
+import type { QueryRequest, ResultTarget, Settle } from "../connection/query_request.ts";
+import { ConnectionError, PostgresError } from "../errors.ts";
+
+/** The parts of an OpenTelemetry `Span` pgpipe uses. */
+export interface OtelSpan {
+  /** Sets one attribute. */
+  setAttribute(key: string, value: string | number | boolean): unknown;
+  /** Adds a timed event. */
+  addEvent(name: string, attributes?: Record<string, string | number | boolean>): unknown;
+  /** Sets the status: code 2 is ERROR. */
+  setStatus(status: { code: number; message?: string }): unknown;
+  /** Ends the span. */
+  end(): void;
+}
+
+/** The parts of an OpenTelemetry `Context` pgpipe uses. */
+export interface OtelContext {
+  /** A copy of the context with `key` set. */
+  setValue(key: symbol, value: unknown): OtelContext;
+}
+
+/** The parts of an OpenTelemetry `TracerProvider` pgpipe uses. */
+export interface OtelTracerProvider {
+  /** The tracer of an instrumentation scope. */
+  getTracer(name: string, version?: string): {
+    startSpan(
+      name: string,
+      options?: { kind?: number; attributes?: Record<string, string | number | boolean> },
+      context?: OtelContext,
+    ): OtelSpan;
+  };
+}
+
+/** The parts of an OpenTelemetry `ContextManager` pgpipe uses. */
+export interface OtelContextManager {
+  /** The context active where the call is made. */
+  active(): OtelContext;
+  /** Runs `fn` with `context` active (and active in what `fn` awaits). */
+  with<R>(context: OtelContext, fn: () => R): R;
+}
+
+type Attributes = Record<string, string | number | boolean>;
+
+interface Recorder {
+  record(value: number, attributes?: Attributes): void;
+}
+
+interface Counter {
+  add(value: number, attributes?: Attributes): void;
+}
+
+interface Observable {
+  addCallback(
+    cb: (result: { observe(value: number, attributes?: Attributes): void }) => void,
+  ): void;
+}
+
+/** The parts of an OpenTelemetry `MeterProvider` pgpipe uses. */
+export interface OtelMeterProvider {
+  /** The meter of an instrumentation scope. */
+  getMeter(name: string, version?: string): {
+    createHistogram(name: string, options?: { unit?: string; description?: string }): Recorder;
+    createCounter(name: string, options?: { unit?: string; description?: string }): Counter;
+    createObservableUpDownCounter(
+      name: string,
+      options?: { unit?: string; description?: string },
+    ): Observable;
+  };
+}
+
+/**
+ * The `telemetry` option. Without it, pgpipe uses Deno's providers when Deno's
+ * telemetry is on (`OTEL_DENO=true`, or Deno Deploy), and records nothing
+ * otherwise; `false` turns it off.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * // Spans and metrics, but never the query text:
+ * const sql = postgres({ telemetry: { query_text: false } });
+ * // Nothing at all, even under OTEL_DENO=true:
+ * const quiet = postgres({ telemetry: false });
+ * ```
+ */
+export interface TelemetryOptions {
+  /** Spans go here instead of `Deno.telemetry.tracerProvider` (e.g. an SDK's provider). */
+  tracerProvider?: OtelTracerProvider;
+  /** Metrics go here instead of `Deno.telemetry.meterProvider`. */
+  meterProvider?: OtelMeterProvider;
+  /** Where the parent of each span is found (default `Deno.telemetry.contextManager`). */
+  contextManager?: OtelContextManager;
+  /**
+   * Record `db.query.text`: the text with `$n` placeholders, never the values.
+   * Text sent by `sql.unsafe` without parameters (the simple protocol) is not
+   * recorded unless this is true, since it may hold literal values. Default: true
+   * for parameterised text only.
+   */
+  query_text?: boolean;
+}
+
+/** The key OpenTelemetry keeps the active span under in a context (`@opentelemetry/api`'s). */
+const SPAN_KEY = Symbol.for("OpenTelemetry Context Key SPAN");
+const CLIENT = 2; // SpanKind.CLIENT
+const ERROR = 2; // SpanStatusCode.ERROR
+const SCOPE = "pgpipe";
+const VERSION = "0.1.0";
+
+interface DenoProviders {
+  tracerProvider: OtelTracerProvider;
+  meterProvider: OtelMeterProvider;
+  contextManager: OtelContextManager;
+}
+
+let denoProviders: DenoProviders | null | undefined;
+
+/** A provider given in the options must have its method: checked in `postgres()`, not later. */
+function checkProvider(value: unknown, name: string, method: string): void {
+  if (value === undefined) return;
+  if (typeof (value as Record<string, unknown> | null)?.[method] !== "function") {
+    throw new TypeError(`telemetry.${name} must have a ${method}() method`);
+  }
+}
+
+/**
+ * Deno's providers when its telemetry is on, else null; looked for once. With
+ * telemetry off, `getMeter` throws ("otel not initialized"): that is the test,
+ * and it exports nothing.
+ */
+function deno(): DenoProviders | null {
+  if (denoProviders !== undefined) return denoProviders;
+  denoProviders = null;
+  try {
+    const t = (globalThis as { Deno?: { telemetry?: DenoProviders } }).Deno?.telemetry;
+    if (t !== undefined) {
+      t.meterProvider.getMeter(SCOPE, VERSION);
+      denoProviders = t;
+    }
+  } catch {
+    // telemetry is off
+  }
+  return denoProviders;
+}
+
+/** Where the client is, for the attributes every span and metric carries. */
+export interface TelemetryTarget {
+  /** The database (`db.namespace`). */
+  database: string;
+  /** The first host (`server.address`); each span says the host its connection reached. */
+  host: string;
+  /** The first host's port. */
+  port: number;
+}
+
+/** What the pool reports for the connection metrics. */
+export interface PoolCounts {
+  /** Open connections with nothing in flight and no one holding them. */
+  idle: number;
+  /** Open connections in use. */
+  used: number;
+  /** Requests waiting for a connection. */
+  pending: number;
+}
+
+/** What an operation's name and target are: `SELECT users`. */
+interface Summary {
+  operation: string;
+  collection: string | undefined;
+  name: string;
+  /** The duration metric's attributes on success, shared by every query of this shape. */
+  ok: Attributes;
+}
+
+const OPERATION = /^\s*(?:--[^\n]*\n\s*|\/\*[\s\S]*?\*\/\s*)*([a-z]+)/i;
+/** The table right after the keyword that names it, for the common statement shapes. */
+const COLLECTION =
+  /\b(?:from|into|update|table|join)\s+((?:"[^"]+"|[a-z_][\w$]*)(?:\.(?:"[^"]+"|[a-z_][\w$]*))?)/i;
+/** Distinct query texts summarised before the cache starts over (bounded memory). */
+const SUMMARY_CACHE = 1000;
+
+/** One client's telemetry: its tracer, meters and the attributes they share. */
+export class Telemetry {
+  readonly #tracer: ReturnType<OtelTracerProvider["getTracer"]> | null;
+  readonly #context: OtelContextManager | null;
+  readonly #queryText: boolean | undefined;
+  readonly #base: Attributes;
+  readonly #summaries = new Map<string, Summary>();
+  readonly #duration: Recorder | null = null;
+  readonly #errors: Counter | null = null;
+  readonly #depth: Recorder | null = null;
+  readonly #createTime: Recorder | null = null;
+  readonly #meter: ReturnType<OtelMeterProvider["getMeter"]> | null;
+
+  private constructor(
+    tracer: OtelTracerProvider | undefined,
+    meter: OtelMeterProvider | undefined,
+    context: OtelContextManager | undefined,
+    queryText: boolean | undefined,
+    target: TelemetryTarget,
+  ) {
+    this.#tracer = tracer?.getTracer(SCOPE, VERSION) ?? null;
+    this.#context = context ?? null;
+    this.#queryText = queryText;
+    this.#base = {
+      "db.system.name": "postgresql",
+      "db.namespace": target.database,
+      "server.address": target.host,
+      "server.port": target.port,
+    };
+    this.#meter = meter?.getMeter(SCOPE, VERSION) ?? null;
+    const m = this.#meter;
+    if (m !== null) {
+      this.#duration = m.createHistogram("db.client.operation.duration", {
+        unit: "s",
+        description: "Duration of database client operations.",
+      });
+      this.#errors = m.createCounter("pgpipe.client.errors", {
+        unit: "{error}",
+        description: "Failed operations, by SQLSTATE class (error.type) or connection error code.",
+      });
+      this.#depth = m.createHistogram("pgpipe.client.pipeline.depth", {
+        unit: "{request}",
+        description: "Requests in flight on the connection when a query was sent, itself included.",
+      });
+      this.#createTime = m.createHistogram("db.client.connection.create_time", {
+        unit: "s",
+        description: "The time it took to create a new connection.",
+      });
+    }
+  }
+
+  /**
+   * The client's telemetry, or null when there is none to record (no
+   * providers, or `telemetry: false`): then no span is ever started.
+   */
+  static of(
+    option: TelemetryOptions | false | undefined,
+    target: TelemetryTarget,
+  ): Telemetry | null {
+    if (option === false) return null;
+    checkProvider(option?.tracerProvider, "tracerProvider", "getTracer");
+    checkProvider(option?.meterProvider, "meterProvider", "getMeter");
+    checkProvider(option?.contextManager, "contextManager", "active");
+    const d = option?.tracerProvider !== undefined && option?.meterProvider !== undefined
+      ? null
+      : deno();
+    const tracer = option?.tracerProvider ?? d?.tracerProvider;
+    const meter = option?.meterProvider ?? d?.meterProvider;
+    if (tracer === undefined && meter === undefined) return null;
+    const context = option?.contextManager ?? d?.contextManager ??
+      (globalThis as { Deno?: { telemetry?: DenoProviders } }).Deno?.telemetry?.contextManager;
+    return new Telemetry(tracer, meter, context, option?.query_text, target);
+  }
+
+  /** `db.client.connection.count` by state and pending requests, read when metrics are exported. */
+  observePool(pool: string, counts: () => PoolCounts): void {
+    const m = this.#meter;
+    if (m === null) return;
+    const idle = { "db.client.connection.pool.name": pool, "db.client.connection.state": "idle" };
+    const used = { "db.client.connection.pool.name": pool, "db.client.connection.state": "used" };
+    const named = { "db.client.connection.pool.name": pool };
+    const count = m.createObservableUpDownCounter("db.client.connection.count", {
+      unit: "{connection}",
+      description: "Connections by state.",
+    });
+    const pending = m.createObservableUpDownCounter("db.client.connection.pending_requests", {
+      unit: "{request}",
+      description: "Requests waiting for an open connection.",
+    });
+    count.addCallback((r) => {
+      const c = counts();
+      r.observe(c.idle, idle);
+      r.observe(c.used, used);
+    });
+    pending.addCallback((r) => r.observe(counts().pending, named));
+  }
+
+  #summary(text: string): Summary {
+    let s = this.#summaries.get(text);
+    if (s !== undefined) return s;
+    const operation = OPERATION.exec(text)?.[1]?.toUpperCase() ?? "";
+    const collection = COLLECTION.exec(text)?.[1];
+    const name = operation === ""
+      ? String(this.#base["db.namespace"])
+      : collection === undefined
+      ? operation
+      : `${operation} ${collection}`;
+    const ok = { ...this.#base, "db.operation.name": operation };
+    s = { operation, collection, name, ok };
+    if (this.#summaries.size >= SUMMARY_CACHE) this.#summaries.clear();
+    this.#summaries.set(text, s);
+    return s;
+  }
+
+  /** The context queries issued now belong under (the caller's active span). */
+  #active(): OtelContext | undefined {
+    return this.#context?.active();
+  }
+
+  #start(name: string, attributes: Attributes): OtelSpan | null {
+    const tracer = this.#tracer;
+    if (tracer === null) return null;
+    try {
+      return tracer.startSpan(name, { kind: CLIENT, attributes }, this.#active());
+    } catch (e) {
+      reported(e);
+      return null;
+    }
+  }
+
+  /**
+   * A query's span and duration: returns the `Settle` to give its request in
+   * place of `settle`, which it calls once the span is ended.
+   */
+  query(text: string, parameterised: boolean, settle: Settle): QueryTrace {
+    const s = this.#summary(text);
+    const attributes: Attributes = { ...s.ok };
+    if (s.collection !== undefined) attributes["db.collection.name"] = s.collection;
+    if (this.#queryText === true || (this.#queryText === undefined && parameterised)) {
+      attributes["db.query.text"] = text;
+    }
+    return new QueryTrace(this, s, this.#start(s.name, attributes), settle);
+  }
+
+  /** A transaction's span, active while `fn` runs so that its queries are its children. */
+  async transaction<R>(fn: () => Promise<R>): Promise<R> {
+    const span = this.#start("transaction", { ...this.#base, "pgpipe.operation": "transaction" });
+    const context = this.#context;
+    if (span === null || context === null) return await fn();
+    let inner: Promise<R>;
+    try {
+      inner = context.with(context.active().setValue(SPAN_KEY, span), fn);
+    } catch (e) {
+      reported(e);
+      inner = fn();
+    }
+    try {
+      const result = await inner;
+      guarded(() => span.end());
+      return result;
+    } catch (e) {
+      guarded(() => {
+        failed(span, e as Error);
+        span.end();
+      });
+      throw e;
+    }
+  }
+
+  /** A span for a whole operation (a cursor, a COPY), ended by `done`. */
+  operation(text: string, kind: string): OperationTrace {
+    const s = this.#summary(text);
+    const attributes: Attributes = { ...s.ok, "pgpipe.operation": kind };
+    if (s.collection !== undefined) attributes["db.collection.name"] = s.collection;
+    if (this.#queryText !== false) attributes["db.query.text"] = text;
+    return new OperationTrace(this, s, this.#start(s.name, attributes));
+  }
+
+  /** A span for opening a connection; `done` ends it and records the create time. */
+  connect(): ConnectTrace {
+    return new ConnectTrace(this, this.#start("connect", { ...this.#base }));
+  }
+
+  /** Records an operation's duration, and its error by class. */
+  recorded(summary: Summary, seconds: number, err: Error | null): void {
+    if (err === null) return this.#duration?.record(seconds, summary.ok);
+    const code = errorCode(err);
+    const attributes: Attributes = { ...summary.ok, "error.type": code.type };
+    if (code.sqlstate !== undefined) attributes["db.response.status_code"] = code.sqlstate;
+    this.#duration?.record(seconds, attributes);
+    this.#errors?.add(1, {
+      ...this.#base,
+      "db.operation.name": summary.operation,
+      "error.type": code.type,
+      ...(code.sqlstate !== undefined
+        ? { "pgpipe.sqlstate.class": code.sqlstate.slice(0, 2) }
+        : {}),
+    });
+  }
+
+  /** Records the requests in flight on a connection as a query joins them. */
+  depth(n: number, conn: Connection): void {
+    this.#depth?.record(n, {
+      ...this.#base,
+      "server.address": conn.endpoint.host,
+      "server.port": conn.endpoint.port,
+    });
+  }
+
+  /** Records how long a connection took to open. */
+  created(seconds: number): void {
+    this.#createTime?.record(seconds, this.#base);
+  }
+}
+
+let warned = false;
+
+/** A provider that throws must not break a query: it is reported once on the console. */
+function reported(e: unknown): void {
+  if (warned) return;
+  warned = true;
+  console.error("pgpipe: the OpenTelemetry provider threw; telemetry may be incomplete", e);
+}
+
+/** Runs telemetry work that calls into a provider, reporting what it throws. */
+function guarded(fn: () => void): void {
+  try {
+    fn();
+  } catch (e) {
+    reported(e);
+  }
+}
+
+/** `error.type` and the SQLSTATE of a failure. */
+function errorCode(err: Error): { type: string; sqlstate?: string } {
+  if (err instanceof PostgresError) return { type: err.code, sqlstate: err.code };
+  if (err instanceof ConnectionError) return { type: err.code };
+  const code = (err as { code?: unknown }).code;
+  return { type: typeof code === "string" ? code : err.name };
+}
+
+/** Sets a span's error status and attributes. */
+function failed(span: OtelSpan, err: Error): void {
+  const code = errorCode(err);
+  span.setAttribute("error.type", code.type);
+  if (code.sqlstate !== undefined) span.setAttribute("db.response.status_code", code.sqlstate);
+  span.setStatus({ code: ERROR, message: err.message });
+}
+
+/** One query's span: the request's `Settle`, ending the span before settling the caller. */
+export class QueryTrace implements Settle {
+  readonly #telemetry: Telemetry;
+  readonly #summary: Summary;
+  readonly #span: OtelSpan | null;
+  readonly #settle: Settle;
+  readonly #start = performance.now();
+  /** The request, for what it learned while running (prepared, retried). */
+  request: QueryRequest | null = null;
+
+  constructor(telemetry: Telemetry, summary: Summary, span: OtelSpan | null, settle: Settle) {
+    this.#telemetry = telemetry;
+    this.#summary = summary;
+    this.#span = span;
+    this.#settle = settle;
+  }
+
+  /** The request was handed to the pool or a connection: where it went, and behind how many. */
+  sent(where: unknown): void {
+    try {
+      this.#sent(this.request?.route ?? where);
+    } catch (e) {
+      reported(e);
+    }
+  }
+
+  #sent(conn: unknown): void {
+    if (!(conn instanceof Connection)) {
+      this.#span?.addEvent("pgpipe.waiting_for_connection");
+      return;
+    }
+    const depth = conn.inFlight;
+    this.#telemetry.depth(depth, conn);
+    const span = this.#span;
+    if (span === null) return;
+    span.setAttribute("server.address", conn.endpoint.host);
+    span.setAttribute("server.port", conn.endpoint.port);
+    span.setAttribute("pgpipe.pipeline.behind", depth - 1);
+    span.setAttribute("pgpipe.connection.pid", conn.pid);
+  }
+
+  /** A cancel was asked for. */
+  cancelled(): void {
+    guarded(() => this.#span?.addEvent("pgpipe.cancel"));
+  }
+
+  #end(err: Error | null, rows: number | null): void {
+    this.#telemetry.recorded(this.#summary, (performance.now() - this.#start) / 1000, err);
+    const span = this.#span;
+    if (span === null) return;
+    const req = this.request;
+    if (req !== null) {
+      span.setAttribute("pgpipe.statement", req.statementUse);
+      if (req.retried) span.setAttribute("pgpipe.reprepared", true);
+    }
+    if (rows !== null) span.setAttribute("db.response.returned_rows", rows);
+    if (err !== null) failed(span, err);
+    span.end();
+  }
+
+  resolve(target: ResultTarget): void {
+    try {
+      this.#end(null, Array.isArray(target) ? target.length : target.count);
+    } catch (e) {
+      reported(e);
+    }
+    this.#settle.resolve(target);
+  }
+
+  reject(err: Error): void {
+    try {
+      this.#end(err, null);
+    } catch (e) {
+      reported(e);
+    }
+    this.#settle.reject(err);
+  }
+}
+
+/** The span of a cursor or a COPY: rows counted as they go, ended once. */
+export class OperationTrace {
+  readonly #telemetry: Telemetry;
+  readonly #summary: Summary;
+  readonly #span: OtelSpan | null;
+  readonly #start = performance.now();
+  #done = false;
+  /** Rows read or written so far. */
+  rows = 0;
+
+  constructor(telemetry: Telemetry, summary: Summary, span: OtelSpan | null) {
+    this.#telemetry = telemetry;
+    this.#summary = summary;
+    this.#span = span;
+  }
+
+  /** Ends the span (once); `rows` overrides the count kept so far. */
+  done(err: unknown, rows?: number | null): void {
+    if (this.#done) return;
+    this.#done = true;
+    guarded(() => this.#end(err, rows));
+  }
+
+  #end(err: unknown, rows?: number | null): void {
+    const e = err === null || err === undefined ? null : err as Error;
+    this.#telemetry.recorded(this.#summary, (performance.now() - this.#start) / 1000, e);
+    const span = this.#span;
+    if (span === null) return;
+    span.setAttribute("db.response.returned_rows", rows ?? this.rows);
+    if (e !== null) failed(span, e);
+    span.end();
+  }
+}
+
+/** The span of a connection being opened: TCP/TLS and authentication as events. */
+export class ConnectTrace {
+  readonly #telemetry: Telemetry;
+  readonly #span: OtelSpan | null;
+  readonly #start = performance.now();
+
+  constructor(telemetry: Telemetry, span: OtelSpan | null) {
+    this.#telemetry = telemetry;
+    this.#span = span;
+  }
+
+  /** A step of the startup: the socket is open (and encrypted or not), or the server let us in. */
+  stage = (stage: "transport" | "authenticated", encrypted: boolean): void => {
+    const name = stage === "transport" ? "pgpipe.transport" : "pgpipe.authenticated";
+    guarded(() => this.#span?.addEvent(name, { "pgpipe.tls": encrypted }));
+  };
+
+  /** The connection is open (`conn`) or could not be (`err`). */
+  done(conn: Connection | null, err: unknown): void {
+    guarded(() => this.#end(conn, err));
+  }
+
+  #end(conn: Connection | null, err: unknown): void {
+    const span = this.#span;
+    if (conn !== null) {
+      this.#telemetry.created((performance.now() - this.#start) / 1000);
+      span?.setAttribute("server.address", conn.endpoint.host);
+      span?.setAttribute("server.port", conn.endpoint.port);
+      span?.setAttribute("pgpipe.connection.pid", conn.pid);
+    } else if (span !== null) failed(span, err as Error);
+    span?.end();
+  }
+}
