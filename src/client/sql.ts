@@ -961,6 +961,7 @@ export function createSql(url?: string, options?: Options): Sql {
   telemetry?.observePool(
     `${resolved.host}:${resolved.port}/${resolved.database}`,
     () => pool.counts(),
+    () => pool.connections,
   );
   const prepare = resolved.prepare;
   const sql = makeTag(makeRunner(pool, prepare, config, telemetry, resolved.max > 1), pool) as Sql;

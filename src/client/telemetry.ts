@@ -16,6 +16,8 @@ import { ConnectionError, PostgresError } from "../errors.ts";
 export interface OtelSpan {
   /** Sets one attribute. */
   setAttribute(key: string, value: string | number | boolean): unknown;
+  /** Sets several attributes. */
+  setAttributes(attributes: Record<string, string | number | boolean>): unknown;
   /** Adds a timed event. */
   addEvent(name: string, attributes?: Record<string, string | number | boolean>): unknown;
   /** Sets the status: code 2 is ERROR. */
@@ -172,13 +174,15 @@ export interface PoolCounts {
   pending: number;
 }
 
-/** What an operation's name and target are: `SELECT users`. */
+/** What an operation's name and target are (`SELECT users`), worked out once per text. */
 interface Summary {
   operation: string;
   collection: string | undefined;
   name: string;
-  /** The duration metric's attributes on success, shared by every query of this shape. */
+  /** The duration metric's attributes on success, shared by every query of this text. */
   ok: Attributes;
+  /** A query span's attributes at its start (with or without the text), shared likewise. */
+  span: Attributes;
 }
 
 const OPERATION = /^\s*(?:--[^\n]*\n\s*|\/\*[\s\S]*?\*\/\s*)*([a-z]+)/i;
@@ -197,7 +201,6 @@ export class Telemetry {
   readonly #summaries = new Map<string, Summary>();
   readonly #duration: Recorder | null = null;
   readonly #errors: Counter | null = null;
-  readonly #depth: Recorder | null = null;
   readonly #createTime: Recorder | null = null;
   readonly #meter: ReturnType<OtelMeterProvider["getMeter"]> | null;
 
@@ -227,10 +230,6 @@ export class Telemetry {
       this.#errors = m.createCounter("pgpipe.client.errors", {
         unit: "{error}",
         description: "Failed operations, by SQLSTATE class (error.type) or connection error code.",
-      });
-      this.#depth = m.createHistogram("pgpipe.client.pipeline.depth", {
-        unit: "{request}",
-        description: "Requests in flight on the connection when a query was sent, itself included.",
       });
       this.#createTime = m.createHistogram("db.client.connection.create_time", {
         unit: "s",
@@ -262,8 +261,11 @@ export class Telemetry {
     return new Telemetry(tracer, meter, context, option?.query_text, target);
   }
 
-  /** `db.client.connection.count` by state and pending requests, read when metrics are exported. */
-  observePool(pool: string, counts: () => PoolCounts): void {
+  /**
+   * `db.client.connection.count` by state, pending requests and each connection's pipeline
+   * depth, read when metrics are exported (nothing per query).
+   */
+  observePool(pool: string, counts: () => PoolCounts, open: () => readonly Connection[]): void {
     const m = this.#meter;
     if (m === null) return;
     const idle = { "db.client.connection.pool.name": pool, "db.client.connection.state": "idle" };
@@ -283,6 +285,20 @@ export class Telemetry {
       r.observe(c.used, used);
     });
     pending.addCallback((r) => r.observe(counts().pending, named));
+    const depth = m.createObservableUpDownCounter("pgpipe.client.pipeline.depth", {
+      unit: "{request}",
+      description: "Requests in flight on each connection (written or waiting for room).",
+    });
+    depth.addCallback((r) => {
+      for (const c of open()) {
+        if (c.closed) continue;
+        r.observe(c.inFlight, {
+          "db.client.connection.pool.name": pool,
+          "server.address": c.endpoint.host,
+          "pgpipe.connection.pid": c.pid,
+        });
+      }
+    });
   }
 
   #summary(text: string): Summary {
@@ -296,7 +312,9 @@ export class Telemetry {
       ? operation
       : `${operation} ${collection}`;
     const ok = { ...this.#base, "db.operation.name": operation };
-    s = { operation, collection, name, ok };
+    const span: Attributes = { ...ok };
+    if (collection !== undefined) span["db.collection.name"] = collection;
+    s = { operation, collection, name, ok, span };
     if (this.#summaries.size >= SUMMARY_CACHE) this.#summaries.clear();
     this.#summaries.set(text, s);
     return s;
@@ -324,12 +342,11 @@ export class Telemetry {
    */
   query(text: string, parameterised: boolean, settle: Settle): QueryTrace {
     const s = this.#summary(text);
-    const attributes: Attributes = { ...s.ok };
-    if (s.collection !== undefined) attributes["db.collection.name"] = s.collection;
+    // The attributes are the same for every query of this text: one object, not one per query.
     if (this.#queryText === true || (this.#queryText === undefined && parameterised)) {
-      attributes["db.query.text"] = text;
+      s.span["db.query.text"] ??= text;
     }
-    return new QueryTrace(this, s, this.#start(s.name, attributes), settle);
+    return new QueryTrace(this, s, this.#start(s.name, s.span), settle);
   }
 
   /** A transaction's span, active while `fn` runs so that its queries are its children. */
@@ -388,13 +405,12 @@ export class Telemetry {
     });
   }
 
-  /** Records the requests in flight on a connection as a query joins them. */
-  depth(n: number, conn: Connection): void {
-    this.#depth?.record(n, {
-      ...this.#base,
-      "server.address": conn.endpoint.host,
-      "server.port": conn.endpoint.port,
-    });
+  /** Sets the address of the host a connection reached, when it is not the first host. */
+  where(span: OtelSpan, conn: Connection): void {
+    const e = conn.endpoint;
+    if (e.host !== this.#base["server.address"] || e.port !== this.#base["server.port"]) {
+      span.setAttributes({ "server.address": e.host, "server.port": e.port });
+    }
   }
 
   /** Records how long a connection took to open. */
@@ -444,6 +460,7 @@ export class QueryTrace implements Settle {
   readonly #span: OtelSpan | null;
   readonly #settle: Settle;
   readonly #start = performance.now();
+  #behind = -1; // requests ahead of it on its connection when it was sent
   /** The request, for what it learned while running (prepared, retried). */
   request: QueryRequest | null = null;
 
@@ -464,18 +481,15 @@ export class QueryTrace implements Settle {
   }
 
   #sent(conn: unknown): void {
-    if (!(conn instanceof Connection)) {
-      this.#span?.addEvent("pgpipe.waiting_for_connection");
-      return;
-    }
-    const depth = conn.inFlight;
-    this.#telemetry.depth(depth, conn);
     const span = this.#span;
     if (span === null) return;
-    span.setAttribute("server.address", conn.endpoint.host);
-    span.setAttribute("server.port", conn.endpoint.port);
-    span.setAttribute("pgpipe.pipeline.behind", depth - 1);
-    span.setAttribute("pgpipe.connection.pid", conn.pid);
+    if (!(conn instanceof Connection)) {
+      span.addEvent("pgpipe.waiting_for_connection");
+      return;
+    }
+    this.#behind = conn.inFlight - 1;
+    // The span started with the first host's address: another host of a list says so.
+    this.#telemetry.where(span, conn);
   }
 
   /** A cancel was asked for. */
@@ -487,12 +501,13 @@ export class QueryTrace implements Settle {
     this.#telemetry.recorded(this.#summary, (performance.now() - this.#start) / 1000, err);
     const span = this.#span;
     if (span === null) return;
+    // One call for what was learned on the way (attributes cross into the runtime in groups).
     const req = this.request;
-    if (req !== null) {
-      span.setAttribute("pgpipe.statement", req.statementUse);
-      if (req.retried) span.setAttribute("pgpipe.reprepared", true);
-    }
-    if (rows !== null) span.setAttribute("db.response.returned_rows", rows);
+    const late: Attributes = { "pgpipe.statement": req?.statementUse ?? "unnamed" };
+    if (this.#behind >= 0) late["pgpipe.pipeline.behind"] = this.#behind;
+    if (rows !== null) late["db.response.returned_rows"] = rows;
+    if (req?.retried === true) late["pgpipe.reprepared"] = true;
+    span.setAttributes(late);
     if (err !== null) failed(span, err);
     span.end();
   }
