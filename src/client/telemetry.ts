@@ -186,9 +186,12 @@ interface Summary {
 }
 
 const OPERATION = /^\s*(?:--[^\n]*\n\s*|\/\*[\s\S]*?\*\/\s*)*([a-z]+)/i;
-/** The table right after the keyword that names it, for the common statement shapes. */
+/**
+ * The table right after the keyword that names it, for the common statement shapes; not a
+ * function (`from generate_series(...)`).
+ */
 const COLLECTION =
-  /\b(?:from|into|update|table|join)\s+((?:"[^"]+"|[a-z_][\w$]*)(?:\.(?:"[^"]+"|[a-z_][\w$]*))?)/i;
+  /\b(?:from|into|update|table|join)\s+((?:"[^"]+"|[a-z_][\w$]*)(?:\.(?:"[^"]+"|[a-z_][\w$]*))?)(?!\s*\(|[\w$.])/i;
 /** Distinct query texts summarised before the cache starts over (bounded memory). */
 const SUMMARY_CACHE = 1000;
 
