@@ -12,7 +12,20 @@ import { Connection } from "../connection/connection.ts";
 import type { QueryRequest, ResultTarget, Settle } from "../connection/query_request.ts";
 import { ConnectionError, PostgresError } from "../errors.ts";
 
-/** The parts of an OpenTelemetry `Span` pgpipe uses. */
+/** Attribute values as OpenTelemetry takes them (the scalar kinds pgpipe sets). */
+type Attributes = Record<string, string | number | boolean>;
+
+/**
+ * The parts of an OpenTelemetry `Span` pgpipe uses.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * // An OpenTelemetry SDK's providers fit (npm:@opentelemetry/api); Deno's are used by default.
+ * const { tracerProvider, meterProvider, contextManager } = Deno.telemetry;
+ * const sql = postgres({ telemetry: { tracerProvider, meterProvider, contextManager } });
+ * ```
+ */
 export interface OtelSpan {
   /** Sets one attribute. */
   setAttribute(key: string, value: string | number | boolean): unknown;
@@ -26,16 +39,37 @@ export interface OtelSpan {
   end(): void;
 }
 
-/** The parts of an OpenTelemetry `Context` pgpipe uses. */
+/**
+ * The parts of an OpenTelemetry `Context` pgpipe uses.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * // An OpenTelemetry SDK's providers fit (npm:@opentelemetry/api); Deno's are used by default.
+ * const { tracerProvider, meterProvider, contextManager } = Deno.telemetry;
+ * const sql = postgres({ telemetry: { tracerProvider, meterProvider, contextManager } });
+ * ```
+ */
 export interface OtelContext {
   /** A copy of the context with `key` set. */
   setValue(key: symbol, value: unknown): OtelContext;
 }
 
-/** The parts of an OpenTelemetry `TracerProvider` pgpipe uses. */
+/**
+ * The parts of an OpenTelemetry `TracerProvider` pgpipe uses.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * // An OpenTelemetry SDK's providers fit (npm:@opentelemetry/api); Deno's are used by default.
+ * const { tracerProvider, meterProvider, contextManager } = Deno.telemetry;
+ * const sql = postgres({ telemetry: { tracerProvider, meterProvider, contextManager } });
+ * ```
+ */
 export interface OtelTracerProvider {
   /** The tracer of an instrumentation scope. */
   getTracer(name: string, version?: string): {
+    /** Starts a span under `context`'s span. */
     startSpan(
       name: string,
       options?: { kind?: number; attributes?: Record<string, string | number | boolean> },
@@ -44,7 +78,17 @@ export interface OtelTracerProvider {
   };
 }
 
-/** The parts of an OpenTelemetry `ContextManager` pgpipe uses. */
+/**
+ * The parts of an OpenTelemetry `ContextManager` pgpipe uses.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * // An OpenTelemetry SDK's providers fit (npm:@opentelemetry/api); Deno's are used by default.
+ * const { tracerProvider, meterProvider, contextManager } = Deno.telemetry;
+ * const sql = postgres({ telemetry: { tracerProvider, meterProvider, contextManager } });
+ * ```
+ */
 export interface OtelContextManager {
   /** The context active where the call is made. */
   active(): OtelContext;
@@ -52,34 +96,45 @@ export interface OtelContextManager {
   with<R>(context: OtelContext, fn: () => R): R;
 }
 
-type Attributes = Record<string, string | number | boolean>;
-
-interface Recorder {
-  record(value: number, attributes?: Attributes): void;
-}
-
-interface Counter {
-  add(value: number, attributes?: Attributes): void;
-}
-
-interface Observable {
-  addCallback(
-    cb: (result: { observe(value: number, attributes?: Attributes): void }) => void,
-  ): void;
-}
-
-/** The parts of an OpenTelemetry `MeterProvider` pgpipe uses. */
+/**
+ * The parts of an OpenTelemetry `MeterProvider` pgpipe uses.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * // An OpenTelemetry SDK's providers fit (npm:@opentelemetry/api); Deno's are used by default.
+ * const { tracerProvider, meterProvider, contextManager } = Deno.telemetry;
+ * const sql = postgres({ telemetry: { tracerProvider, meterProvider, contextManager } });
+ * ```
+ */
 export interface OtelMeterProvider {
   /** The meter of an instrumentation scope. */
   getMeter(name: string, version?: string): {
-    createHistogram(name: string, options?: { unit?: string; description?: string }): Recorder;
-    createCounter(name: string, options?: { unit?: string; description?: string }): Counter;
+    /** A histogram. */
+    createHistogram(name: string, options?: { unit?: string; description?: string }): {
+      record(value: number, attributes?: Record<string, string | number | boolean>): void;
+    };
+    /** A counter. */
+    createCounter(name: string, options?: { unit?: string; description?: string }): {
+      add(value: number, attributes?: Record<string, string | number | boolean>): void;
+    };
+    /** An up-down counter observed by callbacks when metrics are collected. */
     createObservableUpDownCounter(
       name: string,
       options?: { unit?: string; description?: string },
-    ): Observable;
+    ): {
+      addCallback(
+        cb: (result: {
+          observe(value: number, attributes?: Record<string, string | number | boolean>): void;
+        }) => void,
+      ): void;
+    };
   };
 }
+
+type Meter = ReturnType<OtelMeterProvider["getMeter"]>;
+type Recorder = ReturnType<Meter["createHistogram"]>;
+type Counter = ReturnType<Meter["createCounter"]>;
 
 /**
  * The `telemetry` option. Without it, pgpipe uses Deno's providers when Deno's
