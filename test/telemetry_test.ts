@@ -100,6 +100,25 @@ Deno.test("telemetry: a failed query has error status and its SQLSTATE", async (
   assert.equal(failed.attributes["error.type"], "22012");
 });
 
+Deno.test("telemetry: a cancelled query has the cancel event and 57014", async () => {
+  const { spans } = await once();
+  const [cancelled] = childrenOf(spans, requestSpan(spans, "/cancel"))
+    .filter((s) => s.name !== "connect");
+  assert.deepEqual(cancelled.events.map((e) => e.name), ["pgpipe.cancel"]);
+  assert.equal(cancelled.attributes["db.response.status_code"], "57014");
+  assert.equal(cancelled.status.code, 2);
+});
+
+Deno.test("telemetry: a statement that went stale is re-prepared, and says so", async () => {
+  const { spans } = await once();
+  const selects = childrenOf(spans, requestSpan(spans, "/reprepare"))
+    .filter((s) => s.name === "SELECT otel_replan");
+  assert.equal(selects.length, 2);
+  assert.equal(selects[0].attributes["pgpipe.reprepared"], undefined);
+  assert.equal(selects[1].attributes["pgpipe.reprepared"], true);
+  assert.equal(selects[1].status.code, 0);
+});
+
 Deno.test("telemetry: sql.begin is one span, the parent of its queries", async () => {
   const { spans } = await once();
   const [tx] = childrenOf(spans, requestSpan(spans, "/transaction"));

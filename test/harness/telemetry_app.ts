@@ -45,6 +45,21 @@ const routes: Record<string, () => Promise<unknown>> = {
       .readableStream();
     for await (const _ of stream) { /* drain */ }
   },
+  // A cancelled query: its span gets the cancel event and the server's 57014.
+  "/cancel": async () => {
+    const q = sql`select pg_sleep(${5})`.execute();
+    setTimeout(() => q.cancel(), 100);
+    await q.catch(() => null);
+  },
+  // A statement that goes stale (the table changed shape): the query runs again, re-prepared.
+  "/reprepare": async () => {
+    await sql`drop table if exists otel_replan`;
+    await sql`create table otel_replan (a int)`;
+    await sql`select * from otel_replan`;
+    await sql`alter table otel_replan add column b int`;
+    await sql`select * from otel_replan`;
+    await sql`drop table otel_replan`;
+  },
   "/options": async () => {
     await untraced`select ${"untraced"}::text as u`;
     await textless`select ${"textless"}::text as t from pg_namespace limit 1`;
