@@ -139,6 +139,15 @@ Deno.test("telemetry: a cursor and a COPY are one span each, with their row coun
   assert.equal(copy.attributes["db.response.returned_rows"], 7);
 });
 
+Deno.test("telemetry: sql.copyFrom and sql.copyTo are one span each, with their row counts", async () => {
+  const { spans } = await once();
+  const copies = childrenOf(spans, requestSpan(spans, "/bulk"))
+    .filter((s) => s.attributes["pgpipe.operation"] === "copy");
+  assert.deepEqual(copies.map((s) => s.name), ["COPY otel_bulk", "COPY otel_bulk"]);
+  assert.deepEqual(copies.map((s) => s.attributes["db.response.returned_rows"]), [5, 5]);
+  assert.ok(copies.every((s) => s.status.code === 0));
+});
+
 Deno.test("telemetry: connecting is a span with the transport and authentication as events", async () => {
   const { spans } = await once();
   const connects = ours(spans).filter((s) => s.name === "connect");

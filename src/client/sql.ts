@@ -53,7 +53,7 @@ import { Listener, type ListenHandle, type NotifyHandler } from "./listen.ts";
 import { type LargeObject, openLargeObject } from "./large_object.ts";
 import { type SubscribeHandler, Subscriber, type SubscriptionHandle } from "./subscribe.ts";
 import { type BulkCopy, bulkCopy } from "./bulk_copy.ts";
-import { type OperationTrace, QueryTrace, Telemetry } from "./telemetry.ts";
+import { type OperationTrace, QueryTrace, Telemetry, tracedBulkCopy } from "./telemetry.ts";
 
 /** The most parameters one query may carry (a 16-bit count in Bind; postgres.js's limit). */
 const MAX_PARAMETERS = 65534;
@@ -742,8 +742,11 @@ function copyResult(r: CopyResult): Result<unknown> {
   return result;
 }
 
-/** Builds the tagged template over a runner; `sink` is where its requests go (COPY streams, bulk COPY). */
-function makeTag(runner: QueryRunner, sink: Sink): SqlTag {
+/**
+ * Builds the tagged template over a runner; `sink` is where its requests go (COPY streams, bulk
+ * COPY), `telemetry` gives bulk COPY its spans.
+ */
+function makeTag(runner: QueryRunner, sink: Sink, telemetry: Telemetry | null): SqlTag {
   const { columnTo, typed, debug } = runner.config;
   const sql = function sql(first: unknown, ...rest: unknown[]) {
     if (isTemplate(first)) {
@@ -782,7 +785,8 @@ function makeTag(runner: QueryRunner, sink: Sink): SqlTag {
     query.origin = originOf(String(path), file, debug);
     return query;
   };
-  const bulk = bulkCopy({ sink, config: runner.config });
+  const plain = bulkCopy({ sink, config: runner.config });
+  const bulk = telemetry === null ? plain : tracedBulkCopy(telemetry, plain);
   return Object.defineProperties(sql, {
     unsafe: { value: unsafe },
     file: { value: file },
@@ -865,6 +869,7 @@ function transactionSql(
   const tx = makeTag(
     makeRunner(sink, prepare, config, telemetry, false, true),
     sink,
+    telemetry,
   ) as TransactionSql;
   copiesOf.set(tx, copies);
   Object.defineProperty(tx, "prepare", {
@@ -964,7 +969,11 @@ export function createSql(url?: string, options?: Options): Sql {
     () => pool.connections,
   );
   const prepare = resolved.prepare;
-  const sql = makeTag(makeRunner(pool, prepare, config, telemetry, resolved.max > 1), pool) as Sql;
+  const sql = makeTag(
+    makeRunner(pool, prepare, config, telemetry, resolved.max > 1),
+    pool,
+    telemetry,
+  ) as Sql;
   const listener = new Listener(pool.options);
   const subscriber = new Subscriber({
     connection: pool.options,
@@ -1077,10 +1086,17 @@ export function createSql(url?: string, options?: Options): Sql {
       released = true;
       pool.release(conn);
     };
-    return Object.defineProperties(makeTag(makeRunner(conn, prepare, config, telemetry), conn), {
-      release: { value: release },
-      [Symbol.asyncDispose]: { value: () => Promise.resolve(release()) },
-    }) as ReservedSql;
+    return Object.defineProperties(
+      makeTag(
+        makeRunner(conn, prepare, config, telemetry),
+        conn,
+        telemetry,
+      ),
+      {
+        release: { value: release },
+        [Symbol.asyncDispose]: { value: () => Promise.resolve(release()) },
+      },
+    ) as ReservedSql;
   }
 
   async function end(o?: { timeout?: number }): Promise<void> {

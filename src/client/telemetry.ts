@@ -11,6 +11,9 @@
 import { Connection } from "../connection/connection.ts";
 import type { QueryRequest, ResultTarget, Settle } from "../connection/query_request.ts";
 import { ConnectionError, PostgresError } from "../errors.ts";
+import { Identifier } from "../query/identifier.ts";
+import { Query } from "../query/query.ts";
+import type { BulkCopy } from "./bulk_copy.ts";
 
 /** Attribute values as OpenTelemetry takes them (the scalar kinds pgpipe sets). */
 type Attributes = Record<string, string | number | boolean>;
@@ -246,7 +249,7 @@ const OPERATION = /^\s*(?:--[^\n]*\n\s*|\/\*[\s\S]*?\*\/\s*)*([a-z]+)/i;
  * function (`from generate_series(...)`).
  */
 const COLLECTION =
-  /\b(?:from|into|update|table|join)\s+((?:"[^"]+"|[a-z_][\w$]*)(?:\.(?:"[^"]+"|[a-z_][\w$]*))?)(?!\s*\(|[\w$.])/i;
+  /\b(?:from|into|update|table|join|copy)\s+((?:"[^"]+"|[a-z_][\w$]*)(?:\.(?:"[^"]+"|[a-z_][\w$]*))?)(?!\s*\(|[\w$.])/i;
 /** Distinct query texts summarised before the cache starts over (bounded memory). */
 const SUMMARY_CACHE = 1000;
 
@@ -655,4 +658,47 @@ export class ConnectTrace {
     } else if (span !== null) failed(span, err as Error);
     span?.end();
   }
+}
+
+/** The SQL a bulk COPY's span is named and described by (its text is built inside the COPY). */
+function bulkText(source: unknown, direction: "from stdin" | "to stdout"): string {
+  const target = typeof source === "string"
+    ? source
+    : source instanceof Identifier
+    ? source.text
+    : source instanceof Query
+    ? `(${source.strings.join("?")})`
+    : "";
+  return `copy ${target} ${direction}`;
+}
+
+/** `sql.copyFrom`/`copyTo` with one span each (rows counted), when telemetry is on. */
+export function tracedBulkCopy(telemetry: Telemetry, bulk: BulkCopy): BulkCopy {
+  const copyFrom: BulkCopy["copyFrom"] = (table, rows, options) => {
+    const trace = telemetry.operation(bulkText(table, "from stdin"), "copy");
+    const done = bulk.copyFrom(table, rows, options);
+    done.then((n) => trace.done(null, n), (e) => trace.done(e));
+    return done;
+  };
+  const copyTo = ((source: Parameters<BulkCopy["copyTo"]>[0], options?: { values?: boolean }) => {
+    const batches = bulk.copyTo(source, options as never) as AsyncIterable<unknown[]>;
+    return {
+      async *[Symbol.asyncIterator]() {
+        const trace = telemetry.operation(bulkText(source, "to stdout"), "copy");
+        let failure: unknown = null;
+        try {
+          for await (const batch of batches) {
+            trace.rows += batch.length;
+            yield batch;
+          }
+        } catch (e) {
+          failure = e;
+          throw e;
+        } finally {
+          trace.done(failure);
+        }
+      },
+    };
+  }) as BulkCopy["copyTo"];
+  return { copyFrom, copyTo };
 }

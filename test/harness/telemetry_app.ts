@@ -45,6 +45,14 @@ const routes: Record<string, () => Promise<unknown>> = {
       .readableStream();
     for await (const _ of stream) { /* drain */ }
   },
+  // sql.copyFrom and sql.copyTo: one span each, with the rows copied.
+  "/bulk": async () => {
+    await sql`drop table if exists otel_bulk`;
+    await sql`create table otel_bulk (id int, name text)`;
+    await sql.copyFrom("otel_bulk", [[1, "a"], [2, "b"], [3, "c"], [4, "d"], [5, "e"]]);
+    for await (const _ of sql.copyTo("otel_bulk")) { /* drain */ }
+    await sql`drop table otel_bulk`;
+  },
   // A cancelled query: its span gets the cancel event and the server's 57014.
   "/cancel": async () => {
     const q = sql`select pg_sleep(${5})`.execute();
