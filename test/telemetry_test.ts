@@ -127,6 +127,15 @@ Deno.test("telemetry: sql.begin is one span, the parent of its queries", async (
   assert.deepEqual(inside, ["BEGIN", "SELECT", "SELECT", "COMMIT"]);
 });
 
+Deno.test("telemetry: sql.begin() without a callback: one span from BEGIN to commit()", async () => {
+  const { spans } = await once();
+  const [tx] = childrenOf(spans, requestSpan(spans, "/using"));
+  assert.equal(tx.name, "transaction");
+  const inside = childrenOf(spans, tx).map((s) => s.attributes["db.operation.name"]);
+  assert.deepEqual(inside, ["BEGIN", "SELECT", "COMMIT"]);
+  assert.ok(childrenOf(spans, tx).every((s) => s.end <= tx.end));
+});
+
 Deno.test("telemetry: a cursor and a COPY are one span each, with their row counts", async () => {
   const { spans } = await once();
   const [cursor] = childrenOf(spans, requestSpan(spans, "/cursor"));

@@ -53,7 +53,14 @@ import { Listener, type ListenHandle, type NotifyHandler } from "./listen.ts";
 import { type LargeObject, openLargeObject } from "./large_object.ts";
 import { type SubscribeHandler, Subscriber, type SubscriptionHandle } from "./subscribe.ts";
 import { type BulkCopy, bulkCopy } from "./bulk_copy.ts";
-import { type OperationTrace, QueryTrace, Telemetry, tracedBulkCopy } from "./telemetry.ts";
+import {
+  type OperationTrace,
+  type OtelContext,
+  QueryTrace,
+  Telemetry,
+  tracedBulkCopy,
+  type TransactionTrace,
+} from "./telemetry.ts";
 
 /** The most parameters one query may carry (a 16-bit count in Bind; postgres.js's limit). */
 const MAX_PARAMETERS = 65534;
@@ -444,7 +451,8 @@ function controlsTransaction(text: string): boolean {
  * catch unrelated queries pipelined on its connection, so it is refused
  * (postgres.js's UNSAFE_TRANSACTION). `transaction`: the sink is a
  * transaction's connection, where queries written together share one Sync.
- * `telemetry`: the client's, or null when it records nothing.
+ * `telemetry`: the client's, or null when it records nothing; `parent`: the span context of
+ * the transaction whose queries these are.
  */
 function makeRunner(
   sink: Sink,
@@ -453,6 +461,7 @@ function makeRunner(
   telemetry: Telemetry | null,
   shared = false,
   transaction = false,
+  parent?: OtelContext,
 ): QueryRunner {
   const undef = config.undefinedValue;
   const debug = config.debug;
@@ -606,7 +615,7 @@ function makeRunner(
           // Telemetry off: one null check, nothing allocated.
           const trace = telemetry === null
             ? null
-            : telemetry.query(spec.text, spec.simple !== true, settle);
+            : telemetry.query(spec.text, spec.simple !== true, settle, parent);
           const req = new QueryRequest(
             spec,
             target,
@@ -632,7 +641,7 @@ function makeRunner(
       let trace: OperationTrace | null = null;
       const request = withSpec(query, (spec, failWith) => {
         fail = failWith;
-        if (telemetry !== null) trace = telemetry.operation(spec.text, "cursor");
+        if (telemetry !== null) trace = telemetry.operation(spec.text, "cursor", parent);
         // A cursor needs a portal with a row limit: the extended protocol, even for `unsafe` text.
         const req = new CursorRequest({ ...spec, simple: false }, rows, newResult);
         sink.send(req);
@@ -692,7 +701,7 @@ function makeRunner(
         const req = into ? new CopyInRequest(text, fail) : new CopyOutRequest(text, fail);
         control.request = req;
         done = req.done.then(copyResult);
-        if (telemetry !== null) traceCopy(telemetry.operation(text, "copy"), done);
+        if (telemetry !== null) traceCopy(telemetry.operation(text, "copy", parent), done);
         done.catch(ignore); // when the stream rejects, `result` rejects with that instead
         return startStream(sink, kind, req);
       });
@@ -853,6 +862,7 @@ function transactionSql(
   config: QueryConfig,
   conn: Connection,
   telemetry: Telemetry | null,
+  parent: OtelContext | undefined,
 ): TransactionSql {
   let savepoints = 0;
   const copies = new Set<CopyInRequest>();
@@ -867,7 +877,7 @@ function transactionSql(
     cancel: (req, reason) => conn.cancel(req, reason),
   };
   const tx = makeTag(
-    makeRunner(sink, prepare, config, telemetry, false, true),
+    makeRunner(sink, prepare, config, telemetry, false, true, parent),
     sink,
     telemetry,
   ) as TransactionSql;
@@ -982,12 +992,15 @@ export function createSql(url?: string, options?: Options): Sql {
     publicationNames: resolved.publicationNames,
   });
 
-  async function open(modes: string): Promise<{ conn: Connection; tx: TransactionSql }> {
+  async function open(
+    modes: string,
+    trace: TransactionTrace | null,
+  ): Promise<{ conn: Connection; tx: TransactionSql }> {
     if (!TRANSACTION_MODES.test(modes)) {
       throw new QueryError("INVALID_TRANSACTION_MODE", `invalid transaction modes: ${modes}`);
     }
     const conn = await pool.reserve();
-    const tx = transactionSql(prepare, config, conn, telemetry);
+    const tx = transactionSql(prepare, config, conn, telemetry, trace?.context);
     try {
       await run(tx, modes ? `begin ${modes}` : "begin");
     } catch (e) {
@@ -1002,17 +1015,25 @@ export function createSql(url?: string, options?: Options): Sql {
     b?: (sql: TransactionSql) => T | Promise<T>,
   ): Promise<unknown> {
     const fn = typeof a === "function" ? a : b;
-    // With a callback the transaction has one span, the parent of its queries.
-    if (telemetry === null || fn === undefined) return transaction(a, fn);
-    return telemetry.transaction(() => transaction(a, fn));
+    if (telemetry === null) return transaction(a, fn, null);
+    // One span for the transaction, the parent of its queries; with a callback it is active
+    // while the callback runs, so what else the callback does is under it too.
+    const trace = telemetry.transaction();
+    if (fn === undefined) {
+      const opened = transaction(a, fn, trace); // the span ends at commit() or rollback()
+      opened.catch((e) => trace.end(e));
+      return opened;
+    }
+    return trace.settle(trace.run(() => transaction(a, fn, trace)));
   }
 
   async function transaction<T>(
     a: string | ((sql: TransactionSql) => T | Promise<T>) | undefined,
     fn: ((sql: TransactionSql) => T | Promise<T>) | undefined,
+    trace: TransactionTrace | null,
   ): Promise<unknown> {
-    const { conn, tx } = await open(typeof a === "string" ? a : "");
-    if (fn === undefined) return handle(conn, tx);
+    const { conn, tx } = await open(typeof a === "string" ? a : "", trace);
+    if (fn === undefined) return handle(conn, tx, trace);
     try {
       let result;
       // If the connection goes away while the callback runs (even between its queries), the
@@ -1054,11 +1075,16 @@ export function createSql(url?: string, options?: Options): Sql {
     }
   }
 
-  function handle(conn: Connection, tx: TransactionSql): Transaction {
+  function handle(
+    conn: Connection,
+    tx: TransactionSql,
+    trace: TransactionTrace | null,
+  ): Transaction {
     let done = false;
     const finish = async (text: string) => {
       if (done) return;
       done = true;
+      let failure: unknown = null;
       try {
         if (
           endCopies(tx, "the transaction ended while this COPY was open") && text !== "rollback"
@@ -1067,7 +1093,11 @@ export function createSql(url?: string, options?: Options): Sql {
           throw copyInProgress();
         }
         await run(tx, text);
+      } catch (e) {
+        failure = e;
+        throw e;
       } finally {
+        trace?.end(failure);
         pool.release(conn);
       }
     };

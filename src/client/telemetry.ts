@@ -386,11 +386,11 @@ export class Telemetry {
     return this.#context?.active();
   }
 
-  #start(name: string, attributes: Attributes): OtelSpan | null {
+  #start(name: string, attributes: Attributes, parent?: OtelContext): OtelSpan | null {
     const tracer = this.#tracer;
     if (tracer === null) return null;
     try {
-      return tracer.startSpan(name, { kind: CLIENT, attributes }, this.#active());
+      return tracer.startSpan(name, { kind: CLIENT, attributes }, parent ?? this.#active());
     } catch (e) {
       reported(e);
       return null;
@@ -401,47 +401,42 @@ export class Telemetry {
    * A query's span and duration: returns the `Settle` to give its request in
    * place of `settle`, which it calls once the span is ended.
    */
-  query(text: string, parameterised: boolean, settle: Settle): QueryTrace {
+  query(
+    text: string,
+    parameterised: boolean,
+    settle: Settle,
+    parent: OtelContext | undefined,
+  ): QueryTrace {
     const s = this.#summary(text);
     // The attributes are the same for every query of this text: one object, not one per query.
     if (this.#queryText === true || (this.#queryText === undefined && parameterised)) {
       s.span["db.query.text"] ??= text;
     }
-    return new QueryTrace(this, s, this.#start(s.name, s.span), settle);
+    return new QueryTrace(this, s, this.#start(s.name, s.span, parent), settle);
   }
 
-  /** A transaction's span, active while `fn` runs so that its queries are its children. */
-  async transaction<R>(fn: () => Promise<R>): Promise<R> {
+  /** A transaction's span: the parent of its queries, ended at its COMMIT or ROLLBACK. */
+  transaction(): TransactionTrace {
     const span = this.#start("transaction", { ...this.#base, "pgpipe.operation": "transaction" });
     const context = this.#context;
-    if (span === null || context === null) return await fn();
-    let inner: Promise<R>;
-    try {
-      inner = context.with(context.active().setValue(SPAN_KEY, span), fn);
-    } catch (e) {
-      reported(e);
-      inner = fn();
+    let parent: OtelContext | undefined;
+    if (span !== null && context !== null) {
+      try {
+        parent = context.active().setValue(SPAN_KEY, span);
+      } catch (e) {
+        reported(e);
+      }
     }
-    try {
-      const result = await inner;
-      guarded(() => span.end());
-      return result;
-    } catch (e) {
-      guarded(() => {
-        failed(span, e as Error);
-        span.end();
-      });
-      throw e;
-    }
+    return new TransactionTrace(span, context, parent);
   }
 
   /** A span for a whole operation (a cursor, a COPY), ended by `done`. */
-  operation(text: string, kind: string): OperationTrace {
+  operation(text: string, kind: string, parent?: OtelContext): OperationTrace {
     const s = this.#summary(text);
     const attributes: Attributes = { ...s.ok, "pgpipe.operation": kind };
     if (s.collection !== undefined) attributes["db.collection.name"] = s.collection;
     if (this.#queryText !== false) attributes["db.query.text"] = text;
-    return new OperationTrace(this, s, this.#start(s.name, attributes));
+    return new OperationTrace(this, s, this.#start(s.name, attributes, parent));
   }
 
   /** A span for opening a connection; `done` ends it and records the create time. */
@@ -589,6 +584,61 @@ export class QueryTrace implements Settle {
       reported(e);
     }
     this.#settle.reject(err);
+  }
+}
+
+/** A transaction's span and the context its queries are started under. */
+export class TransactionTrace {
+  readonly #span: OtelSpan | null;
+  readonly #manager: OtelContextManager | null;
+  #ended = false;
+  /** The parent of the transaction's queries (undefined: no span). */
+  readonly context: OtelContext | undefined;
+
+  constructor(
+    span: OtelSpan | null,
+    manager: OtelContextManager | null,
+    context: OtelContext | undefined,
+  ) {
+    this.#span = span;
+    this.#manager = manager;
+    this.context = context;
+  }
+
+  /** Runs `fn` (the transaction's callback) with the span active, so what it does is a child. */
+  run<R>(fn: () => Promise<R>): Promise<R> {
+    const manager = this.#manager;
+    const context = this.context;
+    if (manager === null || context === undefined) return fn();
+    let ran = false;
+    try {
+      return manager.with(context, () => {
+        ran = true;
+        return fn();
+      });
+    } catch (e) {
+      if (ran) throw e; // fn's own failure
+      reported(e);
+      return fn();
+    }
+  }
+
+  /** Ends the span once: at the transaction's end, with its error if it failed. */
+  end(err: unknown): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    const span = this.#span;
+    if (span === null) return;
+    guarded(() => {
+      if (err !== null && err !== undefined) failed(span, err as Error);
+      span.end();
+    });
+  }
+
+  /** Ends the span when `p` settles; returns `p`. */
+  settle<R>(p: Promise<R>): Promise<R> {
+    p.then(() => this.end(null), (e) => this.end(e));
+    return p;
   }
 }
 

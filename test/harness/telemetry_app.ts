@@ -33,6 +33,12 @@ const routes: Record<string, () => Promise<unknown>> = {
       await tx`select ${1}::int as a`;
       await tx`select ${2}::int as b`;
     }),
+  // A transaction without a callback: its span ends at commit().
+  "/using": async () => {
+    await using tx = await sql.begin();
+    await tx`select ${1}::int as u`;
+    await tx.commit();
+  },
   "/cursor": async () => {
     let rows = 0;
     for await (const batch of sql`select g from generate_series(1, 25) g`.cursor(10)) {
