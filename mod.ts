@@ -52,6 +52,7 @@ export type {
 } from "./src/client/options.ts";
 export type { PasswordSource } from "./src/connection/startup.ts";
 export type {
+  ObservableCallback,
   OtelContext,
   OtelContextManager,
   OtelMeterProvider,

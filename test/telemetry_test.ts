@@ -13,7 +13,9 @@ import {
 const app = new URL("./harness/telemetry_app.ts", import.meta.url).pathname;
 
 /** Runs the app once and returns what it exported (one run serves every test below). */
-async function exported(): Promise<{ spans: ReceivedSpan[]; points: ReceivedPoint[] }> {
+async function exported(): Promise<
+  { spans: ReceivedSpan[]; points: ReceivedPoint[]; exports: ReceivedPoint[][] }
+> {
   const receiver = startOtlpReceiver();
   try {
     const out = await new Deno.Command(Deno.execPath(), {
@@ -24,13 +26,17 @@ async function exported(): Promise<{ spans: ReceivedSpan[]; points: ReceivedPoin
     }).output();
     const err = new TextDecoder().decode(out.stderr);
     assert.ok(out.success, `the app failed: ${err}`);
-    return { spans: [...receiver.spans], points: [...receiver.points] };
+    return {
+      spans: [...receiver.spans],
+      points: [...receiver.points],
+      exports: [...receiver.exports],
+    };
   } finally {
     await receiver.close();
   }
 }
 
-let run: Promise<{ spans: ReceivedSpan[]; points: ReceivedPoint[] }> | undefined;
+let run: ReturnType<typeof exported> | undefined;
 const once = () => run ??= exported();
 
 const ours = (spans: ReceivedSpan[]) => spans.filter((s) => s.scope === "pgpipe");
@@ -236,4 +242,18 @@ Deno.test("telemetry: a provider that throws never fails a query", async () => {
     console.error = original;
   }
   assert.ok(errors.length <= 1, "reported once at most");
+});
+
+Deno.test("telemetry: an ended client's gauges are no longer observed", async () => {
+  const { exports } = await once();
+  const gauges = (batch: ReceivedPoint[]) =>
+    batch.filter((p) => p.scope === "pgpipe" && p.metric === "db.client.connection.count");
+  assert.ok(exports.some((b) => gauges(b).length > 0), "observed while the clients were open");
+  // Deno's last export at exit runs no callbacks: the ones before it show the client ended.
+  assert.ok(exports.length >= 3);
+  for (const batch of exports.slice(-3)) assert.equal(gauges(batch).length, 0, "not after end()");
+  const pools = new Set(
+    exports.flatMap(gauges).map((p) => p.attributes["db.client.connection.pool.name"]),
+  );
+  assert.equal(pools.size, 2, `one pool name per traced client: ${[...pools]}`);
 });

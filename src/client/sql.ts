@@ -922,6 +922,9 @@ async function settleAll<T>(value: T): Promise<T> {
     : value;
 }
 
+/** Clients created in this process: numbers each one's pool name in telemetry. */
+let clients = 0;
+
 /** Creates a client; see {@link Options} and the README for the URL and environment rules. */
 export function createSql(url?: string, options?: Options): Sql {
   const resolved = resolveOptions(url, options);
@@ -974,7 +977,7 @@ export function createSql(url?: string, options?: Options): Sql {
   });
   let fetched: Promise<void> | undefined; // once per client, shared by concurrent first connects
   telemetry?.observePool(
-    `${resolved.host}:${resolved.port}/${resolved.database}`,
+    `${resolved.user}@${resolved.host}:${resolved.port}/${resolved.database}#${++clients}`,
     () => pool.counts(),
     () => pool.connections,
   );
@@ -1130,6 +1133,7 @@ export function createSql(url?: string, options?: Options): Sql {
   }
 
   async function end(o?: { timeout?: number }): Promise<void> {
+    telemetry?.close();
     await Promise.all([pool.end(o?.timeout), listener.end(), subscriber.end()]);
   }
 
@@ -1181,7 +1185,10 @@ export function createSql(url?: string, options?: Options): Sql {
     end: { value: end },
     close: { value: end },
     [Symbol.asyncDispose]: {
-      value: () => Promise.all([pool.end(), listener.end(), subscriber.end()]),
+      value: () => {
+        telemetry?.close();
+        return Promise.all([pool.end(), listener.end(), subscriber.end()]);
+      },
     },
   });
   return sql;

@@ -126,14 +126,25 @@ export interface OtelMeterProvider {
       name: string,
       options?: { unit?: string; description?: string },
     ): {
-      addCallback(
-        cb: (result: {
-          observe(value: number, attributes?: Record<string, string | number | boolean>): void;
-        }) => void,
-      ): void;
+      addCallback(cb: ObservableCallback): void;
+      /** Stops calling `cb` (when the client ends). */
+      removeCallback?(cb: ObservableCallback): void;
     };
   };
 }
+
+/**
+ * What an observable instrument calls when metrics are collected.
+ *
+ * @example
+ * ```ts
+ * import type { ObservableCallback } from "jsr:@pgpipe/pgpipe";
+ * const report: ObservableCallback = (result) => result.observe(1, { state: "idle" });
+ * ```
+ */
+export type ObservableCallback = (result: {
+  observe(value: number, attributes?: Record<string, string | number | boolean>): void;
+}) => void;
 
 type Meter = ReturnType<OtelMeterProvider["getMeter"]>;
 type Recorder = ReturnType<Meter["createHistogram"]>;
@@ -260,6 +271,7 @@ export class Telemetry {
   readonly #queryText: boolean | undefined;
   readonly #base: Attributes;
   readonly #summaries = new Map<string, Summary>();
+  readonly #observers: (() => void)[] = []; // removes each gauge callback
   readonly #duration: Recorder | null = null;
   readonly #errors: Counter | null = null;
   readonly #createTime: Recorder | null = null;
@@ -329,6 +341,13 @@ export class Telemetry {
   observePool(pool: string, counts: () => PoolCounts, open: () => readonly Connection[]): void {
     const m = this.#meter;
     if (m === null) return;
+    const observe = (
+      instrument: ReturnType<Meter["createObservableUpDownCounter"]>,
+      cb: ObservableCallback,
+    ) => {
+      instrument.addCallback(cb);
+      this.#observers.push(() => instrument.removeCallback?.(cb));
+    };
     const idle = { "db.client.connection.pool.name": pool, "db.client.connection.state": "idle" };
     const used = { "db.client.connection.pool.name": pool, "db.client.connection.state": "used" };
     const named = { "db.client.connection.pool.name": pool };
@@ -340,17 +359,17 @@ export class Telemetry {
       unit: "{request}",
       description: "Requests waiting for an open connection.",
     });
-    count.addCallback((r) => {
+    observe(count, (r) => {
       const c = counts();
       r.observe(c.idle, idle);
       r.observe(c.used, used);
     });
-    pending.addCallback((r) => r.observe(counts().pending, named));
+    observe(pending, (r) => r.observe(counts().pending, named));
     const depth = m.createObservableUpDownCounter("pgpipe.client.pipeline.depth", {
       unit: "{request}",
       description: "Requests in flight on each connection (written or waiting for room).",
     });
-    depth.addCallback((r) => {
+    observe(depth, (r) => {
       for (const c of open()) {
         if (c.closed) continue;
         r.observe(c.inFlight, {
@@ -360,6 +379,11 @@ export class Telemetry {
         });
       }
     });
+  }
+
+  /** The client ended: its gauges stop being observed (nor keep the pool alive). */
+  close(): void {
+    for (const remove of this.#observers.splice(0)) guarded(remove);
   }
 
   #summary(text: string): Summary {

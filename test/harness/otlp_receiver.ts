@@ -53,6 +53,8 @@ export interface OtlpReceiver {
   endpoint: string;
   spans: ReceivedSpan[];
   points: ReceivedPoint[];
+  /** The points of each metrics export, in the order they arrived. */
+  exports: ReceivedPoint[][];
   /** Request bodies received, by path. */
   posts: Map<string, number>;
   close(): Promise<void>;
@@ -109,19 +111,26 @@ function collectPoints(body: Json, into: ReceivedPoint[]): void {
 export function startOtlpReceiver(keep = true): OtlpReceiver {
   const spans: ReceivedSpan[] = [];
   const points: ReceivedPoint[] = [];
+  const exports: ReceivedPoint[][] = [];
   const posts = new Map<string, number>();
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
     const path = new URL(req.url).pathname;
     const text = await req.text();
     posts.set(path, (posts.get(path) ?? 0) + 1);
     if (keep && path === "/v1/traces") collectSpans(JSON.parse(text), spans);
-    if (keep && path === "/v1/metrics") collectPoints(JSON.parse(text), points);
+    if (keep && path === "/v1/metrics") {
+      const batch: ReceivedPoint[] = [];
+      collectPoints(JSON.parse(text), batch);
+      points.push(...batch);
+      exports.push(batch);
+    }
     return new Response("{}", { headers: { "content-type": "application/json" } });
   });
   return {
     endpoint: `http://127.0.0.1:${server.addr.port}`,
     spans,
     points,
+    exports,
     posts,
     close: () => server.shutdown(),
   };

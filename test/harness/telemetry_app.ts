@@ -96,3 +96,5 @@ for (const path of Object.keys(routes)) {
 await new Promise((resolve) => setTimeout(resolve, 600));
 await server.shutdown();
 await Promise.all([sql.end(), untraced.end(), textless.end()]);
+// Ended clients are no longer observed: the exports from now on carry no connection gauges.
+await new Promise((resolve) => setTimeout(resolve, 700));
