@@ -15,9 +15,9 @@
  *
  * @module
  */
-import { Buffer } from "node:buffer";
 import type { Writer } from "../protocol/writer.ts";
 import { i16, ProtocolViolation } from "../protocol/backend.ts";
+import { text } from "./utf8_text.ts";
 
 const NUMERIC_POS = 0x0000;
 const NUMERIC_NEG = 0x4000;
@@ -208,7 +208,6 @@ export function writeNumeric(w: Writer, value: unknown): boolean {
 // decoding
 
 let scratch = new Uint8Array(64);
-let scratchView = Buffer.from(scratch.buffer);
 
 /** The four decimal digits of `d` into `out` at `p`. */
 function putDigits(out: Uint8Array, p: number, d: number): void {
@@ -235,7 +234,6 @@ export function readNumeric(buf: Uint8Array, start: number, end: number): string
   const size = 2 + 4 * Math.max(weight + 1, 1) + dscale + 4;
   if (scratch.length < size) {
     scratch = new Uint8Array(size * 2);
-    scratchView = Buffer.from(scratch.buffer);
   }
   const out = scratch;
   const digits = start + 8;
@@ -266,5 +264,5 @@ export function readNumeric(buf: Uint8Array, start: number, end: number): string
     }
     p = stop;
   }
-  return scratchView.toString("latin1", 0, p);
+  return text(out, 0, p);
 }

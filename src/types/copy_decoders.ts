@@ -10,12 +10,12 @@
  *
  * @module
  */
-import { Buffer } from "node:buffer";
-import { i32, ProtocolViolation, utf8 } from "../protocol/backend.ts";
+import { i32, ProtocolViolation } from "../protocol/backend.ts";
 import { binaryDecoderFor } from "./binary_decoders.ts";
 import type { ByteDecoderFn } from "./byte_decoders.ts";
 import { elementOf, Oid } from "./oids.ts";
 import { readNumeric } from "./binary_numeric.ts";
+import { text } from "./utf8_text.ts";
 import type { DecodeOptions } from "./text_decoders.ts";
 
 const TWO_32 = 4294967296;
@@ -55,36 +55,42 @@ const f32 = new Float32Array(1);
 const f32Bytes = new Uint8Array(f32.buffer);
 const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
+/** Significant digits of a number's shortest text (`-0.00125` has 3, `1.5e-7` 2). */
+function significantDigits(t: string): number {
+  let count = 0;
+  let leading = true;
+  for (let i = 0; i < t.length; i++) {
+    const c = t.charCodeAt(i);
+    if (c === 101) break; // e: the exponent is not a digit of the value
+    if (c < 48 || c > 57 || (leading && c === 48)) continue; // sign, point, leading zeros
+    leading = false;
+    count++;
+  }
+  return count;
+}
+
 /** float4 as the shortest decimal that is the same float32 (float4out's output, as a number). */
 const decodeFloat4: ByteDecoderFn = (buf, start, end) => {
   width(start, end, 4, "float4");
   if (littleEndian) { for (let i = 0; i < 4; i++) f32Bytes[i] = buf[start + 3 - i]; }
   else for (let i = 0; i < 4; i++) f32Bytes[i] = buf[start + i];
   const v = f32[0];
-  if (!Number.isFinite(v) || v === 0) return v;
-  for (let digits = 1; digits < 9; digits++) {
-    const shortest = +v.toPrecision(digits);
-    if (Math.fround(shortest) === v) return shortest;
+  // Integers of up to 7 digits are their own shortest form.
+  if (!Number.isFinite(v) || (Number.isInteger(v) && v < 1e7 && v > -1e7)) return v;
+  // A double's shortest form of at most 7 significant digits is also the float32's: every
+  // shorter decimal is further away than half a float32 ulp (2^-24 relative, under 1e-7).
+  if (significantDigits(String(v)) <= 7) return v;
+  // Else the fewest digits (1 to 9) that read back as this float32: more digits never
+  // round-trip worse, so a binary search needs 3 or 4 toPrecision calls instead of up to 9.
+  let lo = 1;
+  let hi = 9;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (Math.fround(+v.toPrecision(mid)) === v) hi = mid;
+    else lo = mid + 1;
   }
-  return +v.toPrecision(9);
+  return +v.toPrecision(lo);
 };
-
-/** A node Buffer over the last buffer read from, whose `toString` decodes UTF-8 fastest. */
-let viewed: Uint8Array | null = null;
-let view: Buffer = Buffer.alloc(0);
-
-/**
- * UTF-8 text from the read buffer. `Buffer#toString` takes about a third of
- * TextDecoder's time on the short values COPY rows are made of.
- */
-function text(buf: Uint8Array, start: number, end: number): string {
-  if (end - start < 8) return utf8(buf, start, end);
-  if (buf !== viewed) {
-    viewed = buf;
-    view = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
-  }
-  return view.toString("utf8", start, end);
-}
 
 /** The character types, enums and anything else whose binary form is its UTF-8 text. */
 export const decodeText: ByteDecoderFn = text;
@@ -107,7 +113,6 @@ for (let i = 0; i < 256; i++) {
 }
 /** The text form is written here, then made into one string. */
 const uuidChars = new Uint8Array(36);
-const uuidView = Buffer.from(uuidChars.buffer);
 uuidChars[8] =
   uuidChars[13] =
   uuidChars[18] =
@@ -124,7 +129,7 @@ const decodeUuid: ByteDecoderFn = (buf, start, end) => {
     uuidChars[p + 1] = h & 255;
     p += 2;
   }
-  return uuidView.toString("latin1", 0, 36);
+  return text(uuidChars, 0, 36);
 };
 
 /** array_send writes at most 6 dimensions (MAXDIM). */
