@@ -15,9 +15,10 @@
  *
  * @module
  */
+import { Buffer } from "node:buffer";
 import type { Writer } from "../protocol/writer.ts";
 import { i16, ProtocolViolation } from "../protocol/backend.ts";
-import { text } from "./utf8_text.ts";
+import { asciiText } from "./utf8_text.ts";
 
 const NUMERIC_POS = 0x0000;
 const NUMERIC_NEG = 0x4000;
@@ -207,7 +208,7 @@ export function writeNumeric(w: Writer, value: unknown): boolean {
 // ---------------------------------------------------------------------------------------
 // decoding
 
-let scratch = new Uint8Array(64);
+let scratch = Buffer.alloc(64);
 
 /** The four decimal digits of `d` into `out` at `p`. */
 function putDigits(out: Uint8Array, p: number, d: number): void {
@@ -233,7 +234,7 @@ export function readNumeric(buf: Uint8Array, start: number, end: number): string
   // Sign, integer digits (4 per group, or "0"), point, dscale digits rounded up to a group.
   const size = 2 + 4 * Math.max(weight + 1, 1) + dscale + 4;
   if (scratch.length < size) {
-    scratch = new Uint8Array(size * 2);
+    scratch = Buffer.alloc(size * 2);
   }
   const out = scratch;
   const digits = start + 8;
@@ -264,5 +265,5 @@ export function readNumeric(buf: Uint8Array, start: number, end: number): string
     }
     p = stop;
   }
-  return text(out, 0, p);
+  return asciiText(out, 0, p);
 }

@@ -10,12 +10,13 @@
  *
  * @module
  */
+import { Buffer } from "node:buffer";
 import { i32, ProtocolViolation } from "../protocol/backend.ts";
 import { binaryDecoderFor } from "./binary_decoders.ts";
 import type { ByteDecoderFn } from "./byte_decoders.ts";
 import { elementOf, Oid } from "./oids.ts";
 import { readNumeric } from "./binary_numeric.ts";
-import { text } from "./utf8_text.ts";
+import { asciiText, text } from "./utf8_text.ts";
 import type { DecodeOptions } from "./text_decoders.ts";
 
 const TWO_32 = 4294967296;
@@ -112,7 +113,7 @@ for (let i = 0; i < 256; i++) {
   HEX_CODES[i] = (digits.charCodeAt(0) << 8) | digits.charCodeAt(1);
 }
 /** The text form is written here, then made into one string. */
-const uuidChars = new Uint8Array(36);
+const uuidChars = Buffer.alloc(36);
 uuidChars[8] =
   uuidChars[13] =
   uuidChars[18] =
@@ -129,7 +130,7 @@ const decodeUuid: ByteDecoderFn = (buf, start, end) => {
     uuidChars[p + 1] = h & 255;
     p += 2;
   }
-  return text(uuidChars, 0, 36);
+  return asciiText(uuidChars, 0, 36);
 };
 
 /** array_send writes at most 6 dimensions (MAXDIM). */

@@ -44,18 +44,30 @@ function shortAscii(b: Uint8Array, s: number, n: number): string | null {
   }
 }
 
+/** Up to 12 ASCII bytes as one flat string; null when a byte is not ASCII. */
+function short(b: Uint8Array, start: number, n: number): string | null {
+  const head = shortAscii(b, start, n < 8 ? n : 8);
+  if (n <= 8 || head === null) return head;
+  const tail = shortAscii(b, start + 8, n - 8);
+  return tail === null ? null : head + tail; // under 13 characters: copied, not a rope
+}
+
 /** The UTF-8 text of `buf[start, end)`. */
 export function text(buf: Uint8Array, start: number, end: number): string {
-  const n = end - start;
-  if (n <= 12) {
-    const head = shortAscii(buf, start, n < 8 ? n : 8);
-    const tail = n <= 8 ? "" : shortAscii(buf, start + 8, n - 8);
-    if (head !== null && tail !== null) return tail === "" ? head : head + tail;
-    return utf8(buf, start, end);
-  }
+  if (end - start <= 12) return short(buf, start, end - start) ?? utf8(buf, start, end);
   if (buf !== viewed) {
     viewed = buf;
     view = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
   }
   return view.toString("utf8", start, end);
+}
+
+/**
+ * ASCII that a decoder wrote into its own scratch buffer, through that
+ * buffer's own Buffer view (passing the scratch to `text` would replace the
+ * cached view of the read buffer, and make a new one per value).
+ */
+export function asciiText(scratch: Buffer, start: number, end: number): string {
+  if (end - start <= 12) return short(scratch, start, end - start)!;
+  return scratch.toString("latin1", start, end);
 }
