@@ -210,6 +210,11 @@ export function writeNumeric(w: Writer, value: unknown): boolean {
 
 let scratch = Buffer.alloc(64);
 
+/** Base-10000 digit `d` of the `ndigits` at `digits` (0 past either end). */
+function digitAt(buf: Uint8Array, digits: number, ndigits: number, d: number): number {
+  return d >= 0 && d < ndigits ? (buf[digits + 2 * d] << 8) | buf[digits + 2 * d + 1] : 0;
+}
+
 /** The four decimal digits of `d` into `out` at `p`. */
 function putDigits(out: Uint8Array, p: number, d: number): void {
   out[p] = 48 + ((d / 1000) | 0);
@@ -238,21 +243,18 @@ export function readNumeric(buf: Uint8Array, start: number, end: number): string
   }
   const out = scratch;
   const digits = start + 8;
-  const digit = (
-    d: number,
-  ) => (d >= 0 && d < ndigits ? (buf[digits + 2 * d] << 8) | buf[digits + 2 * d + 1] : 0);
   let p = 0;
   if (sign === NUMERIC_NEG) out[p++] = 45; // -
   if (weight < 0) out[p++] = 48;
   else {
     // The first group without its leading zeros, then four digits per group.
-    const d0 = digit(0);
+    const d0 = digitAt(buf, digits, ndigits, 0);
     putDigits(out, p, d0);
     const skip = d0 >= 1000 ? 0 : d0 >= 100 ? 1 : d0 >= 10 ? 2 : 3;
     out.copyWithin(p, p + skip, p + 4);
     p += 4 - skip;
     for (let d = 1; d <= weight; d++) {
-      putDigits(out, p, digit(d));
+      putDigits(out, p, digitAt(buf, digits, ndigits, d));
       p += 4;
     }
   }
@@ -260,7 +262,7 @@ export function readNumeric(buf: Uint8Array, start: number, end: number): string
     out[p++] = 46; // .
     const stop = p + dscale;
     for (let d = weight + 1; p < stop; d++) {
-      putDigits(out, p, digit(d));
+      putDigits(out, p, digitAt(buf, digits, ndigits, d));
       p += 4;
     }
     p = stop;

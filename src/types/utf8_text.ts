@@ -17,7 +17,7 @@ let view: Buffer = Buffer.alloc(0);
 
 const fromCodes = String.fromCharCode;
 
-/** Up to 8 ASCII bytes as a string by one call; null when a byte is not ASCII. */
+/** Up to 12 ASCII bytes as a flat string by one call; null when a byte is not ASCII. */
 function shortAscii(b: Uint8Array, s: number, n: number): string | null {
   let bits = 0;
   for (let i = s; i < s + n; i++) bits |= b[i];
@@ -39,22 +39,68 @@ function shortAscii(b: Uint8Array, s: number, n: number): string | null {
       return fromCodes(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5]);
     case 7:
       return fromCodes(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6]);
-    default:
+    case 8:
       return fromCodes(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7]);
+    case 9:
+      return fromCodes(
+        b[s],
+        b[s + 1],
+        b[s + 2],
+        b[s + 3],
+        b[s + 4],
+        b[s + 5],
+        b[s + 6],
+        b[s + 7],
+        b[s + 8],
+      );
+    case 10:
+      return fromCodes(
+        b[s],
+        b[s + 1],
+        b[s + 2],
+        b[s + 3],
+        b[s + 4],
+        b[s + 5],
+        b[s + 6],
+        b[s + 7],
+        b[s + 8],
+        b[s + 9],
+      );
+    case 11:
+      return fromCodes(
+        b[s],
+        b[s + 1],
+        b[s + 2],
+        b[s + 3],
+        b[s + 4],
+        b[s + 5],
+        b[s + 6],
+        b[s + 7],
+        b[s + 8],
+        b[s + 9],
+        b[s + 10],
+      );
+    default:
+      return fromCodes(
+        b[s],
+        b[s + 1],
+        b[s + 2],
+        b[s + 3],
+        b[s + 4],
+        b[s + 5],
+        b[s + 6],
+        b[s + 7],
+        b[s + 8],
+        b[s + 9],
+        b[s + 10],
+        b[s + 11],
+      );
   }
-}
-
-/** Up to 12 ASCII bytes as one flat string; null when a byte is not ASCII. */
-function short(b: Uint8Array, start: number, n: number): string | null {
-  const head = shortAscii(b, start, n < 8 ? n : 8);
-  if (n <= 8 || head === null) return head;
-  const tail = shortAscii(b, start + 8, n - 8);
-  return tail === null ? null : head + tail; // under 13 characters: copied, not a rope
 }
 
 /** The UTF-8 text of `buf[start, end)`. */
 export function text(buf: Uint8Array, start: number, end: number): string {
-  if (end - start <= 12) return short(buf, start, end - start) ?? utf8(buf, start, end);
+  if (end - start <= 12) return shortAscii(buf, start, end - start) ?? utf8(buf, start, end);
   if (buf !== viewed) {
     viewed = buf;
     view = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
@@ -68,6 +114,6 @@ export function text(buf: Uint8Array, start: number, end: number): string {
  * cached view of the read buffer, and make a new one per value).
  */
 export function asciiText(scratch: Buffer, start: number, end: number): string {
-  if (end - start <= 12) return short(scratch, start, end - start)!;
+  if (end - start <= 12) return shortAscii(scratch, start, end - start)!;
   return scratch.toString("latin1", start, end);
 }
