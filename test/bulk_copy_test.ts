@@ -52,7 +52,7 @@ const COLUMNS = `id int4 primary key,
   t text, vc varchar(20), bp char(5), by bytea, d date, ts timestamp, tstz timestamptz, u uuid,
   j json, jb jsonb, i4a int4[], i8a int8[], ta text[], numa numeric[], ba bool[], f8a float8[],
   tstza timestamptz[], ua uuid[], jba jsonb[], bya bytea[], i4aa int4[][], da date[], i2a int2[],
-  f4a float4[], vca varchar[], tsa timestamp[]`;
+  f4a float4[], vca varchar[], tsa timestamp[], o oid, nm name`;
 
 const day = (y: number, m: number, d: number) => new Date(Date.UTC(y, m - 1, d));
 
@@ -94,6 +94,8 @@ function typedRows(): Record<string, unknown>[] {
     f4a: [0.5, 3.4028234663852886e38],
     vca: ["x y", "z"],
     tsa: [new Date(2000, 0, 1, 0, 0, 0, 1)],
+    o: 4294967295,
+    nm: "pg_class",
   };
   const nulls = Object.fromEntries(Object.keys(full).map((k) => [k, null]));
   const second = {
@@ -118,6 +120,8 @@ function typedRows(): Record<string, unknown>[] {
     j: { k: [] },
     jb: "[1, 2]",
     i4a: [],
+    o: 0,
+    nm: "",
   };
   return [full, { ...nulls, id: 3 }, second];
 }
@@ -296,6 +300,35 @@ Deno.test("copyFrom: a value only the client can see is wrong (a look-alike uuid
   }
   assert.equal(await count(sql, "checked"), 0);
   await usable(sql);
+});
+
+Deno.test("copyFrom/copyTo: without code generation (a restrictive embedder) the fallback loops store and read the same rows", async () => {
+  await using sql = client();
+  await sql.unsafe(`create temp table gen_on (${COLUMNS}); create temp table gen_off (${COLUMNS})`);
+  const rows = typedRows();
+  await sql.copyFrom("gen_on", rows);
+  const selected = [...await sql`select * from gen_on order by id`];
+  // The row encoders and decoders are compiled with `new Function`; where that throws, loops
+  // over the columns' codecs do the same work.
+  const original = globalThis.Function;
+  globalThis.Function = function () {
+    throw new EvalError("code generation from strings disallowed");
+  } as unknown as FunctionConstructor;
+  let copied: unknown[];
+  try {
+    assert.equal(await sql.copyFrom("gen_off", rows), rows.length);
+    await assert.rejects(
+      sql.copyFrom("gen_off", [{ ...rows[0], i4: "x" }]),
+      (e) => e instanceof CopyRowError && e.row === 0 && e.column === "i4",
+    );
+    copied = await collect(sql.copyTo(sql`select * from gen_on order by id`));
+  } finally {
+    globalThis.Function = original;
+  }
+  const differing = await sql`select i.id from gen_on i full join gen_off c using (id)
+    where i::text is distinct from c::text`;
+  assert.deepEqual([...differing], []);
+  assert.deepEqual(copied, selected.map((r) => ({ ...r })));
 });
 
 Deno.test("copyFrom: array rows in table order, a column list, ReadableStream and iterable sources", async () => {
