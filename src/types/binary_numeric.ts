@@ -76,6 +76,11 @@ function writeWord(w: Writer, text: string, start: number, end: number, sign: nu
   } else throw syntax();
 }
 
+/** Where digit `k` of the integer digits then the fraction's is: the point is skipped. */
+function digitPosition(k: number, intDigits: number, intStart: number, fracStart: number): number {
+  return k < intDigits ? intStart + k : fracStart + k - intDigits;
+}
+
 /**
  * Writes decimal text (`-12.50`, `1.5e-7`, `NaN`, ` 3 `) as a numeric field;
  * throws {@linkcode NumericError} for anything numeric_in refuses.
@@ -121,17 +126,20 @@ export function writeNumericText(w: Writer, text: string): void {
   const dscale = Math.max(0, fracDigits - exponent);
   if (dscale > NUMERIC_MAX_DSCALE) throw range();
 
-  // Digit k of the intDigits + fracDigits digits is at charAt(k), skipping the point.
+  // Digit k of the intDigits + fracDigits digits is at digitPosition(k, ...), past the point.
   const total = intDigits + fracDigits;
-  const at = (k: number) => (k < intDigits ? intStart + k : fracStart + k - intDigits);
   let start = 0;
-  while (start < total && text.charCodeAt(at(start)) === 48) start++;
+  while (
+    start < total && text.charCodeAt(digitPosition(start, intDigits, intStart, fracStart)) === 48
+  ) {
+    start++;
+  }
   if (start === total) { // zero keeps its scale ("0.00"); numeric has no negative zero
     header(w, 0, 0, NUMERIC_POS, dscale);
     return;
   }
   let end = total;
-  while (text.charCodeAt(at(end - 1)) === 48) end--;
+  while (text.charCodeAt(digitPosition(end - 1, intDigits, intStart, fracStart)) === 48) end--;
   // Digit k stands for 10^(intDigits + exponent - 1 - k); its base-10000 digit is that power / 4.
   const top = intDigits + exponent - 1 - start;
   const bottom = intDigits + exponent - end;
@@ -152,7 +160,8 @@ export function writeNumericText(w: Writer, text: string): void {
       value = 0;
       group = g;
     }
-    value += (text.charCodeAt(at(k)) - 48) * POW10[power & 3];
+    value += (text.charCodeAt(digitPosition(k, intDigits, intStart, fracStart)) - 48) *
+      POW10[power & 3];
   }
   b[p] = value >>> 8;
   b[p + 1] = value;
