@@ -64,6 +64,12 @@ function elementEncoder(oid: number): BinaryEncoder {
 
 const be32 = (n: number) => [(n >>> 24) & 255, (n >>> 16) & 255, (n >>> 8) & 255, n & 255];
 
+/** A numeric field's bytes (length prefix included) from its header and base-10000 digits. */
+function numeric(ndigits: number, weight: number, sign: number, dscale: number, ...d: number[]) {
+  const h = [ndigits, weight, sign, dscale, ...d].flatMap((x) => [(x >> 8) & 255, x & 255]);
+  return [...be32(h.length), ...h];
+}
+
 Deno.test("binary encoders: integers, floats and bool as their exact bytes", () => {
   assert.deepEqual(field(Oid.int2, -2), [0, 0, 0, 2, 0xff, 0xfe]);
   assert.deepEqual(field(Oid.int4, 42), [0, 0, 0, 4, 0, 0, 0, 42]);
@@ -116,16 +122,6 @@ Deno.test("binary encoders: text, bytea, json, jsonb and uuid", () => {
 });
 
 Deno.test("binary encoders: numeric digits, weight, sign and display scale as numeric_in keeps them", () => {
-  const numeric = (
-    ndigits: number,
-    weight: number,
-    sign: number,
-    dscale: number,
-    ...d: number[]
-  ) => {
-    const h = [ndigits, weight, sign, dscale, ...d].flatMap((x) => [(x >> 8) & 255, x & 255]);
-    return [...be32(h.length), ...h];
-  };
   assert.deepEqual(field(Oid.numeric, "123.45"), numeric(2, 0, 0, 2, 123, 4500));
   assert.deepEqual(field(Oid.numeric, "-0.001"), numeric(1, -1, 0x4000, 3, 10));
   assert.deepEqual(field(Oid.numeric, "1e3"), numeric(1, 0, 0, 0, 1000));
@@ -358,16 +354,6 @@ Deno.test("text COPY: fields are escaped one way and unescaped the other", () =>
 });
 
 Deno.test("binary encoders: numeric takes what numeric_in takes (spaces, inf, exponents) and refuses the rest", () => {
-  const numeric = (
-    ndigits: number,
-    weight: number,
-    sign: number,
-    dscale: number,
-    ...d: number[]
-  ) => {
-    const h = [ndigits, weight, sign, dscale, ...d].flatMap((x) => [(x >> 8) & 255, x & 255]);
-    return [...be32(h.length), ...h];
-  };
   assert.deepEqual(field(Oid.numeric, " \t1.5\n "), numeric(2, 0, 0, 1, 1, 5000));
   assert.deepEqual(field(Oid.numeric, "1."), numeric(1, 0, 0, 0, 1));
   assert.deepEqual(field(Oid.numeric, ".5"), numeric(1, -1, 0, 1, 5000));

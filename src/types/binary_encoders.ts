@@ -527,32 +527,7 @@ function writeFlat(
   put32(b, at + 16, n);
   put32(b, at + 20, 1); // lower bound
   w.length = at + 24;
-  let nulls = false;
-  for (let i = 0; i < n; i++) {
-    let e = a[i];
-    if (e === undefined) {
-      if (undef === undefined) {
-        throw new EncodeError(
-          "UNDEFINED_VALUE",
-          `array element ${i} is undefined; use null for NULL`,
-        );
-      }
-      e = undef;
-    }
-    if (e === null) {
-      writeNull(w);
-      nulls = true;
-    } else if (Array.isArray(e)) {
-      throw invalid("a rectangular array (sub-arrays of equal length)", a);
-    } else {
-      try {
-        element(w, e);
-      } catch (err) {
-        throw elementError(err, i);
-      }
-    }
-  }
-  if (nulls) put32(w.buf, at + 8, 1);
+  if (writeLeaves(w, a, element, undef)) put32(w.buf, at + 8, 1);
   put32(w.buf, at, w.length - at - 4);
 }
 
@@ -583,15 +558,25 @@ function writeElements(
   if (a.length !== dims[depth]) {
     throw invalid("a rectangular array (sub-arrays of equal length)", a);
   }
+  if (depth === dims.length - 1) return writeLeaves(w, a, element, undef);
   let nulls = false;
-  const leaf = depth === dims.length - 1;
+  for (const e of a) {
+    if (!Array.isArray(e)) throw invalid("a rectangular array (sub-arrays of equal length)", e);
+    if (writeElements(w, e, dims, depth + 1, element, undef)) nulls = true;
+  }
+  return nulls;
+}
+
+/** Writes the elements of an array's last dimension; true if any was NULL. */
+function writeLeaves(
+  w: Writer,
+  a: readonly unknown[],
+  element: BinaryEncoder,
+  undef: unknown,
+): boolean {
+  let nulls = false;
   for (let i = 0; i < a.length; i++) {
     let e = a[i];
-    if (!leaf) {
-      if (!Array.isArray(e)) throw invalid("a rectangular array (sub-arrays of equal length)", e);
-      if (writeElements(w, e, dims, depth + 1, element, undef)) nulls = true;
-      continue;
-    }
     if (e === undefined) {
       if (undef === undefined) {
         throw new EncodeError(
