@@ -537,3 +537,56 @@ Deno.test("binary decoders: text of every length, ASCII or not, and one-dimensio
     ProtocolViolation,
   );
 });
+
+Deno.test("binary decoders: timestamp's wall clock by arithmetic is the Date the getters gave, in zones with DST, odd offsets and skipped days", async () => {
+  // Each zone in a fresh process (TZ is read at startup): 30,000 instants from 4713 BC to the
+  // end of JS's range, each hour of two DST days, and years 0-99, decoded both ways.
+  const module = new URL("../src/types/text_decoders.ts", import.meta.url).href;
+  const code = `
+    import { localDate, wallClockDate } from "${module}";
+    const reference = (wall) => {
+      const w = new Date(wall);
+      if (Number.isNaN(w.getTime())) return w;
+      return localDate(w.getUTCFullYear(), w.getUTCMonth(), w.getUTCDate(), w.getUTCHours(),
+        w.getUTCMinutes(), w.getUTCSeconds(), w.getUTCMilliseconds());
+    };
+    const walls = [-8.64e15, 8.64e15, 8.64e15 + 1, -62198755200000, -62135596800001, 0, -1];
+    let seed = 11;
+    for (let i = 0; i < 30000; i++) {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      walls.push(Math.round((seed / 2147483648) * 1.7e16 - 8.5e15));
+      walls.push(Date.UTC(seed % 100, seed % 12, 1 + (seed % 28), seed % 24, seed % 60));
+    }
+    for (let h = 0; h < 48 * 4; h++) {
+      walls.push(Date.UTC(2024, 2, 30, 0, 15 * h), Date.UTC(2024, 9, 26, 0, 15 * h, 7, 123));
+      walls.push(Date.UTC(2011, 11, 29, 0, 15 * h), Date.UTC(1867, 9, 17, 0, 15 * h));
+    }
+    let bad = 0;
+    for (const wall of walls) {
+      const a = wallClockDate(wall).getTime();
+      const b = reference(wall).getTime();
+      if (!(a === b || (Number.isNaN(a) && Number.isNaN(b)))) bad++;
+    }
+    console.log(bad + " of " + walls.length);`;
+  for (
+    const zone of [
+      "UTC",
+      "Europe/Helsinki",
+      "America/New_York",
+      "Australia/Lord_Howe",
+      "Pacific/Apia",
+      "America/Juneau",
+      "Asia/Kolkata",
+    ]
+  ) {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["eval", "--no-lock", code],
+      env: { TZ: zone },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(out.stdout).trim();
+    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    assert.match(text, /^0 of \d+$/, `${zone}: ${text}`);
+  }
+});

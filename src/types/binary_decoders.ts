@@ -14,7 +14,7 @@
 import { Buffer } from "node:buffer";
 import { Oid } from "./oids.ts";
 import type { ByteDecoderFn } from "./byte_decoders.ts";
-import { localDate, MAX_TIME } from "./text_decoders.ts";
+import { MAX_TIME, wallClockDate } from "./text_decoders.ts";
 import { i16, i32, ProtocolViolation } from "../protocol/backend.ts";
 
 /** ms between 1970-01-01 and PostgreSQL's epoch, 2000-01-01. */
@@ -99,18 +99,8 @@ const decodeTimestamp: ByteDecoderFn = (buf, start, end) => {
   const ms = microsToMs(buf, start);
   if (ms === Infinity) return new Date(MAX_TIME);
   if (ms === -Infinity) return new Date(-MAX_TIME);
-  // The value is a wall-clock reading: read its fields as UTC, then place them in local time.
-  const wall = new Date(ms + PG_EPOCH_MS);
-  if (Number.isNaN(wall.getTime())) return wall;
-  return localDate(
-    wall.getUTCFullYear(),
-    wall.getUTCMonth(),
-    wall.getUTCDate(),
-    wall.getUTCHours(),
-    wall.getUTCMinutes(),
-    wall.getUTCSeconds(),
-    wall.getUTCMilliseconds(),
-  );
+  // The value is a wall-clock reading: its fields, placed in local time.
+  return wallClockDate(ms + PG_EPOCH_MS);
 };
 
 const decodeDate: ByteDecoderFn = (buf, start, end) => {
