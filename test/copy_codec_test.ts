@@ -590,3 +590,23 @@ Deno.test("binary decoders: timestamp's wall clock by arithmetic is the Date the
     assert.match(text, /^0 of \d+$/, `${zone}: ${text}`);
   }
 });
+
+Deno.test("binary decoders: timestamptz microseconds round down to milliseconds exactly, either side of 2000", () => {
+  const decode = copyDecoderFor(Oid.timestamptz, plain)!;
+  const bytes = new Uint8Array(8);
+  const view = new DataView(bytes.buffer);
+  let seed = 5n;
+  const micros = [0n, -1n, 999n, -999n, -1000n, -1001n, 1000n, 2n ** 62n, -(2n ** 62n)];
+  for (let i = 0; i < 20000; i++) {
+    seed = (seed * 6364136223846793005n + 1442695040888963407n) % 2n ** 64n;
+    micros.push(BigInt.asIntN(50, seed)); // up to ±17,800 years: every sign and size
+  }
+  for (const us of micros) {
+    view.setBigInt64(0, us);
+    // floor(us / 1000), as the text form's parse truncates to ms toward -infinity
+    const ms = Number(us >= 0n ? us / 1000n : -((-us + 999n) / 1000n)) + 946684800000;
+    const expected = Math.abs(ms) > 8.64e15 ? NaN : ms;
+    const got = (decode(bytes, 0, 8) as Date).getTime();
+    assert.ok(got === expected || (Number.isNaN(got) && Number.isNaN(expected)), `${us}`);
+  }
+});
