@@ -225,7 +225,7 @@ Deno.test("copyFrom/copyTo: NULL in every column position, alone and as the only
 
 Deno.test("copyFrom/copyTo: numeric edge cases store and read back as a plain insert and select do", async () => {
   await using sql = client();
-  const [{ version }] = await sql`select current_setting('server_version_num')::int as version`;
+  const version = await serverVersion(sql);
   // Infinity is a numeric from PostgreSQL 14, a negative scale from 15.
   const negativeScale = version >= 150000 ? ", ns numeric(5,-2)" : "";
   await sql.unsafe(`create temp table num_insert (id int4, n numeric, na numeric[]${negativeScale});
