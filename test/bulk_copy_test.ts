@@ -804,12 +804,15 @@ Deno.test("copyFrom then copyTo: 2,000,000 rows streamed from an async generator
   assert.ok(mib(r.loadPeakRss) < 150, `load peak RSS ${mib(r.loadPeakRss)} MiB (${samples})`);
   assert.ok(mib(r.peakRss) < 256, `peak RSS ${mib(r.peakRss)} MiB (${samples})`);
   // Flat, not growing with the rows: V8 sizes its heap up early on, then the second half of
-  // each phase (another million rows) adds next to nothing. Buffering would add ~100 MB there.
+  // each phase (another million rows) adds next to nothing. Buffering would add ~100 MB there
+  // (the read's million rows are ~100 MB of COPY data, more decoded). One doubling of V8's young
+  // generation (+32 MiB at once, 16 to 32 MiB halves) sometimes lands after the midpoint on a
+  // loaded machine, so the bound sits above that and well below buffering.
   for (const samples of [r.loadRss, r.readRss]) {
     const half = samples[Math.floor(samples.length / 2)];
     const growth = mib(samples[samples.length - 1] - half);
     assert.ok(
-      growth < 16,
+      growth < 40,
       `RSS grew ${growth.toFixed(1)} MiB in the second half: ${samples.map(mib)}`,
     );
   }
