@@ -28,7 +28,7 @@ import type { EncodeContext, PipelineRequest, RequestIO } from "./request.ts";
 import type { ConnectionState } from "./query_request.ts";
 import { type PasswordSource, startup } from "./startup.ts";
 import { StatementCache } from "./statement.ts";
-import { sendCancel } from "./cancel.ts";
+import { sendCancel, StrayCancels } from "./cancel.ts";
 import {
   type Endpoint,
   openTransport,
@@ -87,10 +87,11 @@ const IDLE = 0x49; // ReadyForQuery status outside a transaction block
 const COMPACT_AFTER = 4096;
 
 /**
- * The error of a query the server skipped because `cause` aborted its batch, in the server's own
- * terms (`code`, `message`), with `detail` saying why it never ran and `cause` attached.
+ * The error of a query that `cause` failed though it was not its own (an error that aborted its
+ * batch, a cancel meant for another query), in the server's own terms (`code`, `message`), with
+ * `detail` saying what happened and `cause` attached.
  */
-function batchError(code: string, message: string, detail: string, cause: PostgresError) {
+function derivedError(code: string, message: string, detail: string, cause: PostgresError) {
   const err = new PostgresError({
     S: "ERROR",
     V: "ERROR",
@@ -107,7 +108,7 @@ function batchError(code: string, message: string, detail: string, cause: Postgr
  * own (a statement in an aborted transaction).
  */
 const skippedInBatch = (cause: PostgresError): PostgresError =>
-  batchError(
+  derivedError(
     "25P02",
     "current transaction is aborted, commands ignored until end of transaction block",
     "not run: an earlier query written in the same batch of this transaction failed",
@@ -120,10 +121,23 @@ const skippedInBatch = (cause: PostgresError): PostgresError =>
  * 57014, as a cancel gives.
  */
 const cancelledInBatch = (cause: PostgresError): PostgresError =>
-  batchError(
+  derivedError(
     "57014",
     "canceling statement due to user request",
     "cancelled: the server stopped its batch while an earlier query of it ran",
+    cause,
+  );
+
+/**
+ * A CancelRequest sent for another query stopped this one (the server stops whatever runs when
+ * the signal lands), and it cannot simply run again (inside a transaction block, a cursor, a
+ * COPY, a multi-statement simple query): 57014, and why.
+ */
+const strayCancel = (cause: PostgresError): PostgresError =>
+  derivedError(
+    "57014",
+    "canceling statement due to user request",
+    "stopped: a cancel this connection sent for another query landed while it ran",
     cause,
   );
 
@@ -246,7 +260,7 @@ export class Connection implements EncodeContext {
   };
   #cancelWhenHead = new Set<PipelineRequest>(); // cancel asked while others ran ahead of it
   #cancelled = new Set<PipelineRequest>(); // requests a CancelRequest was sent for
-  #cancelsPending = 0; // CancelRequests sent whose effect has not been seen
+  #strays = new StrayCancels(); // our CancelRequests that may yet stop a request they were not for
   #resend: PipelineRequest | null = null; // re-sent at its ReadyForQuery (late cancel, stale statement)
   #lastRead = 0; // ms timestamps for the query_timeout watchdog
   #lastWrite = 0;
@@ -607,23 +621,24 @@ export class Connection implements EncodeContext {
           this.#fatal = err;
           return;
         }
-        const cancelled = err.code === "57014" && this.#cancelsPending > 0 &&
-          /user request/.test(err.message);
+        // A cancel of ours sent for another request stopped this one (see StrayCancels).
+        const stray = err.code === "57014" && !this.#cancelled.has(req) &&
+          /user request/.test(err.message) && this.#strays.mayHit(req);
         if (!this.#synced[this.#head]) {
           // Mid-batch: the server now skips the rest of the batch up to its Sync.
-          if (cancelled) this.#cancelsPending--;
-          req.error(err);
-          this.#aborted = err;
+          const failure = stray ? strayCancel(err) : err;
+          req.error(failure);
+          this.#aborted = failure;
           return this.#batchedDone(req);
         }
-        if (cancelled) {
-          this.#cancelsPending--;
-          // A cancel that arrived after its target finished hit this request instead: outside
-          // a transaction block it is safe to run it again.
-          if (!this.#cancelled.has(req) && this.status === IDLE && req.restart?.() === true) {
+        if (stray) {
+          // Outside a transaction block it is safe to run it again.
+          if (this.status === IDLE && req.restart?.() === true) {
+            this.#strays.resent(req);
             this.#resend = req;
             return;
           }
+          return req.error(strayCancel(err));
         }
         if (req.retryable?.(err, this.status === IDLE) === true) {
           this.#resend = req;
@@ -788,8 +803,10 @@ export class Connection implements EncodeContext {
 
   #cancelNow(req: PipelineRequest): void {
     this.#cancelled.add(req);
-    this.#cancelsPending++;
-    sendCancel(this.#options.endpoint, this.pid, this.secret);
+    this.#strays.sent();
+    sendCancel(this.#options.endpoint, this.pid, this.secret).then(() =>
+      this.#strays.closed(this.#queue, this.#head, this.#tail)
+    );
   }
 
   /** Moves waiting requests into the pipeline as answers make room. */
