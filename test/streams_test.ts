@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import postgres, { CLOSE, PostgresError, QueryError } from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
-import { cancelRelay } from "./harness/cancel_relay.ts";
+import { cancelRelay, type HeldCancel } from "./harness/cancel_relay.ts";
 import { untilSleeping } from "./harness/util.ts";
 
 const url = databaseUrl();
@@ -230,6 +230,16 @@ async function relayedSession() {
     sql,
     admin,
     pid: pid as number,
+    /** Cancels a pg_sleep; the server gets the CancelRequest once, and it stays open. */
+    async cancelSleep(): Promise<HeldCancel> {
+      const slow = sql`select pg_sleep(30)`.execute();
+      await untilSleeping(admin, pid);
+      slow.cancel();
+      const cancel = await relay.next();
+      await cancel.deliver();
+      await assert.rejects(slow, (e) => e instanceof PostgresError && e.code === "57014");
+      return cancel;
+    },
     async [Symbol.asyncDispose]() {
       await Promise.all([sql.end(), admin.end()]);
     },
@@ -252,19 +262,15 @@ Deno.test("cancel: a second signal of the same CancelRequest hitting the next qu
   await cancel.deliver(); // the second SIGINT lands on the innocent query
   cancel.close();
   const [{ run }] = await innocent;
-  assert.equal(run, 2, "hit once, then run again");
+  // At least twice: the server may itself split this delivery's signals around a run again.
+  assert.ok(run >= 2, `hit, then run again (run ${run})`);
   assert.equal((await sql`select 5 as five`)[0].five, 5);
 });
 
 Deno.test("cancel: a stray signal inside a transaction rejects the query it hit with a clear 57014", async () => {
   await using session = await relayedSession();
-  const { relay, sql, admin, pid } = session;
-  const slow = sql`select pg_sleep(30)`.execute();
-  await untilSleeping(admin, pid);
-  slow.cancel();
-  const cancel = await relay.next();
-  await cancel.deliver();
-  await assert.rejects(slow, (e) => e instanceof PostgresError && e.code === "57014");
+  const { sql, admin, pid } = session;
+  const cancel = await session.cancelSleep();
   const failed = sql.begin(async (tx) => {
     await tx`select 1`;
     const hit = tx`select pg_sleep(5)`.execute();
@@ -277,6 +283,25 @@ Deno.test("cancel: a stray signal inside a transaction rejects the query it hit 
     /a cancel this connection sent for another query/.test(e.detail ?? ""));
   cancel.close();
   assert.equal((await sql`select 6 as six`)[0].six, 6);
+});
+
+Deno.test("cancel: a query stopped by a stray signal and cancelled before it goes again is not re-run", async () => {
+  await using session = await relayedSession();
+  const { relay, sql, admin, pid } = session;
+  const cancel = await session.cancelSleep();
+  const controller = new AbortController();
+  const innocent = sql`select pg_sleep(5)`.signal(controller.signal).execute();
+  await untilSleeping(admin, pid);
+  const pause = relay.pauseAfterCancelError();
+  await cancel.deliver(); // stops the innocent query: the driver means to send it again
+  await pause.reached; // its ErrorResponse is read, its ReadyForQuery not yet
+  controller.abort(new Error("gave up"));
+  pause.release();
+  const started = Date.now();
+  await assert.rejects(innocent, /gave up/);
+  assert.ok(Date.now() - started < 4000, "rejected at once, not after running again");
+  cancel.close();
+  assert.equal((await sql`select 7 as seven`)[0].seven, 7);
 });
 
 Deno.test("cancel: once a cancel that landed on an idle backend is done, another session's cancel still rejects", async () => {

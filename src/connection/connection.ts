@@ -262,6 +262,7 @@ export class Connection implements EncodeContext {
   #cancelled = new Set<PipelineRequest>(); // requests a CancelRequest was sent for
   #strays = new StrayCancels(); // our CancelRequests that may yet stop a request they were not for
   #resend: PipelineRequest | null = null; // re-sent at its ReadyForQuery (late cancel, stale statement)
+  #resendCancelled: Error | null = null; // its user cancelled it before it went again
   #lastRead = 0; // ms timestamps for the query_timeout watchdog
   #lastWrite = 0;
   #watchdog: ReturnType<typeof setInterval> | undefined;
@@ -589,8 +590,14 @@ export class Connection implements EncodeContext {
         this.#shift(req);
         if (req === this.#resend) {
           this.#resend = null;
-          this.status = before;
-          this.#enqueue(req);
+          const cancelled = this.#resendCancelled;
+          if (cancelled !== null) {
+            this.#resendCancelled = null;
+            req.fail(cancelled);
+          } else {
+            this.status = before;
+            this.#enqueue(req);
+          }
         } else {
           req.ready();
           if (req.shared === true && this.status !== IDLE) return this.#leaveTransaction();
@@ -776,10 +783,17 @@ export class Connection implements EncodeContext {
 
   /**
    * Cancels a request: one still waiting locally is dropped (rejected with
-   * `reason`); one in the pipeline gets a CancelRequest when it is the one the
-   * server is running, so the cancel does not hit its neighbours.
+   * `reason`), as is one the server stopped that waits to be sent again; one in
+   * the pipeline gets a CancelRequest when it is the one the server is running,
+   * so the cancel does not hit its neighbours.
    */
   cancel(req: PipelineRequest, reason: Error): void {
+    if (req === this.#resend) {
+      // The server already stopped it, and it waits for its ReadyForQuery to go again: it stays
+      // stopped. A CancelRequest now would land on an idle backend, or on the next query.
+      this.#resendCancelled = reason;
+      return;
+    }
     const waiting = this.#backlog.indexOf(req, this.#backlogHead);
     if (waiting !== -1) {
       this.#backlog.splice(waiting, 1);
