@@ -41,7 +41,8 @@ export async function sendCancel(endpoint: Endpoint, pid: number, secret: number
  * be descheduled in between, so one cancel may stop its target and then the query after it. So
  * counting cancels against errors drifts both ways; what holds is that the server closes the
  * cancel socket only after signalling. While one of ours is open any request may be hit; once the
- * last closes, only the requests already written then (`closed`) may still be.
+ * last closes, only the requests already written then (`closed`) may still be. (A cancel the
+ * server has not taken within CANCEL_TIMEOUT_MS counts as closed: past that, a bound is a guess.)
  */
 export class StrayCancels {
   #open = 0;
@@ -57,7 +58,7 @@ export class StrayCancels {
     if (--this.#open > 0) return; // the requests still queued are marked when the last closes
     if (from === to) return;
     const exposed = this.#exposed ??= new WeakSet();
-    for (let i = from; i < to; i++) exposed.add(queue[i]);
+    for (let i = from; i < to; i++) if (queue[i] !== undefined) exposed.add(queue[i]);
   }
 
   /** Whether a "canceling statement due to user request" on `req` may be one of ours gone astray. */
