@@ -28,7 +28,7 @@ import type { EncodeContext, PipelineRequest, RequestIO } from "./request.ts";
 import type { ConnectionState } from "./query_request.ts";
 import { type PasswordSource, startup } from "./startup.ts";
 import { StatementCache } from "./statement.ts";
-import { sendCancel } from "./cancel.ts";
+import { sendCancel, StrayCancels } from "./cancel.ts";
 import {
   type Endpoint,
   openTransport,
@@ -92,10 +92,11 @@ const IDLE = 0x49; // ReadyForQuery status outside a transaction block
 const COMPACT_AFTER = 4096;
 
 /**
- * The error of a query the server skipped because `cause` aborted its batch, in the server's own
- * terms (`code`, `message`), with `detail` saying why it never ran and `cause` attached.
+ * The error of a query that `cause` failed though it was not its own (an error that aborted its
+ * batch, a cancel meant for another query), in the server's own terms (`code`, `message`), with
+ * `detail` saying what happened and `cause` attached.
  */
-function batchError(code: string, message: string, detail: string, cause: PostgresError) {
+function derivedError(code: string, message: string, detail: string, cause: PostgresError) {
   const err = new PostgresError({
     S: "ERROR",
     V: "ERROR",
@@ -112,7 +113,7 @@ function batchError(code: string, message: string, detail: string, cause: Postgr
  * own (a statement in an aborted transaction).
  */
 const skippedInBatch = (cause: PostgresError): PostgresError =>
-  batchError(
+  derivedError(
     "25P02",
     "current transaction is aborted, commands ignored until end of transaction block",
     "not run: an earlier query written in the same batch of this transaction failed",
@@ -125,10 +126,23 @@ const skippedInBatch = (cause: PostgresError): PostgresError =>
  * 57014, as a cancel gives.
  */
 const cancelledInBatch = (cause: PostgresError): PostgresError =>
-  batchError(
+  derivedError(
     "57014",
     "canceling statement due to user request",
     "cancelled: the server stopped its batch while an earlier query of it ran",
+    cause,
+  );
+
+/**
+ * A CancelRequest sent for another query stopped this one (the server stops whatever runs when
+ * the signal lands), and it cannot simply run again (inside a transaction block, a cursor, a
+ * COPY, a multi-statement simple query): 57014, and why.
+ */
+const strayCancel = (cause: PostgresError): PostgresError =>
+  derivedError(
+    "57014",
+    "canceling statement due to user request",
+    "stopped: a cancel this connection sent for another query landed while it ran",
     cause,
   );
 
@@ -251,8 +265,9 @@ export class Connection implements EncodeContext {
   };
   #cancelWhenHead = new Set<PipelineRequest>(); // cancel asked while others ran ahead of it
   #cancelled = new Set<PipelineRequest>(); // requests a CancelRequest was sent for
-  #cancelsPending = 0; // CancelRequests sent whose effect has not been seen
+  #strays = new StrayCancels(); // our CancelRequests that may yet stop a request they were not for
   #resend: PipelineRequest | null = null; // re-sent at its ReadyForQuery (late cancel, stale statement)
+  #resendCancelled: Error | null = null; // its user cancelled it before it went again
   #lastRead = 0; // ms timestamps for the query_timeout watchdog
   #lastWrite = 0;
   #watchdog: ReturnType<typeof setInterval> | undefined;
@@ -587,8 +602,14 @@ export class Connection implements EncodeContext {
         this.#shift(req);
         if (req === this.#resend) {
           this.#resend = null;
-          this.status = before;
-          this.#enqueue(req);
+          const cancelled = this.#resendCancelled;
+          if (cancelled !== null) {
+            this.#resendCancelled = null;
+            req.fail(cancelled);
+          } else {
+            this.status = before;
+            this.#enqueue(req);
+          }
         } else {
           req.ready();
           if (req.shared === true && this.status !== IDLE) return this.#leaveTransaction();
@@ -619,23 +640,24 @@ export class Connection implements EncodeContext {
           this.#fatal = err;
           return;
         }
-        const cancelled = err.code === "57014" && this.#cancelsPending > 0 &&
-          /user request/.test(err.message);
+        // A cancel of ours sent for another request stopped this one (see StrayCancels).
+        const stray = err.code === "57014" && !this.#cancelled.has(req) &&
+          /user request/.test(err.message) && this.#strays.mayHit(req);
         if (!this.#synced[this.#head]) {
           // Mid-batch: the server now skips the rest of the batch up to its Sync.
-          if (cancelled) this.#cancelsPending--;
-          req.error(err);
-          this.#aborted = err;
+          const failure = stray ? strayCancel(err) : err;
+          req.error(failure);
+          this.#aborted = failure;
           return this.#batchedDone(req);
         }
-        if (cancelled) {
-          this.#cancelsPending--;
-          // A cancel that arrived after its target finished hit this request instead: outside
-          // a transaction block it is safe to run it again.
-          if (!this.#cancelled.has(req) && this.status === IDLE && req.restart?.() === true) {
+        if (stray) {
+          // Outside a transaction block it is safe to run it again.
+          if (this.status === IDLE && req.restart?.() === true) {
+            this.#strays.resent(req);
             this.#resend = req;
             return;
           }
+          return req.error(strayCancel(err));
         }
         if (req.retryable?.(err, this.status === IDLE) === true) {
           this.#resend = req;
@@ -773,10 +795,17 @@ export class Connection implements EncodeContext {
 
   /**
    * Cancels a request: one still waiting locally is dropped (rejected with
-   * `reason`); one in the pipeline gets a CancelRequest when it is the one the
-   * server is running, so the cancel does not hit its neighbours.
+   * `reason`), as is one the server stopped that waits to be sent again; one in
+   * the pipeline gets a CancelRequest when it is the one the server is running,
+   * so the cancel does not hit its neighbours.
    */
   cancel(req: PipelineRequest, reason: Error): void {
+    if (req === this.#resend) {
+      // The server already stopped it, and it waits for its ReadyForQuery to go again: it stays
+      // stopped. A CancelRequest now would land on an idle backend, or on the next query.
+      this.#resendCancelled = reason;
+      return;
+    }
     const waiting = this.#backlog.indexOf(req, this.#backlogHead);
     if (waiting !== -1) {
       this.#backlog.splice(waiting, 1);
@@ -800,8 +829,10 @@ export class Connection implements EncodeContext {
 
   #cancelNow(req: PipelineRequest): void {
     this.#cancelled.add(req);
-    this.#cancelsPending++;
-    sendCancel(this.#options.endpoint, this.pid, this.secret);
+    this.#strays.sent();
+    sendCancel(this.#options.endpoint, this.pid, this.secret).then(() =>
+      this.#strays.closed(this.#queue, this.#head, this.#tail)
+    );
   }
 
   /** Moves waiting requests into the pipeline as answers make room. */
