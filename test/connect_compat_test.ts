@@ -139,6 +139,74 @@ Deno.test("socket: whatever the function throws or rejects with rejects the quer
   }
 });
 
+Deno.test("socket: after a first connection, a value it throws still rejects query, reserve() and begin() at once, alike", async () => {
+  // postgres.js's 'Ensure reserve on connection throws proper error' with a pool that was
+  // connected: the thrown value was taken for an outage and retried, so reserve() hung.
+  for (const thrown of ["wat", new Error("own error")]) {
+    let calls = 0;
+    const sql = postgres(url, {
+      ...quiet,
+      max: 1,
+      idle_timeout: 0.05,
+      connect_timeout: 30,
+      socket: () => {
+        if (calls++ === 0) return net.connect(target.port, target.host);
+        throw thrown;
+      },
+    });
+    try {
+      await sql`select 1`;
+      await new Promise((r) => setTimeout(r, 300)); // idle_timeout closed the first connection
+      const [q, r, b] = [
+        await within(sql`select 1`.then(() => null, (e) => e), 5000, "the query"),
+        await within(sql.reserve().then(() => null, (e) => e), 5000, "reserve()"),
+        await within(sql.begin(() => 1).then(() => null, (e) => e), 5000, "begin()"),
+      ];
+      for (const e of [q, r, b]) {
+        if (thrown instanceof Error) assert.equal(e, thrown, "the user's own error, unwrapped");
+        else {
+          assertConnectionError(e, "CONNECT_FAILED");
+          assert.equal((e as Error).message, "wat");
+        }
+      }
+    } finally {
+      await sql.end();
+    }
+  }
+});
+
+Deno.test("an outage: reserve() and begin() give up at connect_timeout as queries do, never hang", async () => {
+  const closed = freePort();
+  let calls = 0;
+  const sql = postgres(url, {
+    ...quiet,
+    max: 1,
+    idle_timeout: 0.05,
+    connect_timeout: 0.5,
+    // The server "goes away" after the first connection: every later attempt is refused.
+    socket: () => net.connect(calls++ === 0 ? target.port : closed, target.host),
+  });
+  try {
+    await sql`select 1`;
+    await new Promise((r) => setTimeout(r, 300));
+    const outcomes = await within(
+      Promise.all([
+        sql`select 1`.then(() => null, (e) => e),
+        sql.reserve().then(() => null, (e) => e),
+        sql.begin(() => 1).then(() => null, (e) => e),
+      ]),
+      5000,
+      "the callers waiting through the outage",
+    );
+    for (const e of outcomes) {
+      assertConnectionError(e, "CONNECT_TIMEOUT");
+      assert.equal((e as ConnectionError).outcome, "not-sent");
+    }
+  } finally {
+    await sql.end();
+  }
+});
+
 Deno.test("socket: a node:net Socket returned while still connecting to a closed port → ECONNREFUSED", async () => {
   const port = freePort();
   const sql = postgres(url, { ...quiet, socket: () => net.connect(port, "127.0.0.1") });

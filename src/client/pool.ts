@@ -17,6 +17,7 @@ import type { PipelineRequest } from "../connection/request.ts";
 import { ConnectionError, isSocketErrorCode, QueryError } from "../errors.ts";
 import { QueryRequest } from "../connection/query_request.ts";
 import type { DebugHook } from "./options.ts";
+import { isUserFailure } from "../connection/transport.ts";
 import { exec } from "./exec.ts";
 import { connect, type HostOptions } from "./hosts.ts";
 
@@ -48,6 +49,7 @@ const BACKOFF_MAX_MS = 2000;
  * A socket that could not be opened (ECONNREFUSED, ENOTFOUND, ...) counts as CONNECT_FAILED.
  */
 function transient(e: unknown): boolean {
+  if (isUserFailure(e)) return false; // what the `socket` function threw: its own, not an outage
   if (e instanceof ConnectionError) {
     return e.code === "CONNECT_FAILED" || e.code === "CONNECTION_CLOSED" ||
       e.code === "CONNECT_TIMEOUT" || e.code === "NO_MATCHING_HOST" || isSocketErrorCode(e.code);
@@ -61,6 +63,8 @@ function transient(e: unknown): boolean {
 interface Reserver {
   resolve(c: Connection): void;
   reject(e: Error): void;
+  /** When it began waiting, for connect_timeout (ms since the epoch). */
+  since: number;
 }
 
 /** A set of pipelined connections sharing one configuration. */
@@ -245,7 +249,7 @@ export class Pool {
         this.#reserved.add(best);
         return resolve(best);
       }
-      this.#reservers.push({ resolve, reject });
+      this.#reservers.push({ resolve, reject, since: Date.now() });
       if (this.#canOpen()) this.#connect();
     });
   }
@@ -365,7 +369,11 @@ export class Pool {
     }, delay);
   }
 
-  /** Fails waiting requests that have waited longer than connect_timeout for a connection. */
+  /**
+   * Fails waiting requests and reservers (sql.begin, sql.reserve) that have waited longer than
+   * connect_timeout for a connection: one rule for every caller, so none waits through an
+   * outage for ever.
+   */
   #expire(): void {
     let limit: number;
     try {
@@ -375,15 +383,17 @@ export class Pool {
     }
     if (limit <= 0) return;
     const now = Date.now();
+    const timedOut = () => {
+      const e = connectTimeoutError(this.#options.endpoint, this.#lastError ?? undefined);
+      e.outcome = "not-sent";
+      return e;
+    };
     let n = 0;
     while (n < this.#waitingSince.length && now - this.#waitingSince[n] >= limit) n++;
-    if (n === 0) return;
-    const cause = this.#lastError;
-    for (const req of this.#takeWaiting(n)) {
-      const e = connectTimeoutError(this.#options.endpoint, cause ?? undefined);
-      e.outcome = "not-sent";
-      req.fail(e);
-    }
+    for (const req of this.#takeWaiting(n)) req.fail(timedOut());
+    n = 0;
+    while (n < this.#reservers.length && now - this.#reservers[n].since >= limit) n++;
+    for (const r of this.#reservers.splice(0, n)) r.reject(timedOut());
   }
 
   /**

@@ -850,9 +850,9 @@ export class Connection implements EncodeContext {
     orphans.push(...backlog);
     clearInterval(this.#watchdog);
     this.#drained?.();
-    this.#options.onclose?.(err);
-    for (const fn of this.#closeListeners) fn(err);
-    this.#closeListeners.clear();
+    // Orphans first: whoever adopts them must still see how this connection was held (a
+    // reserved one's requests must fail, not run elsewhere outside their transaction), and
+    // onclose lets the pool forget that.
     const adopt = this.#options.onorphans;
     if (adopt !== undefined && orphans.length > 0 && err.code !== "CONNECTION_ENDED") {
       adopt(orphans);
@@ -861,6 +861,9 @@ export class Connection implements EncodeContext {
         req.fail(Object.assign(clone(err), { outcome: "not-sent" as const }));
       }
     }
+    this.#options.onclose?.(err);
+    for (const fn of this.#closeListeners) fn(err);
+    this.#closeListeners.clear();
   }
 
   /** Sends Terminate after everything in flight is answered, then closes. */
