@@ -120,6 +120,13 @@ export class Pool {
     c.end();
   }
 
+  /** A shared connection answered its last request: waiting work takes it, else it idles. */
+  #freed(c: Connection): void {
+    if (this.#reserved.has(c) || c.closed) return;
+    if (this.#waiting.length > 0 || this.#reservers.length > 0) return this.#available(c);
+    this.#idle(c);
+  }
+
   #idle(c: Connection): void {
     if (this.#reserved.has(c) || c.closed) return;
     if (this.#expired(c)) return this.#retire(c);
@@ -147,11 +154,15 @@ export class Pool {
     return e;
   }
 
-  /** The open, shared (unreserved) connection with the fewest requests in flight. */
+  /**
+   * The open, shared (unreserved) connection with the fewest requests in flight. One held by a
+   * barrier (a cursor, a COPY) is never chosen: what was sent to it would wait for the barrier,
+   * and a caller awaiting it before ending its COPY or cursor would wait for ever.
+   */
   #leastBusy(): Connection | null {
     let best: Connection | null = null;
     for (const c of this.#open) {
-      if (c.closed || this.#reserved.has(c)) continue;
+      if (c.closed || c.barred || this.#reserved.has(c)) continue;
       if (this.#expired(c)) {
         if (c.inFlight === 0) this.#retire(c);
         continue;
@@ -163,6 +174,27 @@ export class Pool {
 
   #canOpen(): boolean {
     return this.#open.length + this.#opening < this.#max;
+  }
+
+  /**
+   * Nothing can take new work until a COPY FROM STDIN ends: at `max`, none opening, and every
+   * live connection shared and held by a COPY waiting for its caller's data. Waiting would
+   * deadlock a caller that awaits a query before ending its COPY, so the work is refused.
+   */
+  #copyBlocked(): QueryError | null {
+    if (this.#opening > 0 || this.#canOpen()) return null;
+    let copying = false;
+    for (const c of this.#open) {
+      if (c.closed) continue;
+      if (this.#reserved.has(c) || !c.copyInProgress) return null;
+      copying = true;
+    }
+    if (!copying) return null;
+    return new QueryError(
+      "COPY_IN_PROGRESS",
+      `a COPY FROM STDIN holds every connection (max ${this.#max}) until its data ends: ` +
+        "end the COPY's stream before awaiting another query, or raise max",
+    );
   }
 
   /** Routes a request to a shared connection, opening one if needed. */
@@ -186,6 +218,8 @@ export class Pool {
     if (best !== null && (best.inFlight === 0 || !this.#canOpen())) return this.#route(best, req);
     if (this.#canOpen()) this.#connect();
     if (best !== null) return this.#route(best, req);
+    const blocked = this.#copyBlocked();
+    if (blocked !== null) return req.fail(blocked);
     this.#wait(req);
   }
 
@@ -249,6 +283,8 @@ export class Pool {
         this.#reserved.add(best);
         return resolve(best);
       }
+      const blocked = this.#copyBlocked();
+      if (blocked !== null) return reject(blocked);
       this.#reservers.push({ resolve, reject, since: Date.now() });
       if (this.#canOpen()) this.#connect();
     });
@@ -286,7 +322,8 @@ export class Pool {
         this.#options.onparameter?.(name, value);
       },
       onclose: () => this.#forget(),
-      onidle: () => self !== null && this.#idle(self),
+      // Idle: it may have been held by a barrier that work waited behind.
+      onidle: () => self !== null && this.#freed(self),
       onorphans: (reqs) => this.#adopt(self, reqs),
     }).then(async (c) => {
       self = c;
