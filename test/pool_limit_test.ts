@@ -99,3 +99,60 @@ Deno.test("max 4 under churn: terminated backends, timed-out connects, retiremen
     await new Promise((r) => setTimeout(r, 50));
   }
 });
+
+Deno.test("transactions keeping every connection busy do not starve plain queries (found by the chaos soak)", async () => {
+  await using sql = postgres(url, { ...quiet, max: 2 });
+  let stop = false;
+  let transactions = 0;
+  // Always more transactions waiting for a connection than there are connections.
+  const workers = Array.from({ length: 6 }, async () => {
+    while (!stop) {
+      await sql.begin((tx) => tx`select pg_sleep(0.005)`);
+      transactions++;
+    }
+  });
+  try {
+    await new Promise((r) => setTimeout(r, 200));
+    const rows = await within(
+      Promise.all(Array.from({ length: 10 }, (_, i) => sql`select ${i}::int as i`.execute())),
+      5000,
+      "queries beside the transactions",
+    );
+    assert.deepEqual(rows.map((r) => r[0].i), Array.from({ length: 10 }, (_, i) => i));
+    const before = transactions;
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok(transactions > before, "the transactions kept running too");
+  } finally {
+    stop = true;
+    await Promise.all(workers);
+  }
+});
+
+Deno.test("a burst of queries and transactions before any connection is open: every acknowledged write is stored once", async () => {
+  await using admin = postgres(url, { max: 1, ...quiet });
+  await admin`drop table if exists pool_burst`;
+  await admin`create table pool_burst (id int not null)`;
+  try {
+    await using sql = postgres(url, { ...quiet, max: 4 });
+    let next = 1;
+    const acked: number[] = [];
+    const writes: Promise<unknown>[] = [];
+    for (let i = 0; i < 160; i++) {
+      const id = next++;
+      writes.push(sql`insert into pool_burst values (${id})`.then(() => acked.push(id)));
+    }
+    for (let i = 0; i < 20; i++) {
+      const ids = [next++, next++, next++];
+      writes.push(
+        sql.begin((tx) => ids.map((id) => tx`insert into pool_burst values (${id})`))
+          .then(() => acked.push(...ids)),
+      );
+    }
+    await within(Promise.all(writes), 10_000, "the burst");
+    const stored = (await admin`select id from pool_burst order by id`).map((r) => r.id as number);
+    assert.deepEqual(stored, acked.sort((a, b) => a - b));
+    assert.equal(stored.length, 220);
+  } finally {
+    await admin`drop table pool_burst`;
+  }
+});

@@ -122,7 +122,8 @@ export class Pool {
 
   /** A shared connection answered its last request: waiting work takes it, else it idles. */
   #freed(c: Connection): void {
-    if (this.#reserved.has(c) || c.closed) return;
+    // Not before it joined the pool: its first query (fetching types) must not hand it out.
+    if (this.#reserved.has(c) || c.closed || !this.#open.includes(c)) return;
     if (this.#waiting.length > 0 || this.#reservers.length > 0) return this.#available(c);
     this.#idle(c);
   }
@@ -299,16 +300,20 @@ export class Pool {
     this.#available(c);
   }
 
-  /** A connection became available: hand it to a waiting reserver, or to waiting requests. */
+  /**
+   * A connection became available: waiting requests take it, then a waiting reserver. Both, in
+   * that order: the requests are answered before the reserver's BEGIN on the same connection,
+   * so a pool kept busy by transactions never starves plain queries (nor the reverse).
+   */
   #available(c: Connection): void {
+    // Connections still opening will take their share of what waits.
+    const share = Math.ceil(this.#waiting.length / (this.#opening + 1));
+    for (const req of this.#takeWaiting(share)) this.#route(c, req);
     const reserver = this.#reservers.shift();
     if (reserver !== undefined) {
       this.#reserved.add(c);
       return reserver.resolve(c);
     }
-    // Connections still opening will take their share of what waits.
-    const share = Math.ceil(this.#waiting.length / (this.#opening + 1));
-    for (const req of this.#takeWaiting(share)) this.#route(c, req);
     if (c.inFlight === 0) this.#idle(c);
   }
 
