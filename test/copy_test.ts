@@ -595,3 +595,25 @@ Deno.test("a query awaited inside a cursor loop goes to another connection (max 
     assert.equal((await settles(beside, "the query beside the cursor"))[0].five, 5);
   }
 });
+
+Deno.test("sql.copyFrom whose rows come from a generator that queries the same pool (max 1): it is refused with COPY_IN_PROGRESS, not hung", async () => {
+  const sql = postgres(url, { max: 1, ...quiet });
+  await sql`create table copy_from_busy (x int)`;
+  try {
+    async function* rows() {
+      yield [1];
+      const [{ n }] = await sql`select 2 as n`; // needs a connection while the COPY holds it
+      yield [n];
+    }
+    const e = await settles(
+      sql.copyFrom("copy_from_busy", rows()).then(() => null, (e) => e),
+      "copyFrom",
+    );
+    assert.ok(e instanceof QueryError && e.code === "COPY_IN_PROGRESS", String(e));
+    assert.equal((await sql`select count(*)::int as n from copy_from_busy`)[0].n, 0);
+  } finally {
+    await sql.end({ timeout: 1 });
+    await using admin = postgres(url, { max: 1, ...quiet });
+    await admin`drop table copy_from_busy`;
+  }
+});

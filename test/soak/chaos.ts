@@ -27,6 +27,8 @@ export interface SoakTarget {
   options?: Record<string, unknown>;
   /** Whether pg_stat_activity shows the client's own backends (false behind PgBouncer). */
   backendsVisible?: boolean;
+  /** Fault "terminate" ends every other client backend, not only the client's (PgBouncer's). */
+  terminateAll?: boolean;
 }
 
 /** How long and how hard. */
@@ -46,6 +48,23 @@ export interface SoakPlan {
   verbose?: boolean;
 }
 
+/** Every bookkeeping count at zero: what a soak must report. */
+export function noViolations(): SoakReport["violations"] {
+  return {
+    lost: 0,
+    phantom: 0,
+    duplicated: 0,
+    partial: 0,
+    untyped: 0,
+    pending: 0,
+    unhandled: 0,
+    overMax: 0,
+    leftover: 0,
+    unseen: 0,
+    deaf: 0,
+  };
+}
+
 /** The bookkeeping: every count under `violations` must be zero. */
 export interface SoakReport {
   seconds: number;
@@ -58,6 +77,10 @@ export interface SoakReport {
   faults: Record<string, number>;
   maxBackends: number;
   rss: { warm: number; end: number };
+  /** Open file descriptors of the process (sockets included), when /proc tells. */
+  fds: { warm: number; end: number };
+  /** Connections the proxy cut, and those it accepted while stalled. */
+  proxy: { dropped: number; stalled: number };
   violations: {
     /** An acknowledged write not in the table. */
     lost: number;
@@ -115,6 +138,15 @@ class Bytes {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Open file descriptors (Linux), or 0 where /proc/self/fd cannot be read. */
+function fds(): number {
+  try {
+    return [...Deno.readDirSync("/proc/self/fd")].length;
+  } catch {
+    return 0;
+  }
+}
+
 /** RSS, after a full collection when the process runs with `--v8-flags=--expose-gc`. */
 function rss(): number {
   (globalThis as { gc?: () => void }).gc?.();
@@ -156,19 +188,9 @@ export async function soak(target: SoakTarget, plan: SoakPlan): Promise<SoakRepo
     faults: {},
     maxBackends: 0,
     rss: { warm: 0, end: 0 },
-    violations: {
-      lost: 0,
-      phantom: 0,
-      duplicated: 0,
-      partial: 0,
-      untyped: 0,
-      pending: 0,
-      unhandled: 0,
-      overMax: 0,
-      leftover: 0,
-      unseen: 0,
-      deaf: 0,
-    },
+    fds: { warm: 0, end: 0 },
+    proxy: { dropped: 0, stalled: 0 },
+    violations: noViolations(),
     examples: [],
   };
   const v = report.violations;
@@ -297,6 +319,7 @@ export async function soak(target: SoakTarget, plan: SoakPlan): Promise<SoakRepo
     let turn = 0;
     await sleep(Math.min(plan.every, 1000));
     report.rss.warm = rss();
+    report.fds.warm = fds();
     while (Date.now() < until) {
       const fault = plan.faults[turn++ % plan.faults.length];
       report.faults[fault] = (report.faults[fault] ?? 0) + 1;
@@ -304,8 +327,11 @@ export async function soak(target: SoakTarget, plan: SoakPlan): Promise<SoakRepo
       try {
         switch (fault) {
           case "terminate": {
-            const rows = await admin`
-              select pid from pg_stat_activity where application_name = ${app}`;
+            const rows = target.terminateAll
+              ? await admin`
+                select pid from pg_stat_activity
+                where backend_type = 'client backend' and pid <> pg_backend_pid()`
+              : await admin`select pid from pg_stat_activity where application_name = ${app}`;
             for (const r of rows) terminated.add(r.pid as number);
             await admin`select pg_terminate_backend(pid) from unnest(${
               rows.map((r) => r.pid as number)
@@ -368,6 +394,7 @@ export async function soak(target: SoakTarget, plan: SoakPlan): Promise<SoakRepo
   ]);
   if (!settled) v.pending = inFlight;
   report.rss.end = rss();
+  report.fds.end = fds();
   sampling = false;
   await sampler;
   await sql.end({ timeout: 5 });
@@ -422,6 +449,7 @@ export async function soak(target: SoakTarget, plan: SoakPlan): Promise<SoakRepo
       if (present !== 0 && present !== 3) v.partial++;
     }
   }
+  report.proxy = { dropped: target.proxy.dropped, stalled: target.proxy.stalled };
   await admin`drop table ${admin(table)}`;
   await admin.end();
   globalThis.removeEventListener("unhandledrejection", onUnhandled);

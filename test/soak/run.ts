@@ -12,11 +12,10 @@
  *   terminate (the server backends PgBouncer holds), drop and stall.
  */
 import { parseArgs } from "node:util";
-import { findPgBin, startCluster } from "../harness/cluster.ts";
-import { faultProxy } from "../harness/fault_proxy.ts";
-import { startReplica } from "../harness/replica.ts";
-import { findPgbouncer, startPgbouncer } from "../harness/pgbouncer.ts";
-import { type Fault, soak, type SoakPlan, type SoakReport } from "./chaos.ts";
+import { findPgBin } from "../harness/cluster.ts";
+import { findPgbouncer } from "../harness/pgbouncer.ts";
+import type { Fault, SoakPlan, SoakReport } from "./chaos.ts";
+import { soakThroughPgbouncer, soakWithFailover, soakWithRestart } from "./variants.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -38,117 +37,16 @@ const base = (faults: Fault[]): SoakPlan => ({
   verbose: values.verbose,
 });
 
-async function restartVariant(): Promise<SoakReport> {
-  const cluster = await startCluster({ name: "soak" });
-  const proxy = faultProxy({ host: "127.0.0.1", port: cluster.port });
-  const user = cluster.users.trust.user;
-  try {
-    return await soak({
-      proxy,
-      clientUrl: `postgres://${user}@127.0.0.1:${proxy.port}/postgres?sslmode=disable`,
-      adminUrl: () => `postgres://${user}@127.0.0.1:${cluster.port}/postgres?sslmode=disable`,
-      restart: async () => {
-        await cluster.halt();
-        await cluster.resume();
-      },
-    }, base(["terminate", "drop", "stall", "terminate", "drop", "restart"]));
-  } finally {
-    await proxy.close();
-    await cluster.stop();
-  }
-}
-
-async function failoverVariant(): Promise<SoakReport> {
-  const primary = await startCluster({ name: "soak-primary", replication: true });
-  const replica = await startReplica(primary).catch(async (e) => {
-    await primary.stop();
-    throw e;
-  });
-  const toPrimary = faultProxy({ host: "127.0.0.1", port: primary.port });
-  const toReplica = faultProxy({ host: "127.0.0.1", port: replica.port });
-  let promoted = false;
-  // One proxy object for the soak's faults: both proxies at once.
-  const both = {
-    get port() {
-      return toPrimary.port;
-    },
-    get closedPorts() {
-      return new Set([...toPrimary.closedPorts, ...toReplica.closedPorts]);
-    },
-    get dropped() {
-      return toPrimary.dropped + toReplica.dropped;
-    },
-    get stalled() {
-      return toPrimary.stalled + toReplica.stalled;
-    },
-    drop() {
-      toPrimary.drop();
-      toReplica.drop();
-    },
-    stall(on: boolean) {
-      toPrimary.stall(on);
-      toReplica.stall(on);
-    },
-    close: async () => {
-      await toPrimary.close();
-      await toReplica.close();
-    },
-  };
-  try {
-    const plan = base(["terminate", "drop", "stall", "failover", "terminate", "drop"]);
-    return await soak({
-      proxy: both,
-      clientUrl: `postgres://postgres@127.0.0.1:${toReplica.port},127.0.0.1:${toPrimary.port}` +
-        `/postgres?sslmode=disable&target_session_attrs=read-write`,
-      adminUrl: () =>
-        `postgres://postgres@127.0.0.1:${promoted ? replica.port : primary.port}` +
-        `/postgres?sslmode=disable`,
-      failover: async () => {
-        if (promoted) return;
-        await primary.halt();
-        await replica.promote();
-        promoted = true;
-      },
-    }, plan);
-  } finally {
-    await both.close();
-    await replica.stop();
-    await primary.stop();
-  }
-}
-
-async function pgbouncerVariant(): Promise<SoakReport> {
-  const cluster = await startCluster({ name: "soak-bouncer" });
-  const user = cluster.users.trust.user;
-  const bouncer = await startPgbouncer({
-    server: { host: "127.0.0.1", port: cluster.port },
-    users: [user],
-    poolSize: 4,
-  });
-  const proxy = faultProxy({ host: "127.0.0.1", port: bouncer.port });
-  try {
-    return await soak({
-      proxy,
-      clientUrl: `postgres://${user}@127.0.0.1:${proxy.port}/postgres?sslmode=disable`,
-      adminUrl: () => `postgres://${user}@127.0.0.1:${cluster.port}/postgres?sslmode=disable`,
-      options: { prepare: false },
-      backendsVisible: false, // PgBouncer's server connections carry its own application_name
-    }, base(["terminate", "drop", "stall"]));
-  } finally {
-    await proxy.close();
-    await bouncer.stop();
-    await cluster.stop();
-  }
-}
-
 if (findPgBin() === null) {
   console.error("soak: PostgreSQL server binaries not found");
   Deno.exit(1);
 }
 const variants: Record<string, () => Promise<SoakReport>> = {
-  restart: restartVariant,
-  failover: failoverVariant,
-  pgbouncer: pgbouncerVariant,
+  restart: () =>
+    soakWithRestart(base(["terminate", "drop", "stall", "terminate", "drop", "restart"])),
+  failover: () =>
+    soakWithFailover(base(["terminate", "drop", "stall", "failover", "terminate", "drop"])),
+  pgbouncer: () => soakThroughPgbouncer(base(["terminate", "drop", "stall"])),
 };
 const names = values.variant === "all" ? Object.keys(variants) : [values.variant!];
 let failed = false;
@@ -166,6 +64,7 @@ for (const name of names) {
       `${report.notSent} not sent, ${report.refused} refused, unknown ${report.unknownPresent} ` +
       `present / ${report.unknownAbsent} absent; most backends ${report.maxBackends}; ` +
       `RSS ${report.rss.warm >> 20} -> ${report.rss.end >> 20} MiB; ` +
+      `fds ${report.fds.warm} -> ${report.fds.end}; ` +
       (bad.length === 0 ? "bookkeeping all zero" : `VIOLATIONS ${JSON.stringify(bad)}`),
   );
   if (bad.length > 0 || growth > 64 * 1024 * 1024) failed = true;
