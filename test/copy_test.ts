@@ -600,11 +600,11 @@ Deno.test("sql.copyFrom whose rows come from a generator that queries the same p
   const sql = postgres(url, { max: 1, ...quiet });
   await sql`create table copy_from_busy (x int)`;
   try {
-    async function* rows() {
+    const rows = async function* () {
       yield [1];
       const [{ n }] = await sql`select 2 as n`; // needs a connection while the COPY holds it
       yield [n];
-    }
+    };
     const e = await settles(
       sql.copyFrom("copy_from_busy", rows()).then(() => null, (e) => e),
       "copyFrom",
