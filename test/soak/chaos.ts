@@ -76,7 +76,8 @@ export interface SoakReport {
   unknownAbsent: number;
   faults: Record<string, number>;
   maxBackends: number;
-  rss: { warm: number; end: number };
+  /** RSS after 10% of the run (warm), at half time, and at the end (after a GC with expose-gc). */
+  rss: { warm: number; mid: number; end: number };
   /** Open file descriptors of the process (sockets included), when /proc tells. */
   fds: { warm: number; end: number };
   /** Connections the proxy cut, and those it accepted while stalled. */
@@ -187,7 +188,7 @@ export async function soak(target: SoakTarget, plan: SoakPlan): Promise<SoakRepo
     unknownAbsent: 0,
     faults: {},
     maxBackends: 0,
-    rss: { warm: 0, end: 0 },
+    rss: { warm: 0, mid: 0, end: 0 },
     fds: { warm: 0, end: 0 },
     proxy: { dropped: 0, stalled: 0 },
     violations: noViolations(),
@@ -318,9 +319,14 @@ export async function soak(target: SoakTarget, plan: SoakPlan): Promise<SoakRepo
     const until = started + plan.seconds * 1000;
     let turn = 0;
     await sleep(Math.min(plan.every, 1000));
-    report.rss.warm = rss();
-    report.fds.warm = fds();
+    const warmAt = started + plan.seconds * 100;
+    const midAt = started + plan.seconds * 500;
     while (Date.now() < until) {
+      if (report.rss.warm === 0 && Date.now() >= warmAt) {
+        report.rss.warm = rss();
+        report.fds.warm = fds();
+      }
+      if (report.rss.mid === 0 && Date.now() >= midAt) report.rss.mid = rss();
       const fault = plan.faults[turn++ % plan.faults.length];
       report.faults[fault] = (report.faults[fault] ?? 0) + 1;
       log(`fault ${fault}; in flight ${inFlight}, ops ${report.ops}`);
