@@ -49,6 +49,18 @@ async function until(check: () => Promise<boolean>, what: string): Promise<void>
   }
 }
 
+/** Terminates backend `pid` once it is running pg_sleep (so the kill lands mid-statement). */
+async function killWhenSleeping(admin: Sql, pid: number): Promise<void> {
+  await until(
+    async () =>
+      (await admin`
+        select 1 from pg_stat_activity
+        where pid = ${pid} and state = 'active' and query like '%pg_sleep%'`).length === 1,
+    "the statement to start",
+  );
+  await admin`select pg_terminate_backend(${pid})`;
+}
+
 /** A gate that holds the server's answers in the proxy until released. */
 function hold(proxy: TapProxy): () => void {
   let release!: () => void;
@@ -81,9 +93,7 @@ Deno.test("begin(fn) returning an array of queries: killed while they run: not-s
   await withTable("tx_array", async (admin) => {
     await using sql = postgres(url, { max: 1, ...quiet });
     const [{ pid }] = await sql`select pg_backend_pid() as pid`; // the connection begin reserves
-    const killing = new Promise((r) => setTimeout(r, 300)).then(() =>
-      admin`select pg_terminate_backend(${pid})`
-    );
+    const killing = killWhenSleeping(admin, pid);
     await lostWith(
       sql.begin((tx) => [tx`insert into tx_array values (2)`, tx`select pg_sleep(5)`]),
       "not-sent",
@@ -206,9 +216,7 @@ Deno.test("a transaction's statements not yet written when its connection dies f
     await using sql = postgres(url, { max: 1, max_pipeline: 1, ...quiet });
     const [{ pid }] = await sql`select pg_backend_pid() as pid`;
     let insert: Promise<unknown> | undefined;
-    const killing = new Promise((r) => setTimeout(r, 300)).then(() =>
-      admin`select pg_terminate_backend(${pid})`
-    );
+    const killing = killWhenSleeping(admin, pid);
     await lostWith(
       sql.begin(async (tx) => {
         const sleep = tx`select pg_sleep(5)`.execute();
@@ -221,7 +229,7 @@ Deno.test("a transaction's statements not yet written when its connection dies f
     const orphan = await insert!.then(() => null, (e) => e);
     assert.ok(orphan instanceof ConnectionError, String(orphan));
     assert.equal(orphan.outcome, "not-sent");
-    await new Promise((r) => setTimeout(r, 200)); // had it been re-sent elsewhere, it ran by now
+    await sql`select 1`; // max 1: had the insert been re-sent, it ran before this on the new connection
     assert.deepEqual(await ids(admin, "tx_orphans"), [], "the insert did not run in autocommit");
   });
 });
@@ -232,8 +240,7 @@ Deno.test("sql.reserve(): a query in flight when the backend dies is unknown, la
     await using reserved = await sql.reserve();
     const [{ pid }] = await reserved`select pg_backend_pid() as pid`;
     const running = reserved`select pg_sleep(5)`.execute();
-    await new Promise((r) => setTimeout(r, 200));
-    await admin`select pg_terminate_backend(${pid})`;
+    await killWhenSleeping(admin, pid);
     await lostWith(running, "unknown");
     await lostWith(reserved`insert into tx_reserved values (9)`.execute(), "not-sent");
     assert.deepEqual(await ids(admin, "tx_reserved"), []);
