@@ -328,6 +328,7 @@ export async function soak(target: SoakTarget, plan: SoakPlan): Promise<SoakRepo
       }
       if (report.rss.mid === 0 && Date.now() >= midAt) report.rss.mid = rss();
       const fault = plan.faults[turn++ % plan.faults.length];
+      if (fault === "failover" && report.faults.failover) continue; // there is one standby
       report.faults[fault] = (report.faults[fault] ?? 0) + 1;
       log(`fault ${fault}; in flight ${inFlight}, ops ${report.ops}`);
       try {
