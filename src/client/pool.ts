@@ -122,10 +122,10 @@ export class Pool {
 
   /** A shared connection answered its last request: waiting work takes it, else it idles. */
   #freed(c: Connection): void {
+    if (this.#waiting.length === 0 && this.#reservers.length === 0) return this.#idle(c);
     // Not before it joined the pool: its first query (fetching types) must not hand it out.
     if (this.#reserved.has(c) || c.closed || !this.#open.includes(c)) return;
-    if (this.#waiting.length > 0 || this.#reservers.length > 0) return this.#available(c);
-    this.#idle(c);
+    this.#available(c);
   }
 
   #idle(c: Connection): void {
