@@ -857,6 +857,41 @@ function copyInProgress(): QueryError {
   );
 }
 
+/** Failures already said in a transaction's terms (so a rethrow is not wrapped twice). */
+const transactionErrors = new WeakSet<ConnectionError>();
+
+/**
+ * What a transaction's failure says when its connection died: whether it can have committed.
+ * `ending` is true when the failure is the COMMIT's (or PREPARE TRANSACTION's) own. Until that
+ * statement is written nothing can commit (the server rolls back a transaction whose session
+ * ends), so the outcome is `"not-sent"`, the retry rule's "nothing took effect"; once it was
+ * written and its answer never came, `"unknown"`. Any other failure (the server refused a
+ * statement, the callback threw its own error) is returned unchanged.
+ */
+function transactionFailure(
+  e: unknown,
+  conn: Connection,
+  tx: TransactionSql,
+  ending: boolean,
+): unknown {
+  if (!(e instanceof ConnectionError) || transactionErrors.has(e)) return e;
+  if (!ending && conn.closedReason === null) return e; // the connection lives: rolled back
+  const written = ending && e.outcome !== "not-sent";
+  const statement = preparedAs.has(tx) ? "PREPARE TRANSACTION" : "COMMIT";
+  const err = new ConnectionError(
+    e.code,
+    written
+      ? `the transaction's connection closed after ${statement} was sent, before its answer: ` +
+        `it may have committed (${e.message})`
+      : `the transaction's connection closed before ${statement} was sent: nothing was ` +
+        `committed (${e.message})`,
+    { address: e.address, port: e.port, cause: e },
+  );
+  err.outcome = written ? "unknown" : "not-sent";
+  transactionErrors.add(err);
+  return err;
+}
+
 function transactionSql(
   prepare: boolean,
   config: QueryConfig,
@@ -1008,7 +1043,7 @@ export function createSql(url?: string, options?: Options): Sql {
       await run(tx, modes ? `begin ${modes}` : "begin");
     } catch (e) {
       pool.release(conn);
-      throw e;
+      throw transactionFailure(e, conn, tx, false);
     }
     return { conn, tx };
   }
@@ -1043,18 +1078,7 @@ export function createSql(url?: string, options?: Options): Sql {
       // transaction is over: reject at once rather than when the callback next uses it.
       let lost!: (e: ConnectionError) => void;
       const closed = new Promise<never>((_, reject) => {
-        lost = (e) =>
-          reject(
-            new ConnectionError(
-              "CONNECTION_CLOSED",
-              `the transaction's connection closed: ${e.message}`,
-              {
-                address: e.address,
-                port: e.port,
-                cause: e,
-              },
-            ),
-          );
+        lost = (e) => reject(transactionFailure(e, conn, tx, false));
       });
       const stopWatching = conn.onClose(lost);
       try {
@@ -1062,7 +1086,7 @@ export function createSql(url?: string, options?: Options): Sql {
       } catch (e) {
         endCopies(tx, "the transaction failed while this COPY was open");
         await run(tx, "rollback").catch(() => {}); // the connection may be gone; the cause matters
-        throw e;
+        throw transactionFailure(e, conn, tx, false);
       } finally {
         stopWatching();
       }
@@ -1071,7 +1095,9 @@ export function createSql(url?: string, options?: Options): Sql {
         throw copyInProgress();
       }
       // A failing commit (deferred constraint) rejects with its error; no rollback follows it.
-      await run(tx, commitText(tx));
+      await run(tx, commitText(tx)).catch((e) => {
+        throw transactionFailure(e, conn, tx, true);
+      });
       return result;
     } finally {
       pool.release(conn);
@@ -1095,7 +1121,9 @@ export function createSql(url?: string, options?: Options): Sql {
           await run(tx, "rollback").catch(() => {});
           throw copyInProgress();
         }
-        await run(tx, text);
+        await run(tx, text).catch((e) => {
+          throw transactionFailure(e, conn, tx, text !== "rollback");
+        });
       } catch (e) {
         failure = e;
         throw e;

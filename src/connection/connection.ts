@@ -235,6 +235,8 @@ export class Connection implements EncodeContext {
   #backlog: PipelineRequest[] = []; // waiting for room in the pipeline
   #backlogHead = 0;
   #barriers = 0; // barrier requests in the queue: while any is, nothing else is written
+  #barrier: PipelineRequest | null = null; // the barrier in the queue (there is at most one)
+  #backlogBarriers = 0; // barrier requests waiting in the backlog
   #paused: (() => void) | null = null; // resolves a paused read loop
   #pausing = false;
   #flushWaiters: (() => void)[] = [];
@@ -459,6 +461,19 @@ export class Connection implements EncodeContext {
     return this.#backlog.length - this.#backlogHead;
   }
 
+  /**
+   * Whether a barrier (a cursor, a COPY) holds the connection or waits in it: whatever is sent
+   * now waits until it ends, so the pool sends shared work elsewhere.
+   */
+  get barred(): boolean {
+    return this.#barriers > 0 || this.#backlogBarriers > 0;
+  }
+
+  /** Whether a COPY FROM STDIN holds the connection and waits for its caller's data. */
+  get copyInProgress(): boolean {
+    return this.#barrier?.awaitsInput === true;
+  }
+
   /** Whether the connection is closed (or closing). */
   get closed(): boolean {
     return this.#closed !== null || this.#ending !== null;
@@ -474,6 +489,7 @@ export class Connection implements EncodeContext {
     }
     if (this.#backlogHead < this.#backlog.length || !this.#hasRoom()) {
       this.#backlog.push(req);
+      if (req.barrier) this.#backlogBarriers++;
       return;
     }
     this.#enqueue(req);
@@ -501,7 +517,10 @@ export class Connection implements EncodeContext {
     this.#synced[at] = !batchable;
     this.#batchOpen = batchable;
     this.#queue[at] = req;
-    if (req.barrier) this.#barriers++;
+    if (req.barrier) {
+      this.#barriers++;
+      this.#barrier = req;
+    }
     req.attach?.(this.#io);
     this.#scheduleFlush();
   }
@@ -695,7 +714,10 @@ export class Connection implements EncodeContext {
   /** Pops the answered head request off the FIFO. */
   #shift(req: PipelineRequest): void {
     this.#queuedBytes -= this.#sizes[this.#head];
-    if (req.barrier) this.#barriers--;
+    if (req.barrier) {
+      this.#barriers--;
+      if (this.#barrier === req) this.#barrier = null;
+    }
     this.#queue[this.#head++] = undefined!;
     if (this.#head === this.#tail) {
       this.#head = this.#tail = 0;
@@ -809,6 +831,7 @@ export class Connection implements EncodeContext {
     const waiting = this.#backlog.indexOf(req, this.#backlogHead);
     if (waiting !== -1) {
       this.#backlog.splice(waiting, 1);
+      if (req.barrier) this.#backlogBarriers--;
       return req.fail(reason);
     }
     const at = this.#queue.indexOf(req, this.#head);
@@ -840,6 +863,7 @@ export class Connection implements EncodeContext {
     while (this.#backlogHead < this.#backlog.length && this.#hasRoom()) {
       const req = this.#backlog[this.#backlogHead];
       this.#backlog[this.#backlogHead++] = undefined!;
+      if (req.barrier) this.#backlogBarriers--;
       this.#enqueue(req);
     }
     if (this.#backlogHead === this.#backlog.length) {
@@ -873,6 +897,8 @@ export class Connection implements EncodeContext {
     const backlog = this.#backlog.slice(this.#backlogHead);
     this.#queue = [];
     this.#barriers = 0;
+    this.#barrier = null;
+    this.#backlogBarriers = 0;
     this.#io.resumeReading();
     for (const wake of this.#flushWaiters.splice(0)) wake();
     this.#sizes = [];
@@ -893,9 +919,9 @@ export class Connection implements EncodeContext {
     orphans.push(...backlog);
     clearInterval(this.#watchdog);
     this.#drained?.();
-    this.#options.onclose?.(err);
-    for (const fn of this.#closeListeners) fn(err);
-    this.#closeListeners.clear();
+    // Orphans first: whoever adopts them must still see how this connection was held (a
+    // reserved one's requests must fail, not run elsewhere outside their transaction), and
+    // onclose lets the pool forget that.
     const adopt = this.#options.onorphans;
     if (adopt !== undefined && orphans.length > 0 && err.code !== "CONNECTION_ENDED") {
       adopt(orphans);
@@ -904,6 +930,9 @@ export class Connection implements EncodeContext {
         req.fail(Object.assign(clone(err), { outcome: "not-sent" as const }));
       }
     }
+    this.#options.onclose?.(err);
+    for (const fn of this.#closeListeners) fn(err);
+    this.#closeListeners.clear();
   }
 
   /** Sends Terminate after everything in flight is answered, then closes. */
