@@ -1,10 +1,10 @@
 // Every sslmode against the TLS cluster and the plain cluster, with libpq's semantics:
 // which modes encrypt, which verify the chain, which verify the host name, and which fall back.
 import assert from "node:assert/strict";
-import { type Options, PostgresError, type SslOption } from "../mod.ts";
+import postgres, { type Options, PostgresError, type SslOption, type TlsPath } from "../mod.ts";
 import type { ClusterInfo } from "./harness/cluster.ts";
 import { hasClusters, plainCluster, tlsCluster } from "./harness/env.ts";
-import { assertConnectionError, clusterTest, failure, session } from "./harness/connect.ts";
+import { assertConnectionError, clusterTest, failure, quiet, session } from "./harness/connect.ts";
 
 const tls = tlsCluster();
 const plain = plainCluster();
@@ -138,6 +138,73 @@ clusterTest(
 );
 
 // ---------------------------------------------------------------------------------------------
+// Which TLS implementation a connection runs on (result.state.tls): Deno's native TLS wherever
+// its check (chain and host name, the default roots plus the CA given) passes, node:tls where
+// only a weaker check that the sslmode allows would.
+
+/** The TLS path of a fresh client's connection, and whether the server sees TLS. */
+async function pathOf(options: Options | string): Promise<{ tls: TlsPath | null; ssl: boolean }> {
+  const sql = typeof options === "string"
+    ? postgres(options, quiet)
+    : postgres({ ...quiet, ...options });
+  try {
+    const result = await sql`
+      select coalesce((select ssl from pg_stat_ssl where pid = pg_backend_pid()), false) as ssl`;
+    return { tls: result.state!.tls, ssl: result[0].ssl as boolean };
+  } finally {
+    await sql.end();
+  }
+}
+
+clusterTest("tls path: native wherever the certificate verifies", tls, async (c) => {
+  const native = { tls: "native", ssl: true };
+  assert.deepEqual(await pathOf(via(c, { mode: "verify-full", ca: ca(c) }, "localhost")), native);
+  assert.deepEqual(await pathOf(via(c, { mode: "verify-ca", ca: ca(c) })), native);
+  assert.deepEqual(await pathOf(via(c, { mode: "require", ca: ca(c) })), native);
+  // prefer with a CA checks nothing, but the certificate verifies: still native.
+  assert.deepEqual(await pathOf(via(c, { mode: "prefer", ca: ca(c) })), native);
+  const u = c.users.trust;
+  const url = `postgres://${u.user}@localhost:${c.port}/${c.database}` +
+    `?sslmode=verify-full&sslrootcert=${encodeURIComponent(c.caCertPath!)}`;
+  assert.deepEqual(await pathOf(url), native);
+});
+
+clusterTest("tls path: plain connections say null", tls, async (c) => {
+  assert.deepEqual(await pathOf(via(c, "disable")), { tls: null, ssl: false });
+  assert.deepEqual(await pathOf(via(c, "require", c.socketDir)), { tls: null, ssl: false });
+});
+
+clusterTest("tls path: prefer against a server without TLS → plain, null", plain, async (c) => {
+  assert.deepEqual(await pathOf(via(c, "prefer")), { tls: null, ssl: false });
+});
+
+Deno.test({
+  name: "tls path: require against a server the default roots do not cover → node:tls, " +
+    "remembered per server so only the first connection pays twice",
+  ignore: !hasClusters || !tls,
+  async fn() {
+    const c = tls!;
+    // A port of its own, so no earlier test taught pgpipe anything about this server.
+    const p = proxy(c.host, { hostname: c.host, port: c.port });
+    try {
+      const options = { ...via(c, "require"), port: p.port };
+      assert.deepEqual(await pathOf(options), { tls: "node", ssl: true });
+      assert.equal(p.accepted, 2, "the native attempt, then node:tls");
+      assert.deepEqual(await pathOf(options), { tls: "node", ssl: true });
+      assert.equal(p.accepted, 3, "the next client goes to node:tls at once");
+      // A client that gives the CA is another case: its native check passes.
+      assert.deepEqual(await pathOf({ ...options, ssl: { mode: "require", ca: ca(c) } }), {
+        tls: "native",
+        ssl: true,
+      });
+      assert.equal(p.accepted, 4);
+    } finally {
+      await p.close();
+    }
+  },
+});
+
+// ---------------------------------------------------------------------------------------------
 // Host name checks through another loopback address: a proxy on 127.0.0.2 forwards to the
 // server on 127.0.0.1, so the certificate (localhost, 127.0.0.1) does not name the host we dial.
 
@@ -146,6 +213,7 @@ function proxy(hostname: string, to: { hostname: string; port: number }) {
   const listener = Deno.listen({ hostname, port: 0 });
   const conns = new Set<Deno.Conn>();
   const pumps: Promise<void>[] = [];
+  let failedUpstream = 0;
   const closeAll = (...cs: Deno.Conn[]) => {
     for (const c of cs) {
       try {
@@ -183,12 +251,17 @@ function proxy(hostname: string, to: { hostname: string; port: number }) {
         conns.add(upstream);
         pumps.push(pump(client, upstream), pump(upstream, client));
       } catch {
+        failedUpstream++;
         closeAll(client);
       }
     }
   })();
   return {
     port: (listener.addr as Deno.NetAddr).port,
+    /** Client connections accepted so far. */
+    get accepted() {
+      return pumps.length / 2 + failedUpstream;
+    },
     async close() {
       listener.close();
       await loop;
@@ -239,10 +312,10 @@ altTest(
 );
 
 altTest(
-  "tls cluster: verify-ca to a host the certificate does not name → encrypted",
+  "tls cluster: verify-ca to a host the certificate does not name → encrypted (node:tls)",
   async (c, port) => {
-    const s = await session({ ...via(c, { mode: "verify-ca", ca: ca(c) }, ALT_HOST), port });
-    assert.equal(s.ssl, true);
+    const s = await pathOf({ ...via(c, { mode: "verify-ca", ca: ca(c) }, ALT_HOST), port });
+    assert.deepEqual(s, { tls: "node", ssl: true });
     // The chain is still checked.
     assertConnectionError(
       await failure({ ...via(c, { mode: "verify-ca", ca: otherCa(c) }, ALT_HOST), port }),

@@ -90,6 +90,8 @@ export interface PublicOptions {
   ssl: string;
   /** The same as `ssl` (pgpipe's name). */
   sslmode: string;
+  /** `postgres` (an SSLRequest first) or `direct` (TLS at once, PostgreSQL 17+). */
+  sslnegotiation: string;
   /** Most connections. */
   max: number;
   /** Seconds an idle connection is kept (0: for ever). */
@@ -878,6 +880,7 @@ export function createSql(url?: string, options?: Options): Sql {
       port: resolved.port,
       sslmode: resolved.sslmode,
       ca: resolved.ca,
+      sslnegotiation: resolved.sslnegotiation,
       socket: resolved.socket,
     },
     failure: resolved.failure,
@@ -1036,6 +1039,7 @@ export function createSql(url?: string, options?: Options): Sql {
     user: resolved.user,
     ssl: resolved.sslmode,
     sslmode: resolved.sslmode,
+    sslnegotiation: resolved.sslnegotiation,
     max: resolved.max,
     idle_timeout: resolved.idleTimeout / 1000,
     // An object given is shown as it is, not read: postgres.js reads it at each attempt.

@@ -36,6 +36,7 @@ import {
   socketPath,
   type Transport,
 } from "./transport.ts";
+import type { TlsPath } from "./tls.ts";
 
 /** Everything one connection needs to know. */
 export interface ConnectionOptions {
@@ -179,7 +180,12 @@ export class Connection implements EncodeContext {
   status = 0x49;
   #states = new Map<number, ConnectionState>(); // Result.state per status, shared by results
 
-  /** pid, secret and status as results report them: one frozen object per status, reused. */
+  /** The TLS implementation the connection runs on (`"native"`, `"node"`), or null when plain. */
+  get tls(): TlsPath | null {
+    return this.#transport?.tls ?? null;
+  }
+
+  /** pid, secret, status and tls as results report them: one frozen object per status, reused. */
   get state(): ConnectionState {
     let state = this.#states.get(this.status);
     if (state === undefined || state.pid !== this.pid) {
@@ -187,6 +193,7 @@ export class Connection implements EncodeContext {
         pid: this.pid,
         secret: this.secret,
         status: String.fromCharCode(this.status),
+        tls: this.tls,
       });
       this.#states.set(this.status, state);
     }

@@ -1,0 +1,148 @@
+/**
+ * The TLS handshake, with libpq's sslmode rules, on one of two implementations:
+ *
+ * - Deno's own TLS (`Deno.startTls`, rustls): the faster one (a round trip
+ *   costs about 25 µs less than over node:tls). It always verifies the chain
+ *   and the host name, against the default roots plus the CA given, so it is
+ *   tried for every mode and kept wherever verification passes: a check
+ *   stronger than `require`, `prefer` or `verify-ca` ask is never wrong.
+ * - `node:tls`, where the native check fails (a self-signed or private-CA
+ *   server under `require`, `verify-ca` to a name the certificate does not
+ *   carry, a certificate rustls refuses): it verifies exactly what the mode
+ *   asks, with only the CA given as roots (libpq's `sslrootcert`). A server
+ *   that needed it is remembered, so later connections go to it at once.
+ *
+ * `Deno.startTls` is never given `unsafelyDisableHostnameVerification`: with
+ * the default roots still trusted beside the CA given, that would accept any
+ * publicly trusted certificate, which `verify-ca` must refuse.
+ */
+import * as net from "node:net";
+import * as tls from "node:tls";
+import type { Duplex } from "node:stream";
+import type { SslMode } from "./transport.ts";
+
+/**
+ * Which TLS implementation a connection runs on: `"native"` is Deno's own
+ * (`Deno.startTls`, rustls), `"node"` is `node:tls`.
+ *
+ * @example
+ * ```ts
+ * import postgres, { type TlsPath } from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres("postgres://app@db.example.com/app?sslmode=verify-full");
+ * const result = await sql`select 1 as one`;
+ * const path: TlsPath | null | undefined = result.state?.tls; // null: not encrypted
+ * console.log(path);
+ * ```
+ */
+export type TlsPath = "native" | "node";
+
+/** What node:tls checks: nothing, the chain only (verify-ca), or the chain and the host name. */
+export type Verification = "none" | "chain" | "full";
+
+/** The check an sslmode asks for; `require` with a CA is `verify-ca`, as in libpq. */
+export function verification(mode: SslMode, ca: string[] | undefined): Verification {
+  if (mode === "verify-full") return "full";
+  if (mode === "verify-ca" || (mode === "require" && ca !== undefined)) return "chain";
+  return "none";
+}
+
+/** What a handshake needs to know about the server and the policy. */
+export interface TlsTarget {
+  host: string;
+  port: number;
+  sslmode: SslMode;
+  ca?: string[];
+  /** ALPN protocols to offer (direct TLS offers `postgresql`). */
+  alpn?: string[];
+}
+
+/** Servers (and CA) where the native check failed and node:tls then succeeded. */
+const needsNode = new Set<string>();
+
+/**
+ * How long node:tls takes a server after a native handshake with it was cut short:
+ * PostgreSQL's default authentication_timeout, after which the server gives up its side.
+ */
+const PARK_MS = 60_000;
+
+/** Servers whose native handshake was cut short, and until when node:tls takes them. */
+const parked = new Map<string, number>();
+
+function key(t: TlsTarget): string {
+  return `${t.host}:${t.port}\n${t.ca?.join("\n") ?? ""}`;
+}
+
+/**
+ * Whether a server goes to node:tls at once: its native check failed before, or a native
+ * handshake with it was cut short a moment ago.
+ */
+export function nodeOnly(t: TlsTarget): boolean {
+  const k = key(t);
+  if (needsNode.has(k)) return true;
+  const until = parked.get(k);
+  if (until === undefined) return false;
+  if (until > Date.now()) return true;
+  parked.delete(k);
+  return false;
+}
+
+/**
+ * A native handshake was cut short (the connect timeout). Deno keeps its socket until that
+ * handshake ends, i.e. until the server gives up (authentication_timeout); so for that long,
+ * node:tls, whose sockets close at once, takes the server, and one that keeps stalling cannot
+ * pile sockets up.
+ */
+export function parkNative(t: TlsTarget): void {
+  parked.set(key(t), Date.now() + PARK_MS);
+}
+
+/** Remembers that node:tls succeeded where the native check failed. */
+export function rememberNodeOnly(t: TlsTarget): void {
+  needsNode.add(key(t));
+}
+
+/**
+ * The native handshake on a connected TCP socket (after the server said "S",
+ * or at once for direct TLS). `track` receives the TLS connection as soon as
+ * it exists, so an abort (the connect timeout) closes it mid-handshake.
+ * Resolves to the connection and the ALPN protocol the server chose.
+ */
+export async function nativeHandshake(
+  conn: Deno.TcpConn,
+  t: TlsTarget,
+  track: (c: Deno.TlsConn) => void,
+): Promise<{ conn: Deno.TlsConn; alpn: string | null }> {
+  // The socket must have setNoDelay(true) already: else every handshake stalls ~40 ms
+  // (Nagle against the server's delayed ACK).
+  const secured = await Deno.startTls(conn, {
+    hostname: t.host,
+    ...(t.ca ? { caCerts: t.ca } : {}),
+    ...(t.alpn ? { alpnProtocols: t.alpn } : {}),
+  });
+  track(secured);
+  const info = await secured.handshake();
+  return { conn: secured, alpn: info.alpnProtocol };
+}
+
+/** The node:tls handshake over `socket`, verifying what the mode asks. */
+export function nodeHandshake(socket: Duplex, t: TlsTarget): Promise<tls.TLSSocket> {
+  const verify = verification(t.sslmode, t.ca);
+  return new Promise((resolve, reject) => {
+    const isIp = net.isIP(t.host) !== 0;
+    const secure = tls.connect({
+      socket,
+      host: t.host,
+      ...(isIp ? {} : { servername: t.host }),
+      rejectUnauthorized: verify !== "none",
+      ...(t.ca ? { ca: t.ca } : {}),
+      ...(t.alpn ? { ALPNProtocols: t.alpn } : {}),
+      // verify-ca checks the chain but, unlike verify-full, not the host name.
+      ...(verify === "full" ? {} : { checkServerIdentity: () => undefined }),
+    });
+    secure.once("secureConnect", () => {
+      secure.off("error", reject);
+      resolve(secure);
+    });
+    secure.once("error", reject);
+  });
+}
