@@ -4,25 +4,19 @@
 // the tables and a summary of ratios, writes bench/RESULTS.md, and always stops the server.
 import { join } from "node:path";
 import { type Cluster, startCluster } from "../test/harness/cluster.ts";
-import { driverReport } from "./bench_json.ts";
-import { skipLine, type Skipped } from "./drivers.ts";
-import { describeMachine } from "./machine.ts";
-import { renderSuite, renderTable, type SuiteReport, summaryTable } from "./report.ts";
-import { resultsMarkdown } from "./results_md.ts";
-import { targetTexts } from "./targets.ts";
+import { driverReport } from "./shared/bench_json.ts";
+import { skipLine, type Skipped } from "./peers/drivers.ts";
+import { describeMachine } from "./shared/machine.ts";
+import { renderSuite, renderTable, type SuiteReport, summaryTable } from "./shared/report.ts";
+import { resultsMarkdown } from "./shared/results_md.ts";
+import { targetTexts } from "./shared/targets.ts";
 
 const SUITES = ["driver", "throughput", "latency", "memory", "cold", "bulk", "http"] as const;
 type Suite = typeof SUITES[number];
-const SUITE_FILES: Record<Exclude<Suite, "driver">, string> = {
-  throughput: "throughput.ts",
-  latency: "latency_proxy.ts",
-  memory: "memory.ts",
-  cold: "cold_start.ts",
-  bulk: "bulk.ts",
-  http: "http.ts",
-};
 
 const here = new URL(".", import.meta.url).pathname;
+/** Each suite is one file named after it: `--only=latency` runs bench/suites/latency.ts. */
+const suiteFile = (suite: Suite) => join(here, "suites", `${suite}.ts`);
 const USAGE = [
   "usage: deno task bench [--quick] [--only=driver,throughput,latency,memory,cold,bulk,http] [--delay=MS] [--out=FILE]",
   "  --quick   fewer iterations (smoke run, under 2 minutes)",
@@ -116,10 +110,14 @@ async function deno(
 async function probeDrivers(): Promise<
   { names: string[]; drivers: { name: string; source: string }[]; skipped: Skipped[] }
 > {
-  const r = await deno(["run", "-A", "--no-lock", "--quiet", join(here, "drivers.ts")], {}, {
-    capture: true,
-    timeoutMs: 120_000,
-  });
+  const r = await deno(
+    ["run", "-A", "--no-lock", "--quiet", join(here, "peers", "drivers.ts")],
+    {},
+    {
+      capture: true,
+      timeoutMs: 120_000,
+    },
+  );
   if (r.code !== 0) throw new Error(`could not load the drivers (exit code ${r.code})`);
   const out = JSON.parse(r.stdout) as {
     drivers: { name: string; source: string }[];
@@ -154,12 +152,12 @@ async function runSuite(
   const timeoutMs = suiteTimeout(suite, args.quick);
   const flags = ["-A", "--no-lock", "--quiet"];
   const r = suite === "driver"
-    ? await deno(["bench", ...flags, "--json", join(here, "driver_bench.ts")], suiteEnv, {
+    ? await deno(["bench", ...flags, "--json", suiteFile(suite)], suiteEnv, {
       capture: true,
       timeoutMs,
     })
     : await deno(
-      ["run", ...flags, join(here, SUITE_FILES[suite])],
+      ["run", ...flags, suiteFile(suite)],
       suiteEnv,
       { capture: false, timeoutMs },
     );

@@ -1,9 +1,9 @@
 // The benchmark's parsers, on fixed inputs (no server, no timing): wrk's output, /proc stat
 // lines, a V8 CPU profile, and the splitting of a captured frontend session into requests.
 import assert from "node:assert/strict";
-import { type CpuProfile, summarizeProfile } from "../bench/cpu_profile.ts";
-import { parseWrk, parseWrkDuration, statFields } from "../bench/loadgen.ts";
-import { splitSession } from "../bench/pingpong.ts";
+import { type CpuProfile, summarizeProfile } from "../bench/shared/cpu_profile.ts";
+import { parseWrk, parseWrkDuration, statFields } from "../bench/shared/loadgen.ts";
+import { splitSession } from "../bench/peers/pingpong.ts";
 
 // Printed by wrk 4.1.0 (Debian) against a path the server answers with 404.
 const WRK_OUTPUT = `Running 1s test @ http://127.0.0.1:40273/nothing

@@ -498,7 +498,7 @@ export class Connection implements EncodeContext {
 
   #scheduleFlush(): void {
     // Everything issued in this tick leaves in one write. Nothing is held back for answers to
-    // arrive: on a far link that would cost a whole round trip (bench/latency_proxy.ts, "1 query
+    // arrive: on a far link that would cost a whole round trip (bench/suites/latency.ts, "1 query
     // behind 100"), and on loopback batching writes that way gained nothing measurable.
     if (this.#flushQueued || this.#writing) return;
     this.#flushQueued = true;

@@ -5,17 +5,17 @@
 // when installed, asyncpg's copy_records_to_table (Python) and psql's \copy of a pre-encoded
 // binary file, which costs the client nothing and so shows the server's own pace.
 import { join } from "node:path";
-import postgres from "../mod.ts";
-import { findPgBin } from "../test/harness/cluster.ts";
-import { suiteDrivers } from "./drivers.ts";
-import { benchUrl, isQuick } from "./env.ts";
-import { emitReport, fmt, formatRatio, type Ratio, type Table } from "./report.ts";
+import postgres from "../../mod.ts";
+import { findPgBin } from "../../test/harness/cluster.ts";
+import { suiteDrivers } from "../peers/drivers.ts";
+import { benchUrl, isQuick } from "../shared/env.ts";
+import { emitReport, fmt, formatRatio, type Ratio, type Table } from "../shared/report.ts";
 
 const url = benchUrl();
 const quick = isQuick();
 const ROWS = quick ? 100_000 : 1_000_000;
 const RUNS = quick ? 1 : 2;
-const here = new URL(".", import.meta.url).pathname;
+const probes = new URL("../probes/", import.meta.url).pathname;
 const SOURCE_TABLE = "bulk_source";
 const COLUMNS = "id int8, name text, at timestamptz, score float8, flag bool, meta jsonb";
 const haveJs = (await suiteDrivers()).some((d) => d.name === "postgres.js");
@@ -46,7 +46,7 @@ async function probe(method: string): Promise<ProbeOut> {
     "run",
     "-A",
     "--no-lock",
-    join(here, "bulk_probe.ts"),
+    join(probes, "bulk.ts"),
     method,
     url,
     String(ROWS),
@@ -64,7 +64,7 @@ async function asyncpg(mode: "load" | "read"): Promise<ProbeOut | string> {
     return "asyncpg skipped: python3 or its asyncpg package is missing (pip3 install asyncpg)";
   }
   const out = await command("python3", [
-    join(here, "bulk_asyncpg.py"),
+    join(probes, "bulk_asyncpg.py"),
     mode,
     url,
     String(ROWS),

@@ -5,12 +5,12 @@
 // Serial latency is also taken with one core kept busy (spinner.ts explains why). Last, serial
 // `select 1` beside a raw socket ping-pong of the very bytes pgpipe sends for it (pingpong.ts):
 // the difference is what the driver costs per query over the physical limit.
-import postgres from "../mod.ts";
-import { type Adapter, type Driver, suiteDrivers } from "./drivers.ts";
-import { benchUrl, isQuick } from "./env.ts";
-import { pgbenchPipeline } from "./pgbench.ts";
-import { captureSession, PingPong, type WireSession } from "./pingpong.ts";
-import { buildLibpqPipeline, libpqPipeline } from "./libpq_pipeline.ts";
+import postgres from "../../mod.ts";
+import { type Adapter, type Driver, suiteDrivers } from "../peers/drivers.ts";
+import { benchUrl, isQuick } from "../shared/env.ts";
+import { pgbenchPipeline } from "../peers/pgbench.ts";
+import { captureSession, PingPong, type WireSession } from "../peers/pingpong.ts";
+import { buildLibpqPipeline, libpqPipeline } from "../peers/libpq_pipeline.ts";
 import {
   emitReport,
   fmt,
@@ -19,9 +19,9 @@ import {
   type Ratio,
   type SuiteReport,
   type Table,
-} from "./report.ts";
-import { startSpinner } from "./spinner.ts";
-import { mean, percentile } from "./stats.ts";
+} from "../shared/report.ts";
+import { startSpinner } from "../shared/spinner.ts";
+import { mean, percentile } from "../shared/stats.ts";
 
 const quick = isQuick();
 const url = benchUrl();

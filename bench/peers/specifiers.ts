@@ -12,6 +12,6 @@ export const DENO_POSTGRES = "jsr:@db/postgres@0.19.5";
 export const PGLUE = "https://raw.githubusercontent.com/luaneko/pglue/refs/tags/v0.2.0/mod.ts";
 /**
  * Bun from npm (the package ships the binary), pinned; installed into a cache directory when no
- * `bun` is on PATH (bench/bun.ts).
+ * `bun` is on PATH (bench/peers/bun.ts).
  */
 export const BUN_NPM = "bun@1.4.5";

@@ -2,11 +2,18 @@
 // way, `--delay=5`). On loopback a round trip costs microseconds, so pipelining hardly shows;
 // across regions it costs milliseconds, and a driver that sends n queries one round trip at a
 // time pays n of them where a pipelining driver pays about one.
-import { type Adapter, pgTypeCount, suiteDrivers } from "./drivers.ts";
-import { benchUrl, isQuick, numberFlag } from "./env.ts";
-import { startDelayProxyWorker } from "./proxy.ts";
-import { emitReport, fmt, formatRatio, type Measure, type Ratio, type Table } from "./report.ts";
-import { median } from "./stats.ts";
+import { type Adapter, pgTypeCount, suiteDrivers } from "../peers/drivers.ts";
+import { benchUrl, isQuick, numberFlag } from "../shared/env.ts";
+import { startDelayProxyWorker } from "../shared/proxy.ts";
+import {
+  emitReport,
+  fmt,
+  formatRatio,
+  type Measure,
+  type Ratio,
+  type Table,
+} from "../shared/report.ts";
+import { median } from "../shared/stats.ts";
 
 const quick = isQuick();
 const url = benchUrl();

@@ -1,4 +1,4 @@
-// libpq's pipeline mode as a reference for bench/throughput.ts: `select $1::int` prepared once,
+// libpq's pipeline mode as a reference for bench/suites/throughput.ts: `select $1::int` prepared once,
 // `total` queries with `window` in flight, and a Sync every `syncEvery` queries. With 1 it has
 // pgpipe's shape (one Sync per query, so each query is its own implicit transaction and a failure
 // never aborts its neighbours); with 1000 it has pgbench's (one Sync per pipeline).

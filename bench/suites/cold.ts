@@ -1,14 +1,14 @@
 // Suite 5: cold start, as a Deno Deploy isolate sees it: a fresh process imports the driver,
 // connects and runs its first query. Each driver runs in alternation, many times, and the
 // medians are compared. Both drivers get the same URL and their default options.
-import { suiteDrivers } from "./drivers.ts";
-import { benchUrl, isQuick } from "./env.ts";
-import { emitReport, fmt, type Ratio } from "./report.ts";
-import { median } from "./stats.ts";
+import { suiteDrivers } from "../peers/drivers.ts";
+import { benchUrl, isQuick } from "../shared/env.ts";
+import { emitReport, fmt, type Ratio } from "../shared/report.ts";
+import { median } from "../shared/stats.ts";
 
 const url = benchUrl();
 const runs = isQuick() ? 5 : 20;
-const here = new URL(".", import.meta.url).pathname;
+const probes = new URL("../probes/", import.meta.url).pathname;
 const names = (await suiteDrivers()).map((d) => d.name).filter((n) =>
   n === "pgpipe" || n === "postgres.js"
 );
@@ -16,7 +16,7 @@ const names = (await suiteDrivers()).map((d) => d.name).filter((n) =>
 async function once(driver: string): Promise<{ firstQuery: number; importToAnswer: number }> {
   const t0 = performance.now();
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--no-lock", `${here}cold_probe.ts`, driver, url],
+    args: ["run", "-A", "--no-lock", `${probes}cold.ts`, driver, url],
     stdout: "piped",
     stderr: "piped",
   }).output();

@@ -1,6 +1,6 @@
-# asyncpg, the reference from outside JavaScript, for bench/bulk.ts:
-# `python3 bench/bulk_asyncpg.py <load|read> <url> <rows> <runs>`. The same rows and table shape
-# as bench/bulk_probe.ts: load with copy_records_to_table from a generator, read back through a
+# asyncpg, the reference from outside JavaScript, for bench/suites/bulk.ts:
+# `python3 bench/probes/bulk_asyncpg.py <load|read> <url> <rows> <runs>`. The same rows and table shape
+# as bench/probes/bulk.ts: load with copy_records_to_table from a generator, read back through a
 # cursor of 1,000 in a transaction; jsonb encoded and decoded with the json module (as the
 # JavaScript drivers do), through a binary codec. Prints one JSON line: the best time in ms, the rows and peak RSS.
 import asyncio

@@ -2,7 +2,7 @@
 // `select $1::int` as the drivers with the same number of queries per pipeline. It shows how
 // much of what the wire and server allow a JavaScript driver reaches.
 import { join } from "node:path";
-import { findPgBin, run } from "../test/harness/cluster.ts";
+import { findPgBin, run } from "../../test/harness/cluster.ts";
 
 /** Queries per second through a libpq pipeline, or a note saying why there is no number. */
 export interface PipelineLimit {

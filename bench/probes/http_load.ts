@@ -1,9 +1,9 @@
-// The HTTP suite's load generator where wrk is not installed: `deno run -A bench/http_load.ts
+// The HTTP suite's load generator where wrk is not installed: `deno run -A bench/probes/http_load.ts
 // URL CONNECTIONS SECONDS` runs CONNECTIONS concurrent loops of keep-alive fetches for SECONDS
 // and prints one JSON line (http.ts reads it): requests, seconds, latency percentiles in ms,
 // and how many answers were not 200 or failed. It runs as its own process, so its CPU is
 // measured apart from the server's.
-import { percentile } from "./stats.ts";
+import { percentile } from "../shared/stats.ts";
 
 /** What one load run reports (wrk's output is read into the same shape). */
 export interface LoadResult {

@@ -1,6 +1,6 @@
 // What the numbers were measured on, for bench/RESULTS.md: results without the machine, the
 // runtime and the server version cannot be compared with anything.
-import postgres from "../mod.ts";
+import postgres from "../../mod.ts";
 
 /** The machine, runtime and server of a run. */
 export interface Machine {
@@ -40,7 +40,7 @@ async function pgpipeRevision(): Promise<string> {
   const git = async (...args: string[]) => {
     const out = await new Deno.Command("git", {
       args,
-      cwd: new URL("..", import.meta.url).pathname,
+      cwd: new URL("../..", import.meta.url).pathname,
       stdout: "piped",
       stderr: "null",
     }).output();

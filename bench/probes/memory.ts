@@ -1,8 +1,8 @@
 // One memory measurement in a fresh process (so peak RSS is this case's alone):
-// `deno run -A --v8-flags=--expose-gc bench/memory_probe.ts <pgpipe|postgres.js> <case> <url>`.
+// `deno run -A --v8-flags=--expose-gc bench/probes/memory.ts <pgpipe|postgres.js> <case> <url>`.
 // Prints one JSON line: peak RSS (VmHWM) and, for full results, the heap retained per row.
-import postgres from "../mod.ts";
-import { POSTGRES_JS } from "./peers.ts";
+import postgres from "../../mod.ts";
+import { POSTGRES_JS } from "../peers/specifiers.ts";
 
 const [driver, kase, url] = Deno.args;
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});

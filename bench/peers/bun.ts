@@ -3,8 +3,8 @@
 // BUN_NPM there with npm (the npm package carries the binary). Without one, the suite skips Bun
 // with one line saying why.
 import { join } from "node:path";
-import { onPath } from "./loadgen.ts";
-import { BUN_NPM } from "./peers.ts";
+import { onPath } from "../shared/loadgen.ts";
+import { BUN_NPM } from "./specifiers.ts";
 
 /** A bun to run, with its version, or why there is none. */
 export type BunFound = { path: string; version: string; source: string } | { reason: string };

@@ -2,9 +2,9 @@
 // the baseline of every group. This is where pipelining shows even on loopback: a driver that
 // waits for each answer before sending the next query pays n round trips instead of one.
 // Every iteration checks its answers, so a fast but wrong driver cannot win.
-import { type Adapter, pgTypeCount, suiteDrivers } from "./drivers.ts";
-import { TEARDOWN_GROUP } from "./bench_json.ts";
-import { benchUrl, isQuick } from "./env.ts";
+import { type Adapter, pgTypeCount, suiteDrivers } from "../peers/drivers.ts";
+import { TEARDOWN_GROUP } from "../shared/bench_json.ts";
+import { benchUrl, isQuick } from "../shared/env.ts";
 
 const SELECT_NS = [1, 5, 10, 50, 100, 200];
 const INSERT_NS = [1, 10, 50, 100, 200];

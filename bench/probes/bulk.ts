@@ -1,17 +1,17 @@
 // One bulk load or read method in a fresh process (so peak RSS is this method's alone):
-// `deno run -A bench/bulk_probe.ts <method> <url> <rows> <runs>`. Loads <rows> rows of
+// `deno run -A bench/probes/bulk.ts <method> <url> <rows> <runs>`. Loads <rows> rows of
 // (int8, text, timestamptz, float8, bool, jsonb) into its own unlogged table, or reads the
 // suite's `bulk_source` table, <runs> times; checks the result each time and prints one JSON line:
-// the best time, the rows and the process's peak RSS (VmHWM). bench/bulk.ts runs it.
+// the best time, the rows and the process's peak RSS (VmHWM). bench/suites/bulk.ts runs it.
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import postgres from "../mod.ts";
-import { POSTGRES_JS } from "./peers.ts";
+import postgres from "../../mod.ts";
+import { POSTGRES_JS } from "../peers/specifiers.ts";
 
 const [method, url, rowsText, runsText] = Deno.args;
 const total = Number(rowsText);
 const runs = Number(runsText);
-/** The table read methods read (filled by bench/bulk.ts before they run). */
+/** The table read methods read (filled by bench/suites/bulk.ts before they run). */
 export const SOURCE_TABLE = "bulk_source";
 const COLUMNS = "id int8, name text, at timestamptz, score float8, flag bool, meta jsonb";
 const BASE = Date.UTC(2024, 0, 1);

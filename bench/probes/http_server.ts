@@ -1,10 +1,10 @@
-// The HTTP suite's server under Deno: `deno run -A bench/http_server.ts DRIVER MAX URL` serves
+// The HTTP suite's server under Deno: `deno run -A bench/probes/http_server.ts DRIVER MAX URL` serves
 // http_app.ts's handler with pgpipe or postgres.js (`max` connections) on a free port of
 // 127.0.0.1, prints `{"port":N}` once its client is connected, and shuts down cleanly when its
 // standard input closes (so `--cpu-prof` gets to write its profile). Each driver is imported on
 // its own, so the postgres.js server never loads pgpipe.
-import { makeHandler, type SqlTag } from "./http_app.ts";
-import { POSTGRES_JS } from "./peers.ts";
+import { makeHandler, type SqlTag } from "../shared/http_app.ts";
+import { POSTGRES_JS } from "../peers/specifiers.ts";
 
 interface Client {
   (strings: TemplateStringsArray, ...values: unknown[]): PromiseLike<Record<string, any>[]>;
@@ -17,7 +17,7 @@ const max = Number(maxText);
 if (!url || !(max >= 1)) throw new Error("usage: http_server.ts pgpipe|postgres.js MAX URL");
 
 // A variable specifier: postgres.js is fetched only where it is asked for.
-const specifier = driver === "pgpipe" ? new URL("../mod.ts", import.meta.url).href : POSTGRES_JS;
+const specifier = driver === "pgpipe" ? new URL("../../mod.ts", import.meta.url).href : POSTGRES_JS;
 if (driver !== "pgpipe" && driver !== "postgres.js") throw new Error(`unknown driver ${driver}`);
 const factory = (await import(specifier)).default as Factory;
 const sql = factory(url, { max, onnotice: () => {} });

@@ -1,8 +1,8 @@
-// The HTTP suite's server under Bun: `bun bench/http_server_bun.ts MAX URL` serves the very same
+// The HTTP suite's server under Bun: `bun bench/probes/http_server_bun.ts MAX URL` serves the very same
 // handler (http_app.ts) with Bun.sql (`max` connections) through Bun.serve, and otherwise behaves
 // as http_server.ts: prints `{"port":N}` once connected, stops when its standard input closes.
 // Deno type-checks this file too, so the little of Bun's API it uses is declared here.
-import { makeHandler, type SqlTag } from "./http_app.ts";
+import { makeHandler, type SqlTag } from "../shared/http_app.ts";
 
 interface BunSql extends SqlTag {
   close(options?: { timeout?: number }): Promise<void>;

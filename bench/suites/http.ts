@@ -7,12 +7,12 @@
 // size runs under `deno run --cpu-prof` to show how much of the server's CPU the driver takes.
 import { deepStrictEqual } from "node:assert/strict";
 import { join } from "node:path";
-import postgres from "../mod.ts";
-import { findBun } from "./bun.ts";
-import { type CpuProfile, type ProfileSummary, summarizeProfile } from "./cpu_profile.ts";
-import { suiteDrivers } from "./drivers.ts";
-import { benchUrl, isQuick } from "./env.ts";
-import { PAGE, SEED_SQL, USERS_TABLE } from "./http_app.ts";
+import postgres from "../../mod.ts";
+import { findBun } from "../peers/bun.ts";
+import { type CpuProfile, type ProfileSummary, summarizeProfile } from "../shared/cpu_profile.ts";
+import { suiteDrivers } from "../peers/drivers.ts";
+import { benchUrl, isQuick } from "../shared/env.ts";
+import { PAGE, SEED_SQL, USERS_TABLE } from "../shared/http_app.ts";
 import {
   chooseLoadTool,
   describeTool,
@@ -20,9 +20,9 @@ import {
   type LoadTool,
   processCpuSeconds,
   runLoad,
-} from "./loadgen.ts";
-import { emitReport, fmt, formatRatio, type Ratio, type Table } from "./report.ts";
-import { median } from "./stats.ts";
+} from "../shared/loadgen.ts";
+import { emitReport, fmt, formatRatio, type Ratio, type Table } from "../shared/report.ts";
+import { median } from "../shared/stats.ts";
 
 const quick = isQuick();
 const url = benchUrl();
@@ -33,8 +33,8 @@ const LOAD_CONNECTIONS = 50;
 const WRK_THREADS = 1;
 const POOLS = [1, 4];
 const PROFILE_INTERVAL_US = 500;
-const here = new URL(".", import.meta.url).pathname;
-const root = new URL("..", import.meta.url).href;
+const probes = new URL("../probes/", import.meta.url).pathname;
+const root = new URL("../..", import.meta.url).href;
 const log = (s: string) => console.log(`http: ${s}`);
 
 /** How to start one driver's server. */
@@ -64,7 +64,7 @@ function denoServer(name: string): ServerSpec {
         "--no-lock",
         "--quiet",
         ...prof,
-        join(here, "http_server.ts"),
+        join(probes, "http_server.ts"),
         name,
         String(max),
         url,
@@ -77,7 +77,7 @@ function bunServer(path: string, version: string): ServerSpec {
   return {
     name: "Bun.sql",
     runtime: `Bun ${version}`,
-    command: (max) => [path, join(here, "http_server_bun.ts"), String(max), url],
+    command: (max) => [path, join(probes, "http_server_bun.ts"), String(max), url],
   };
 }
 
@@ -460,7 +460,7 @@ async function main(): Promise<void> {
         `${WARMUP_SECONDS} s warm-up then ${MEASURE_SECONDS} s measured, against a fresh server ` +
         `process per run; rounds rotate which driver starts. Server, load generator and ` +
         `PostgreSQL share the machine's ${navigator.hardwareConcurrency} cores.`,
-      "Every server runs the same handler (bench/http_app.ts): select 100 users (int, text, " +
+      "Every server runs the same handler (bench/shared/http_app.ts): select 100 users (int, text, " +
         "timestamptz, bool, numeric, jsonb) by primary key, build an object per row " +
         "(timestamp to an ISO string, numeric to a number) and answer Response.json. Each " +
         "server's first answer is checked against the page PostgreSQL itself builds as JSON.",

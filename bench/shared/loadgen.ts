@@ -3,7 +3,7 @@
 // child used once it has ended (cutime + cstime in /proc/<sh>/stat), so the load generator's CPU
 // is measured apart from the server's.
 import { join } from "node:path";
-import type { LoadResult } from "./http_load.ts";
+import type { LoadResult } from "../probes/http_load.ts";
 
 export type { LoadResult };
 
@@ -15,7 +15,7 @@ export interface LoadRun extends LoadResult {
 /** Which load generator runs: wrk's path, or the Deno fallback. */
 export type LoadTool = { kind: "wrk"; path: string } | { kind: "deno"; why: string };
 
-const here = new URL(".", import.meta.url).pathname;
+const probes = new URL("../probes/", import.meta.url).pathname;
 
 function isExecutable(path: string): boolean {
   try {
@@ -49,7 +49,7 @@ export function chooseLoadTool(): LoadTool {
 export function describeTool(tool: LoadTool, threads: number): string {
   return tool.kind === "wrk"
     ? `wrk (${tool.path}, ${threads} thread${threads === 1 ? "" : "s"})`
-    : `bench/http_load.ts, concurrent keep-alive fetch loops in a Deno process (${tool.why})`;
+    : `bench/probes/http_load.ts, concurrent keep-alive fetch loops in a Deno process (${tool.why})`;
 }
 
 /** "512.33us", "1.20ms", "2.00s", "1.00m" (wrk's units) in milliseconds. */
@@ -124,7 +124,7 @@ export async function runLoad(
       "-A",
       "--no-lock",
       "--quiet",
-      join(here, "http_load.ts"),
+      join(probes, "http_load.ts"),
       url,
       String(opts.connections),
       String(opts.seconds),

@@ -1,10 +1,10 @@
 // One interface over pgpipe and its peers, so every suite runs the very same workload on each.
 // Peers are loaded by dynamic import with a non-literal specifier: a peer that cannot be fetched
 // (JSR is unreachable on some machines) is skipped at run time instead of breaking `deno check`.
-// Run directly (`deno run -A --no-lock bench/drivers.ts`) it prints which drivers load, as JSON:
+// Run directly (`deno run -A --no-lock bench/peers/drivers.ts`) it prints which drivers load, as JSON:
 // bench/run.ts probes in a child process so its own process never writes a deno.lock.
-import postgres from "../mod.ts";
-import { DENO_POSTGRES, PGLUE, POSTGRES_JS } from "./peers.ts";
+import postgres from "../../mod.ts";
+import { DENO_POSTGRES, PGLUE, POSTGRES_JS } from "./specifiers.ts";
 
 export { DENO_POSTGRES, PGLUE, POSTGRES_JS };
 

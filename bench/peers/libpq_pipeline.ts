@@ -1,4 +1,4 @@
-// Builds and runs bench/libpq_pipeline.c when a C compiler and libpq's headers are present, to
+// Builds and runs bench/peers/libpq_pipeline.c when a C compiler and libpq's headers are present, to
 // give the libpq limit for pgpipe's own protocol shape (one Sync per query) next to pgbench's
 // (one Sync per 1,000 queries). Absent tools: one note, no number.
 import { join } from "node:path";
@@ -50,7 +50,7 @@ export async function libpqPipeline(
   }
   return {
     qps,
-    note: `libpq pipeline, 1 Sync per query (pgpipe's shape): bench/libpq_pipeline.c, ` +
+    note: `libpq pipeline, 1 Sync per query (pgpipe's shape): bench/peers/libpq_pipeline.c, ` +
       `${total} queries, ${window} in flight.`,
   };
 }

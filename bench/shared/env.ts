@@ -1,5 +1,5 @@
 // How bench/run.ts configures the suites it starts: environment variables, so each suite also
-// runs on its own (`PGPIPE_BENCH_URL=postgres://... deno bench -A --no-lock bench/driver_bench.ts`).
+// runs on its own (`PGPIPE_BENCH_URL=postgres://... deno bench -A --no-lock bench/suites/driver.ts`).
 
 /** The database to benchmark: PGPIPE_BENCH_URL, else DATABASE_URL. */
 export function benchUrl(): string {

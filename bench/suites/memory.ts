@@ -1,12 +1,12 @@
 // Suite 4: memory. Each case runs in a fresh process per driver: peak RSS while reading a
 // 100,000-row result (and the heap it retains per row), and peak RSS while reading 1,000,000
 // rows through a cursor in batches of 1,000, which should stay flat however large the result.
-import { suiteDrivers } from "./drivers.ts";
-import { benchUrl } from "./env.ts";
-import { emitReport, fmt, type Ratio, type Table } from "./report.ts";
+import { suiteDrivers } from "../peers/drivers.ts";
+import { benchUrl } from "../shared/env.ts";
+import { emitReport, fmt, type Ratio, type Table } from "../shared/report.ts";
 
 const url = benchUrl();
-const here = new URL(".", import.meta.url).pathname;
+const probes = new URL("../probes/", import.meta.url).pathname;
 const names = (await suiteDrivers()).map((d) => d.name).filter((n) =>
   n === "pgpipe" || n === "postgres.js"
 );
@@ -18,7 +18,7 @@ async function probe(driver: string, kase: string): Promise<Record<string, numbe
       "-A",
       "--no-lock",
       "--v8-flags=--expose-gc",
-      `${here}memory_probe.ts`,
+      `${probes}memory.ts`,
       driver,
       kase,
       url,

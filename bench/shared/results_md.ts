@@ -1,6 +1,6 @@
 // bench/RESULTS.md: the tables of a run together with what they were measured on, the date and
 // the exact command, so a reader can judge the numbers and reproduce them.
-import { skipLine, type Skipped } from "./drivers.ts";
+import { skipLine, type Skipped } from "../peers/drivers.ts";
 import type { Machine } from "./machine.ts";
 import { renderSuite, renderTable, type SuiteReport, summaryTable } from "./report.ts";
 import { targetTexts } from "./targets.ts";
