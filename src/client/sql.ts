@@ -47,7 +47,7 @@ import { type Options, resolveOptions } from "./options.ts";
 import type { PasswordSource } from "../connection/startup.ts";
 import { socketPath } from "../connection/transport.ts";
 import { Pool } from "./pool.ts";
-import { fetchArrayTypes } from "./fetch_types.ts";
+import { arrayTypesRequest } from "./fetch_types.ts";
 import { quoteIdentifier } from "./exec.ts";
 import { Listener, type ListenHandle, type NotifyHandler } from "./listen.ts";
 import { type LargeObject, openLargeObject } from "./large_object.ts";
@@ -906,15 +906,13 @@ export function createSql(url?: string, options?: Options): Sql {
     idleTimeout: resolved.idleTimeout,
     maxLifetime: resolved.maxLifetime,
     debug: resolved.debug,
-    prepare: resolved.fetchTypes
-      ? (c) =>
-        fetched ??= fetchArrayTypes(c, decode).catch((e) => {
-          fetched = undefined; // a later connection tries again
-          throw e;
-        })
+    // Until one succeeds, each new connection sends the catalog query ahead of its first
+    // queries (connections opening together each send their own: none waits for another's).
+    arrayTypes: resolved.fetchTypes
+      ? () => typesKnown ? null : arrayTypesRequest(decode, (ok) => typesKnown ||= ok)
       : undefined,
   });
-  let fetched: Promise<void> | undefined; // once per client, shared by concurrent first connects
+  let typesKnown = false;
   const prepare = resolved.prepare;
   const sql = makeTag(makeRunner(pool, prepare, config, resolved.max > 1), pool) as Sql;
   const listener = new Listener(pool.options);

@@ -1,0 +1,233 @@
+// The pipelined startup: queries issued before a connection is up ride in the same write as the
+// last authentication message (after the catalog query of fetch_types), not after
+// ReadyForQuery; a failed authentication rejects them with its error and nothing more is sent;
+// SCRAM's salted password is derived once per (password, salt, iterations) in a process.
+import assert from "node:assert/strict";
+import postgres, { type Options, PostgresError, type Sql } from "../mod.ts";
+import type { ClusterInfo } from "./harness/cluster.ts";
+import { plainCluster, tlsCluster } from "./harness/env.ts";
+import { clusterTest, quiet } from "./harness/connect.ts";
+import { type Flight, flightRecorder, frontendTypes } from "./harness/flights.ts";
+
+const server = plainCluster() ?? tlsCluster();
+
+type Method = "trust" | "password" | "md5" | "scram";
+
+/** Runs `fn` with a client of `method`'s user connected (plaintext) through a flight recorder. */
+async function recorded(
+  c: ClusterInfo,
+  user: { user: string; password: string },
+  extra: Options,
+  fn: (sql: Sql) => Promise<void>,
+): Promise<string[][]> {
+  const rec = flightRecorder({ hostname: c.host, port: c.port });
+  const sql = postgres({
+    ...quiet,
+    host: "127.0.0.1",
+    port: rec.port,
+    database: c.database,
+    user: user.user,
+    password: user.password,
+    ssl: "disable",
+    max: 1,
+    ...extra,
+  });
+  try {
+    await fn(sql);
+  } finally {
+    await sql.end();
+    await rec.close();
+  }
+  const flights: Flight[] = rec.connections[0];
+  return flights.filter((f) => f.from === "client").map((f) => frontendTypes(f.bytes));
+}
+
+const syncs = (types: string[]) => types.filter((t) => t === "S").length;
+
+/** Two queries issued before the connection exists; checks their answers. */
+async function twoQueries(sql: Sql): Promise<void> {
+  const [a, b] = await Promise.all([sql`select 1 as a`, sql`select 2 as b`]);
+  assert.equal(a[0].a, 1);
+  assert.equal(b[0].b, 2);
+}
+
+const expected: Record<Method, { flights: number; ridesWith?: string }> = {
+  // Nothing follows the startup message: the queries go once the server said AuthenticationOk.
+  trust: { flights: 2 },
+  // Behind the password message, in the same write.
+  password: { flights: 2, ridesWith: "p" },
+  md5: { flights: 2, ridesWith: "p" },
+  // Plaintext: the server has not proved its identity when the client-final message goes, so
+  // the queries wait for its SCRAM signature (they leave when it arrives, before ReadyForQuery).
+  scram: { flights: 4 },
+};
+
+for (const method of ["trust", "password", "md5", "scram"] as const) {
+  clusterTest(`startup pipelining (${method}): where the first queries ride`, server, async (c) => {
+    const flights = await recorded(c, c.users[method], {}, twoQueries);
+    const want = expected[method];
+    assert.equal(flights.length, want.flights, JSON.stringify(flights));
+    const last = flights[flights.length - 1];
+    // The catalog query of fetch_types and the two queries, each with its Sync, in one write.
+    assert.equal(syncs(last), 3, JSON.stringify(last));
+    if (want.ridesWith) assert.equal(last[0], want.ridesWith, "behind the last auth message");
+    else assert.notEqual(last[0], "p", "not in a write of authentication");
+    if (method === "scram") assert.deepEqual(flights[2], ["p"], "the client-final rides alone");
+  });
+}
+
+clusterTest(
+  "startup pipelining: with target_session_attrs the queries wait for the session's kind",
+  server,
+  async (c) => {
+    const flights = await recorded(
+      c,
+      c.users.password,
+      { target_session_attrs: "read-write" },
+      twoQueries,
+    );
+    assert.deepEqual(flights[1], ["p"], "nothing rides behind the password");
+    assert.equal(flights.length, 3, JSON.stringify(flights));
+    assert.equal(syncs(flights[2]), 3);
+  },
+);
+
+for (const method of ["password", "md5", "scram"] as const) {
+  clusterTest(
+    `startup pipelining (${method}): a wrong password rejects every queued query with the ` +
+      "server's error, and nothing more is written",
+    server,
+    async (c) => {
+      const rec = flightRecorder({ hostname: c.host, port: c.port });
+      const sql = postgres({
+        ...quiet,
+        host: "127.0.0.1",
+        port: rec.port,
+        database: c.database,
+        user: c.users[method].user,
+        password: "not the password",
+        ssl: "disable",
+        max: 1,
+      });
+      try {
+        const outcomes = await Promise.allSettled([sql`select 1`, sql`select 2`, sql`select 3`]);
+        for (const o of outcomes) {
+          assert.equal(o.status, "rejected");
+          const e = (o as PromiseRejectedResult).reason;
+          assert.ok(e instanceof PostgresError && e.code === "28P01", `${e}`);
+        }
+      } finally {
+        await sql.end();
+        await rec.close();
+      }
+      assert.equal(rec.connections.length, 1, "no second attempt");
+      const flights = rec.connections[0];
+      const last = flights[flights.length - 1];
+      assert.equal(last.from, "server", "the server's error is the last word");
+    },
+  );
+}
+
+clusterTest(
+  "startup pipelining: a first query already decodes user-defined arrays (fetch_types rides ahead)",
+  server,
+  async (c) => {
+    const admin = postgres({
+      ...quiet,
+      host: c.host,
+      port: c.port,
+      database: c.database,
+      user: c.users.trust.user,
+      ssl: "disable",
+      max: 1,
+    });
+    const type = `mood_${crypto.randomUUID().slice(0, 8)}`;
+    try {
+      await admin.unsafe(`create type ${type} as enum ('sad', 'happy')`);
+      const flights = await recorded(c, c.users.password, {}, async (sql) => {
+        const [row] = await sql.unsafe(`select array['happy', 'sad']::${type}[] as m`, []);
+        assert.deepEqual(row.m, ["happy", "sad"]);
+      });
+      assert.equal(flights.length, 2, "the catalog query and the query rode behind the password");
+    } finally {
+      await admin.unsafe(`drop type if exists ${type}`);
+      await admin.end();
+    }
+  },
+);
+
+// ---------------------------------------------------------------------------------------------
+// The SCRAM key cache. PBKDF2 is counted where Web Crypto runs it.
+
+/** Counts PBKDF2 derivations while `fn` runs. */
+async function countPbkdf2(fn: () => Promise<void>): Promise<number> {
+  const subtle = crypto.subtle;
+  const original = subtle.deriveBits;
+  let runs = 0;
+  subtle.deriveBits = function (algorithm, key, length) {
+    if ((algorithm as { name?: string }).name === "PBKDF2") runs++;
+    return original.call(subtle, algorithm, key, length);
+  } as typeof original;
+  try {
+    await fn();
+  } finally {
+    subtle.deriveBits = original;
+  }
+  return runs;
+}
+
+clusterTest(
+  "scram cache: a later connection derives nothing; a changed password still works",
+  server,
+  async (c) => {
+    const admin = postgres({
+      ...quiet,
+      host: c.host,
+      port: c.port,
+      database: c.database,
+      user: c.users.trust.user,
+      ssl: "disable",
+      max: 1,
+    });
+    // The scram user with a fresh password (so a fresh salt): no earlier test derived its keys.
+    const role = c.users.scram.user;
+    const first = `first-${crypto.randomUUID()}`;
+    const second = `second-${crypto.randomUUID()}`;
+    const connect = async (password: string) => {
+      const sql = postgres({
+        ...quiet,
+        host: c.host,
+        port: c.port,
+        database: c.database,
+        user: role,
+        password,
+        ssl: "disable",
+        max: 2,
+      });
+      try {
+        // Two connections of one pool, opened together.
+        const rows = await Promise.all([
+          sql`select pg_sleep(0.05), 1 as x`,
+          sql`select pg_sleep(0.05), 1 as x`,
+        ]);
+        assert.deepEqual(rows.map((r) => r[0].x), [1, 1]);
+      } finally {
+        await sql.end();
+      }
+    };
+    try {
+      await admin.unsafe("set password_encryption = 'scram-sha-256'");
+      await admin.unsafe(`alter role ${role} password '${first}'`);
+      assert.equal(await countPbkdf2(() => connect(first)), 1, "one derivation for the pool");
+      assert.equal(await countPbkdf2(() => connect(first)), 0, "a later client derives nothing");
+      await admin.unsafe(`alter role ${role} password '${second}'`);
+      assert.equal(await countPbkdf2(() => connect(second)), 1, "a new password: a new key");
+      await assert.rejects(connect(first), (e) => e instanceof PostgresError && e.code === "28P01");
+    } finally {
+      await admin.unsafe(
+        `alter role ${role} password '${c.users.scram.password.replaceAll("'", "''")}'`,
+      );
+      await admin.end();
+    }
+  },
+);
