@@ -12,6 +12,7 @@ import postgres, {
   type Sql,
 } from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
+import { serverVersion } from "./harness/util.ts";
 
 const url = databaseUrl();
 /** Session zone = this process's zone, so Dates cast on the server mean what JS means by them. */
@@ -310,6 +311,26 @@ Deno.test("copyFrom: postgres.BigInt keeps int8 binary, as bigint both ways", as
   const rows = await collect(sql.copyTo("big", { values: true }));
   assert.deepEqual(rows, [[9223372036854775807n, [1n, -2n]], [-5n, null]]);
   assert.deepEqual(rows, [...await sql`select n, m from big`.values()]);
+});
+
+Deno.test("copyFrom/copyTo: numeric infinities in binary from PostgreSQL 14; refused by the server, nothing stored, before it", async () => {
+  await using sql = client();
+  await sql`create temp table infinite (n numeric, a numeric[])`;
+  const rows = [["Infinity", ["-Infinity", "1.5"]], [-Infinity, null], ["NaN", []]];
+  if (await serverVersion(sql) >= 140000) {
+    assert.equal(await sql.copyFrom("infinite", rows), 3);
+    const expected = [["Infinity", ["-Infinity", "1.5"]], ["-Infinity", null], ["NaN", []]];
+    assert.deepEqual(await collect(sql.copyTo("infinite", { values: true })), expected);
+    assert.deepEqual([...await sql`select n, a from infinite`.values()], expected);
+  } else {
+    // numeric_recv before 14 knows no infinity sign: the server's error, and the COPY is void.
+    await assert.rejects(
+      sql.copyFrom("infinite", rows),
+      (e) => e instanceof PostgresError && e.code === "22P03",
+    );
+    assert.equal(await count(sql, "infinite"), 0);
+    await usable(sql);
+  }
 });
 
 Deno.test("copyFrom: a value of the wrong kind names its row and column, sends CopyFail, leaves the table untouched", async () => {

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { type ClusterInfo, findPgBin, run, type TestUser } from "./harness/cluster.ts";
+import { clientTool } from "./harness/server_bin.ts";
 import { hasClusters, plainCluster, tlsCluster } from "./harness/env.ts";
 
 function clusterTest(
@@ -186,8 +187,7 @@ function psql(
   sslmode: string,
   sql = "SELECT current_user",
 ): Promise<string> {
-  const bin = findPgBin();
-  const exe = bin ? join(bin, "psql") : "psql";
+  const exe = clientTool(findPgBin(), "psql");
   const ssl = sslmode.includes("=") ? sslmode : `sslmode=${sslmode}`;
   const conninfo = `host=${c.host} port=${c.port} dbname=${c.database} user=${u.user} ` +
     `${ssl} connect_timeout=10`;

@@ -1,6 +1,11 @@
-// `deno task test [deno test args]`: starts a TLS and a plain throwaway cluster, runs `deno test`
-// with PGPIPE_TEST_CLUSTERS describing them, and always tears the clusters down afterwards.
-import { type Cluster, type ClusterInfo, findPgBin, startCluster } from "./harness/cluster.ts";
+// `deno task test [--pg=VERSION[,VERSION...]] [deno test args]`: starts a TLS and a plain
+// throwaway cluster of that PostgreSQL version (default: PGPIPE_TEST_PG, else the installed one),
+// runs `deno test` with PGPIPE_TEST_CLUSTERS describing them and PGPIPE_TEST_PG_BIN naming the
+// binaries, and always tears the clusters down afterwards. With several versions (`--pg=all`:
+// every major of the matrix) it runs the whole suite once per version, one after another, and
+// ends with one line per version.
+import { type Cluster, type ClusterInfo, startCluster } from "./harness/cluster.ts";
+import { findPgBin, PG_BIN_ENV, PG_MATRIX, PG_VERSION_ENV, pgBin } from "./harness/server_bin.ts";
 
 // `deno test` flags whose value is a separate argument (so it is not mistaken for a path).
 const VALUE_FLAGS = new Set(["--filter", "--reporter", "--junit-path", "--config", "-c"]);
@@ -17,21 +22,50 @@ function testArgs(args: string[]): string[] {
 }
 
 function info(c: Cluster): ClusterInfo {
-  const { stop: _stop, dataDir: _dataDir, ...rest } = c;
+  const { stop: _stop, dataDir: _dataDir, bin: _bin, ...rest } = c;
   return rest;
 }
 
 const version = (v: number) => `${Math.floor(v / 10000)}.${v % 10000}`;
 
+/** `--pg=...` taken out of the arguments: the versions asked for, and what goes to deno test. */
+function splitPg(args: string[]): { versions: string[]; rest: string[] } {
+  let pg = Deno.env.get(PG_VERSION_ENV) ?? "";
+  const rest: string[] = [];
+  for (const a of args) {
+    if (a.startsWith("--pg=")) pg = a.slice("--pg=".length);
+    else rest.push(a);
+  }
+  const versions = pg.split(",").flatMap((v) =>
+    v === "all" ? PG_MATRIX : v.trim() ? [v.trim()] : []
+  );
+  return { versions, rest };
+}
+
 async function main(): Promise<number> {
+  const { versions, rest } = splitPg(Deno.args);
+  if (versions.length > 1) return await matrix(versions, rest);
+  return await runOnce(versions[0], rest);
+}
+
+/** The whole suite on one server version (undefined: the installed one). */
+async function runOnce(pg: string | undefined, args: string[]): Promise<number> {
   const env: Record<string, string> = {};
   let starting: Promise<Cluster>[] = [];
-  if (Deno.env.get("DATABASE_URL") && !findPgBin()) {
+  if (!pg && Deno.env.get("DATABASE_URL") && !findPgBin()) {
     console.log(
       "test: no PostgreSQL server binaries; using DATABASE_URL only (auth tests skipped)",
     );
   } else {
-    starting = [startCluster({ ssl: true }), startCluster({ ssl: false })];
+    let bin: string;
+    try {
+      bin = await pgBin(pg);
+    } catch (e) {
+      console.error(`test: ${(e as Error).message}`);
+      return 1;
+    }
+    env[PG_BIN_ENV] = bin;
+    starting = [startCluster({ ssl: true, pg: bin }), startCluster({ ssl: false, pg: bin })];
   }
   // Stops whatever did start, even if the other cluster failed or we were interrupted.
   let cleaning: Promise<void> | undefined;
@@ -61,12 +95,12 @@ async function main(): Promise<number> {
       env.PGPIPE_TEST_CLUSTERS = JSON.stringify({ tls: info(tls), plain: info(plain) });
       const ms = Math.round(performance.now() - t0);
       console.log(
-        `test: PostgreSQL ${version(tls.version)} (${tls.version}): tls port ${tls.port}, ` +
-          `plain port ${plain.port} (started in ${ms} ms)`,
+        `test: PostgreSQL ${version(tls.version)} (${tls.version}, ${tls.bin}): ` +
+          `tls port ${tls.port}, plain port ${plain.port} (started in ${ms} ms)`,
       );
     }
     child = new Deno.Command(Deno.execPath(), {
-      args: ["test", "-A", ...testArgs(Deno.args)],
+      args: ["test", "-A", ...testArgs(args)],
       env,
       stdin: "inherit",
       stdout: "piped",
@@ -86,22 +120,77 @@ async function main(): Promise<number> {
 }
 
 /**
- * Copies the child's output through unchanged and returns its totals as
- * "N passed, N failed[, N skipped]" (from Deno's "ok | N passed | N failed" line).
+ * Runs the whole suite once per version, each in its own runner process (its own clusters,
+ * its own cleanup), then prints one line per version and the totals.
  */
-async function relay(stream: ReadableStream<Uint8Array>): Promise<string | null> {
+async function matrix(versions: string[], args: string[]): Promise<number> {
+  const lines: string[] = [];
+  let passed = 0, failed = 0, worst = 0;
+  for (const pg of versions) {
+    console.log(`\ntest: ==== PostgreSQL ${pg} ====`);
+    const t0 = performance.now();
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", new URL(import.meta.url).pathname, `--pg=${pg}`, ...args],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "inherit",
+    }).spawn();
+    let summary: string | null = null;
+    let server = "";
+    await relay(child.stdout, (line) => {
+      const total = /^tests: (.*)$/.exec(line);
+      if (total) summary = total[1];
+      const started = /^test: (PostgreSQL \S+)/.exec(line);
+      if (started) server = started[1];
+    });
+    const code = (await child.status).code;
+    worst = Math.max(worst, code);
+    const counts = /(\d+) passed, (\d+) failed/.exec(summary ?? "");
+    if (counts) {
+      passed += Number(counts[1]);
+      failed += Number(counts[2]);
+    } else failed++; // the run broke before testing: count it, so it cannot pass unnoticed
+    const s = Math.round((performance.now() - t0) / 1000);
+    lines.push(
+      `--pg=${pg}: ${server || "PostgreSQL ?"}: ${summary ?? `no result (exit code ${code})`}` +
+        ` (${s} s)`,
+    );
+  }
+  console.log("\n" + lines.join("\n"));
+  console.log(`tests: ${passed} passed, ${failed} failed`);
+  return worst || (failed ? 1 : 0);
+}
+
+/**
+ * Copies the child's output through unchanged, hands each line (without colours) to `onLine`,
+ * and returns its totals as "N passed, N failed[, N skipped]" (from Deno's "ok | N passed |
+ * N failed" line).
+ */
+async function relay(
+  stream: ReadableStream<Uint8Array>,
+  onLine?: (line: string) => void,
+): Promise<string | null> {
   const decoder = new TextDecoder();
   let tail = "";
+  let pending = "";
   let summary: string | null = null;
   for await (const chunk of stream) {
     await Deno.stdout.write(chunk);
-    tail = (tail + decoder.decode(chunk, { stream: true })).slice(-4096);
+    const text = decoder.decode(chunk, { stream: true });
+    tail = (tail + text).slice(-4096);
     // deno-lint-ignore no-control-regex
     const plain = tail.replace(/\x1b\[[0-9;]*m/g, "");
     const m = /(\d+) passed \| (\d+) failed(?: \((?:[^)]*)\))?/.exec(plain);
     const ignored = /(\d+) ignored/.exec(plain);
     if (m) summary = `${m[1]} passed, ${m[2]} failed${ignored ? `, ${ignored[1]} skipped` : ""}`;
+    if (onLine) {
+      const lines = (pending + text).split("\n");
+      pending = lines.pop()!;
+      // deno-lint-ignore no-control-regex
+      for (const line of lines) onLine(line.replace(/\x1b\[[0-9;]*m/g, ""));
+    }
   }
+  if (onLine && pending) onLine(pending);
   return summary;
 }
 

@@ -1,6 +1,9 @@
 // Starts a throwaway PostgreSQL cluster (initdb + pg_ctl) for the test suite.
 // Everything lives in one temp dir that stop() deletes; every external command is time-bounded.
-import { dirname, join } from "node:path";
+import { join } from "node:path";
+import { clientTool, findPgBin, pgBin } from "./server_bin.ts";
+
+export { findPgBin };
 
 export interface TestUser {
   user: string;
@@ -22,55 +25,14 @@ export interface ClusterInfo {
 
 export interface Cluster extends ClusterInfo {
   dataDir: string;
+  /** The folder of the server binaries it runs (a replica of it uses the same). */
+  bin: string;
   /** Stops and deletes the cluster. */
   stop(): Promise<void>;
   /** Stops the server (fast shutdown) but keeps the data, to simulate an outage. */
   halt(): Promise<void>;
   /** Starts a halted server again on the same port. */
   resume(): Promise<void>;
-}
-
-const NOT_FOUND = "PostgreSQL server binaries (initdb, pg_ctl) not found: install them " +
-  "(Debian: apt-get install postgresql) or set DATABASE_URL";
-
-function isFile(path: string): boolean {
-  try {
-    return Deno.statSync(path).isFile;
-  } catch {
-    return false;
-  }
-}
-
-function hasServerBins(dir: string): boolean {
-  return isFile(join(dir, "initdb")) && isFile(join(dir, "pg_ctl"));
-}
-
-/** Directory holding initdb and pg_ctl: PATH first, else the newest /usr/lib/postgresql/N/bin. */
-export function findPgBin(): string | null {
-  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
-    if (!dir || !hasServerBins(dir)) continue;
-    // PATH often holds symlinks (e.g. /usr/local/bin/initdb); prefer the real bin dir, which
-    // also has psql and postgres next to them.
-    try {
-      const real = dirname(Deno.realPathSync(join(dir, "initdb")));
-      if (hasServerBins(real)) return real;
-    } catch {
-      // fall through to the PATH dir itself
-    }
-    return dir;
-  }
-  let versions: string[] = [];
-  try {
-    versions = [...Deno.readDirSync("/usr/lib/postgresql")].map((e) => e.name);
-  } catch {
-    return null;
-  }
-  versions.sort((a, b) => parseFloat(b) - parseFloat(a));
-  for (const v of versions) {
-    const dir = `/usr/lib/postgresql/${v}/bin`;
-    if (hasServerBins(dir)) return dir;
-  }
-  return null;
 }
 
 interface RunOptions {
@@ -224,6 +186,8 @@ function setupSql(u: Users): string {
   return [
     // PG15 no longer lets PUBLIC create in schema public; tests create tables as any user.
     "GRANT ALL ON SCHEMA public TO PUBLIC;",
+    // PostgreSQL 13 still stores md5 by default; every version stores SCRAM unless told.
+    "SET password_encryption = 'scram-sha-256';",
     // Superuser so tests can pg_terminate_backend() and the like.
     role(u.trust, "SUPERUSER"),
     role(u.password, "CREATEDB"),
@@ -347,11 +311,25 @@ export async function killPostmaster(dataDir: string): Promise<void> {
   }
 }
 
-export async function startCluster(
-  opts: { ssl?: boolean; name?: string; replication?: boolean } = {},
-): Promise<Cluster> {
-  const bin = findPgBin();
-  if (!bin) throw new Error(NOT_FOUND);
+/** What kind of cluster `startCluster` starts. */
+export interface ClusterOptions {
+  /** TLS on (a test CA, a server certificate for localhost and 127.0.0.1). Default false. */
+  ssl?: boolean;
+  /** Names its temp folder (`pgpipe-<name>-`). Default "tls" or "plain". */
+  name?: string;
+  /** Lets a replica stream from it (see replica.ts). Default false. */
+  replication?: boolean;
+  /**
+   * The server version: a major ("18", installed from npm on first use, see server_bin.ts),
+   * "installed", or a folder of server binaries. Default: the version the runner chose
+   * (`deno task test --pg=N`).
+   */
+  pg?: string;
+}
+
+/** Starts a throwaway cluster: users for every auth method, TLS if asked, on a free port. */
+export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> {
+  const bin = await pgBin(opts.pg);
   const ssl = opts.ssl ?? false;
   const replication = opts.replication ?? false;
   const label = opts.name ?? (ssl ? "tls" : "plain");
@@ -398,7 +376,7 @@ export async function startCluster(
     );
 
     const users = makeUsers();
-    const psqlPath = isFile(join(bin, "psql")) ? join(bin, "psql") : "psql";
+    const psqlPath = clientTool(bin, "psql");
     const psqlArgs = ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", tmp, "-p", `${port}`];
     const out = await run(psqlPath, [...psqlArgs, "-U", "postgres", "-d", "postgres", "-f", "-"], {
       stdin: setupSql(users),
@@ -432,7 +410,7 @@ export async function startCluster(
         timeoutMs: 70_000,
       });
     };
-    return { ...info, dataDir, stop: stopOnce, halt, resume };
+    return { ...info, dataDir, bin, stop: stopOnce, halt, resume };
   } catch (e) {
     await stopOnce();
     throw e;

@@ -1,15 +1,10 @@
-// A streaming replica of a throwaway cluster: pg_basebackup -R from the primary (started with
-// `startCluster({ replication: true })`), on its own port and socket directory. Everything lives
+// A streaming replica of a throwaway cluster (started with `startCluster({ replication: true })`),
+// with the primary's binaries, on its own port and socket directory: pg_basebackup -R where that
+// version has it, else the same by hand (the npm builds carry only the server). Everything lives
 // in one temp dir that stop() deletes; every external command is time-bounded.
 import { join } from "node:path";
-import {
-  type Cluster,
-  findPgBin,
-  isRoot,
-  killPostmaster,
-  run,
-  startOnFreePort,
-} from "./cluster.ts";
+import { type Cluster, isRoot, killPostmaster, run, startOnFreePort } from "./cluster.ts";
+import { clientTool } from "./server_bin.ts";
 
 export interface Replica {
   host: string;
@@ -26,8 +21,7 @@ const lit = (s: string) => `'${s.replaceAll("'", "''")}'`;
 
 /** Clones `primary` with pg_basebackup and starts it as a hot standby streaming from it. */
 export async function startReplica(primary: Cluster): Promise<Replica> {
-  const bin = findPgBin();
-  if (!bin) throw new Error("PostgreSQL server binaries (pg_basebackup, pg_ctl) not found");
+  const bin = primary.bin;
   const tmp = await Deno.makeTempDir({ prefix: "pgpipe-replica-" });
   const dataDir = join(tmp, "data");
   const logFile = join(tmp, "postgres.log");
@@ -50,11 +44,16 @@ export async function startReplica(primary: Cluster): Promise<Replica> {
 
   try {
     if (isRoot()) await run("chown", ["-R", "postgres:", tmp]);
-    // -R writes standby.signal and primary_conninfo; -c fast: no wait for a spread checkpoint.
-    await run(join(bin, "pg_basebackup"), [
-      ...["-D", dataDir, "-R", "-X", "stream", "-c", "fast", "--no-sync"],
-      ...["-h", primary.socketDir, "-p", `${primary.port}`, "-U", "postgres"],
-    ], { ...asServer, timeoutMs: 60_000 });
+    const basebackup = join(bin, "pg_basebackup");
+    if (clientTool(bin, "pg_basebackup") === basebackup) {
+      // -R writes standby.signal and primary_conninfo; -c fast: no wait for a spread checkpoint.
+      await run(basebackup, [
+        ...["-D", dataDir, "-R", "-X", "stream", "-c", "fast", "--no-sync"],
+        ...["-h", primary.socketDir, "-p", `${primary.port}`, "-U", "postgres"],
+      ], { ...asServer, timeoutMs: 60_000 });
+    } else {
+      await copyBackup(primary, dataDir);
+    }
     // Appended after the primary's settings (copied by the backup): the last setting wins.
     const port = await startOnFreePort(
       pgCtl,
@@ -76,4 +75,45 @@ export async function startReplica(primary: Cluster): Promise<Replica> {
     await stop();
     throw e;
   }
+}
+
+/**
+ * What `pg_basebackup -R` does, without it: a non-exclusive base backup (started and stopped in
+ * one psql session, the data folder copied in between by psql's `\!`), its backup_label, and the
+ * standby settings. The standby streams the WAL it needs from the primary.
+ */
+async function copyBackup(primary: Cluster, dataDir: string): Promise<void> {
+  const [start, stop] = primary.version >= 150000
+    ? ["pg_backup_start('pgpipe replica', true)", "pg_backup_stop()"]
+    : ["pg_start_backup('pgpipe replica', true, false)", "pg_stop_backup(false)"];
+  const q = (path: string) => `'${path.replaceAll("'", `'\\''`)}'`;
+  const script = [
+    `select ${start};`,
+    `\\! cp -a ${q(primary.dataDir)} ${q(dataDir)}`,
+    `select labelfile from ${stop};`,
+  ].join("\n");
+  const psql = clientTool(primary.bin, "psql");
+  const out = await run(psql, [
+    ...["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", primary.socketDir],
+    ...["-p", `${primary.port}`, "-U", "postgres", "-d", "postgres", "-f", "-"],
+  ], { stdin: script, timeoutMs: 60_000 });
+  // The first line is the start's LSN; the label file is everything after it.
+  const label = out.slice(out.indexOf("\n") + 1).trim();
+  if (!label.startsWith("START WAL LOCATION")) throw new Error(`no backup label from:\n${out}`);
+  // Not part of a backup: the primary's pid file and its replication slots.
+  for (const name of ["postmaster.pid", "postmaster.opts"]) {
+    await Deno.remove(join(dataDir, name)).catch(() => {});
+  }
+  for await (const slot of Deno.readDir(join(dataDir, "pg_replslot"))) {
+    await Deno.remove(join(dataDir, "pg_replslot", slot.name), { recursive: true });
+  }
+  await Deno.writeTextFile(join(dataDir, "backup_label"), label + "\n");
+  await Deno.writeTextFile(join(dataDir, "standby.signal"), "");
+  const conninfo = `host=${primary.socketDir} port=${primary.port} user=postgres`;
+  await Deno.writeTextFile(
+    join(dataDir, "postgresql.auto.conf"),
+    `primary_conninfo = ${lit(conninfo)}\n`,
+    { append: true },
+  );
+  if (isRoot()) await run("chown", ["-R", "postgres:", dataDir]);
 }

@@ -31,3 +31,11 @@ export async function withEnv(
     apply(saved);
   }
 }
+
+/** The server's version as a number (180004 for 18.4), for what differs by version. */
+export async function serverVersion(
+  sql: (strings: TemplateStringsArray) => PromiseLike<readonly Record<string, unknown>[]>,
+): Promise<number> {
+  const [row] = await sql`select current_setting('server_version_num')::int as v`;
+  return row.v as number;
+}
