@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import postgres, { type Options, PostgresError, type SslOption, type TlsPath } from "../mod.ts";
 import type { ClusterInfo } from "./harness/cluster.ts";
 import { hasClusters, plainCluster, tlsCluster } from "./harness/env.ts";
+import { flightRecorder } from "./harness/flights.ts";
 import { assertConnectionError, clusterTest, failure, quiet, session } from "./harness/connect.ts";
 
 const tls = tlsCluster();
@@ -202,6 +203,56 @@ Deno.test({
       await p.close();
     }
   },
+});
+
+// ---------------------------------------------------------------------------------------------
+// sslnegotiation=direct: the TLS handshake at once, with ALPN "postgresql" (PostgreSQL 17+). The
+// same tests run on every version: success from 17, a clear SSL_NOT_SUPPORTED before.
+
+clusterTest(
+  "sslnegotiation=direct: TLS at once on 17+, SSL_NOT_SUPPORTED before",
+  tls,
+  async (c) => {
+    // Through a recorder, on a port of its own: the first byte shows whether an SSLRequest went.
+    const rec = flightRecorder({ hostname: c.host, port: c.port });
+    try {
+      const options = (ssl: SslOption) => ({
+        ...via(c, ssl, "127.0.0.1"),
+        port: rec.port,
+        sslnegotiation: "direct" as const,
+      });
+      const verified = options({ mode: "verify-full", ca: ca(c) });
+      if (c.version >= 170000) {
+        assert.deepEqual(await pathOf(verified), { tls: "native", ssl: true });
+        // Without the CA the native check fails: node:tls, still direct (and remembered).
+        assert.deepEqual(await pathOf(options("require")), { tls: "node", ssl: true });
+        assert.deepEqual(await pathOf(options("require")), { tls: "node", ssl: true });
+        assert.equal(rec.connections.length, 4, "native, native then node:tls, node:tls");
+      } else {
+        for (const ssl of [{ mode: "verify-full", ca: ca(c) }, "require"] as const) {
+          const e = assertConnectionError(await failure(options(ssl)), "SSL_NOT_SUPPORTED");
+          assert.match(e.message, /sslnegotiation=direct needs PostgreSQL 17/);
+        }
+      }
+    } finally {
+      await rec.close();
+    }
+    for (const flights of rec.connections) {
+      // A TLS record (handshake: 0x16), never an SSLRequest (its length, 0x00 0x00 0x00 0x08).
+      assert.equal(flights[0].from, "client");
+      assert.equal(flights[0].bytes[0], 0x16, "the ClientHello comes first");
+    }
+  },
+);
+
+clusterTest("sslnegotiation=direct: refused with a mode that may go plain (libpq)", tls, (c) => {
+  for (const mode of ["disable", "allow", "prefer"] as const) {
+    assert.throws(
+      () => postgres({ ...via(c, mode), sslnegotiation: "direct" }),
+      /sslnegotiation=direct needs sslmode require, verify-ca or verify-full/,
+    );
+  }
+  return Promise.resolve();
 });
 
 // ---------------------------------------------------------------------------------------------
