@@ -61,6 +61,27 @@ export const TARGETS: readonly Target[] = [
     text: "serial latency (one query after another) >= 1.3x postgres.js",
   },
   {
+    suite: "throughput",
+    applies: (l) => l === "serial select 1, default pool (TLS)",
+    peer: "Bun.sql",
+    min: 1,
+    text: "with TLS (sslmode=require), serial `select 1` at least as fast as Bun.sql on Bun",
+  },
+  {
+    suite: "throughput",
+    applies: (l) => l === "500 in flight, default pool (TLS)",
+    peer: "Bun.sql",
+    min: 1.2,
+    text: "with TLS, 500 queries in flight on the default pool >= 1.2x Bun.sql on Bun",
+  },
+  {
+    suite: "throughput",
+    applies: (l) => l.startsWith("pipelined q/s, 1 connection, share of plain TCP"),
+    peer: "pgpipe (plaintext)",
+    min: 0.9,
+    text: "pipelined throughput over TLS >= 0.9 of the same over plain TCP",
+  },
+  {
     suite: "http",
     applies: (l) => l.startsWith("req/s,"),
     peer: "postgres.js",
@@ -111,6 +132,20 @@ export interface Limit {
 }
 
 export const LIMITS: readonly Limit[] = [
+  {
+    suite: "throughput",
+    applies: (l) => l.startsWith("serial select 1: TLS cost per round trip"),
+    max: 35,
+    unit: "µs",
+    text: "TLS costs pgpipe at most 35 µs per serial round trip over plain TCP",
+  },
+  {
+    suite: "throughput",
+    applies: (l) => l.startsWith("serial select 1: pgpipe on node:tls, overhead over"),
+    max: 5,
+    unit: "µs",
+    text: "where pgpipe runs on node:tls, its own cost over a raw node:tls round trip <= 5 µs",
+  },
   {
     suite: "latency",
     applies: (l) => l === "insert n=200 (5 ms each way), pgpipe",
