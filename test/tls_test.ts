@@ -180,8 +180,8 @@ clusterTest("tls path: prefer against a server without TLS → plain, null", pla
 });
 
 Deno.test({
-  name: "tls path: require against a server the default roots do not cover → node:tls, " +
-    "remembered per server so only the first connection pays twice",
+  name: "tls path: require without a CA → node:tls at once (no native attempt to fail), " +
+    "and what it learned keeps later connections there",
   ignore: !hasClusters || !tls,
   async fn() {
     const c = tls!;
@@ -190,15 +190,16 @@ Deno.test({
     try {
       const options = { ...via(c, "require"), port: p.port };
       assert.deepEqual(await pathOf(options), { tls: "node", ssl: true });
-      assert.equal(p.accepted, 2, "the native attempt, then node:tls");
+      assert.equal(p.accepted, 1, "one connection: no native attempt first");
+      // The default roots do not cover the test CA: the native check would fail, so node:tls.
       assert.deepEqual(await pathOf(options), { tls: "node", ssl: true });
-      assert.equal(p.accepted, 3, "the next client goes to node:tls at once");
+      assert.equal(p.accepted, 2);
       // A client that gives the CA is another case: its native check passes.
       assert.deepEqual(await pathOf({ ...options, ssl: { mode: "require", ca: ca(c) } }), {
         tls: "native",
         ssl: true,
       });
-      assert.equal(p.accepted, 4);
+      assert.equal(p.accepted, 3);
     } finally {
       await p.close();
     }
@@ -224,10 +225,10 @@ clusterTest(
       const verified = options({ mode: "verify-full", ca: ca(c) });
       if (c.version >= 170000) {
         assert.deepEqual(await pathOf(verified), { tls: "native", ssl: true });
-        // Without the CA the native check fails: node:tls, still direct (and remembered).
+        // Without the CA: node:tls at once, still direct (ALPN on node:tls too).
         assert.deepEqual(await pathOf(options("require")), { tls: "node", ssl: true });
         assert.deepEqual(await pathOf(options("require")), { tls: "node", ssl: true });
-        assert.equal(rec.connections.length, 4, "native, native then node:tls, node:tls");
+        assert.equal(rec.connections.length, 3, "one connection each");
       } else {
         for (const ssl of [{ mode: "verify-full", ca: ca(c) }, "require"] as const) {
           const e = assertConnectionError(await failure(options(ssl)), "SSL_NOT_SUPPORTED");

@@ -12,6 +12,12 @@
  *   asks, with only the CA given as roots (libpq's `sslrootcert`). A server
  *   that needed it is remembered, so later connections go to it at once.
  *
+ * `require` without a CA asks for no check, so a server pgpipe knows nothing
+ * about yet is taken on node:tls first (a failed native attempt would cost a
+ * cold start three round trips); that handshake tells whether the certificate
+ * would pass the native check (a chain to the default roots, the host name),
+ * and later connections go native when it would.
+ *
  * `Deno.startTls` is never given `unsafelyDisableHostnameVerification`: with
  * the default roots still trusted beside the CA given, that would accept any
  * publicly trusted certificate, which `verify-ca` must refuse.
@@ -56,8 +62,8 @@ export interface TlsTarget {
   alpn?: string[];
 }
 
-/** Servers (and CA) where the native check failed and node:tls then succeeded. */
-const needsNode = new Set<string>();
+/** Per server (and CA): the path that works, once a connection found out. */
+const paths = new Map<string, TlsPath>();
 
 /**
  * How long node:tls takes a server after a native handshake with it was cut short:
@@ -73,17 +79,17 @@ function key(t: TlsTarget): string {
 }
 
 /**
- * Whether a server goes to node:tls at once: its native check failed before, or a native
- * handshake with it was cut short a moment ago.
+ * The path known to work for a server (`node` too while a native handshake with it that was
+ * cut short may still hold a socket), or undefined when no connection found out yet.
  */
-export function nodeOnly(t: TlsTarget): boolean {
+export function knownPath(t: TlsTarget): TlsPath | undefined {
   const k = key(t);
-  if (needsNode.has(k)) return true;
   const until = parked.get(k);
-  if (until === undefined) return false;
-  if (until > Date.now()) return true;
-  parked.delete(k);
-  return false;
+  if (until !== undefined) {
+    if (until > Date.now()) return "node";
+    parked.delete(k);
+  }
+  return paths.get(k);
 }
 
 /**
@@ -96,9 +102,23 @@ export function parkNative(t: TlsTarget): void {
   parked.set(key(t), Date.now() + PARK_MS);
 }
 
-/** Remembers that node:tls succeeded where the native check failed. */
-export function rememberNodeOnly(t: TlsTarget): void {
-  needsNode.add(key(t));
+/** Remembers the path that works for a server. */
+export function rememberPath(t: TlsTarget, path: TlsPath): void {
+  paths.set(key(t), path);
+}
+
+/**
+ * Whether the certificate of a node:tls connection made without a check would pass the
+ * native one: its chain verified against the default roots (node computes that anyway) and it
+ * names the host.
+ */
+export function wouldPassNatively(socket: tls.TLSSocket, host: string): boolean {
+  if (!socket.authorized) return false;
+  try {
+    return tls.checkServerIdentity(host, socket.getPeerCertificate()) === undefined;
+  } catch {
+    return false;
+  }
 }
 
 /**

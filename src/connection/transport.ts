@@ -10,13 +10,15 @@ import { ConnectionError, isSocketErrorCode, type SocketErrorCode } from "../err
 import { sslRequest } from "../protocol/frontend.ts";
 import { Writer } from "../protocol/writer.ts";
 import {
+  knownPath,
   nativeHandshake,
   nodeHandshake,
-  nodeOnly,
   parkNative,
-  rememberNodeOnly,
+  rememberPath,
   type TlsPath,
   type TlsTarget,
+  verification,
+  wouldPassNatively,
 } from "./tls.ts";
 
 /**
@@ -444,12 +446,16 @@ function tlsTarget(endpoint: Endpoint): TlsTarget {
   };
 }
 
-/** node:tls over `socket`, which the server agreed to encrypt; `close` closes it if that fails. */
+/**
+ * node:tls over `socket`, which the server agreed to encrypt; `close` closes it if that fails.
+ * `learn` is told whether the server's certificate would pass the native check.
+ */
 async function nodeSecure(
   socket: Duplex,
   endpoint: Endpoint,
   where: Where,
   close: () => void,
+  learn?: (native: boolean) => void,
 ): Promise<Transport> {
   let secured;
   try {
@@ -464,6 +470,7 @@ async function nodeSecure(
     secured.destroy();
     throw e;
   }
+  learn?.(wouldPassNatively(secured, endpoint.host));
   return new NodeTransport(secured, "node");
 }
 
@@ -493,10 +500,13 @@ async function tlsViaNode(
   endpoint: Endpoint,
   n: Negotiation,
   where: Where,
+  learn?: (native: boolean) => void,
 ): Promise<Transport | null> {
   const socket = n.track(await nodeConnect(endpoint), (s) => s.destroy());
   const close = () => socket.destroy();
-  if (endpoint.sslnegotiation === "direct") return await nodeSecure(socket, endpoint, where, close);
+  if (endpoint.sslnegotiation === "direct") {
+    return await nodeSecure(socket, endpoint, where, close, learn);
+  }
   const answer = await negotiateNode(socket).catch((e) => {
     close();
     throw e;
@@ -505,7 +515,11 @@ async function tlsViaNode(
     close();
     return null;
   }
-  return await secureAnswered(socket, answer, endpoint, where, close);
+  if (answer !== 0x53) {
+    close();
+    throw refused(answer, endpoint.sslmode, where);
+  }
+  return await nodeSecure(socket, endpoint, where, close, learn);
 }
 
 /**
@@ -746,16 +760,27 @@ export async function openTransport(
       return new DenoTransport(conn, null);
     }
     const target = tlsTarget(endpoint);
-    const known = nodeOnly(target);
-    if (!known) {
+    const known = knownPath(target);
+    // require without a CA checks nothing: an unknown server is taken on node:tls, which
+    // tells whether the native check would pass for the next connections.
+    const learn = known === undefined && mode === "require" &&
+      verification(mode, endpoint.ca) === "none";
+    let nativeFailed = false;
+    if (known !== "node" && !learn) {
       const native = await tlsViaDeno(endpoint, n, where);
       if (native !== null) return native;
       // The connect timeout fired during the native handshake: no second attempt.
       if (signal?.aborted) throw handshakeFailed(new Error("aborted"), endpoint, where);
+      nativeFailed = true;
     }
-    const secured = await tlsViaNode(endpoint, n, where);
+    const secured = await tlsViaNode(
+      endpoint,
+      n,
+      where,
+      learn ? (native) => rememberPath(target, native ? "native" : "node") : undefined,
+    );
     if (secured !== null) {
-      if (!known) rememberNodeOnly(target);
+      if (nativeFailed) rememberPath(target, "node");
       return secured;
     }
     // prefer/allow, and the server said "N" although it offered TLS before
