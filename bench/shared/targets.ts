@@ -133,6 +133,36 @@ export interface Limit {
 
 export const LIMITS: readonly Limit[] = [
   {
+    suite: "cold",
+    applies: (l) => /SCRAM over TLS: client created to first answer, loopback$/.test(l),
+    max: 80,
+    unit: "ms",
+    text: "cold start with TLS + SCRAM on loopback <= 80 ms from creating the client to the " +
+      "first answer, Deno's first TLS handshake included",
+  },
+  {
+    suite: "cold",
+    applies: (l) => /SCRAM over plaintext: client created to first answer, loopback$/.test(l),
+    max: 15,
+    unit: "ms",
+    text: "cold start with SCRAM over plain TCP on loopback <= 15 ms",
+  },
+  {
+    suite: "cold",
+    applies: (l) =>
+      /SCRAM over TLS: round trips through/.test(l) && !l.includes("sslnegotiation=direct"),
+    max: 5.5,
+    unit: "RTT",
+    text: "cold start with TLS + SCRAM through the proxy <= 5.5 network round trips",
+  },
+  {
+    suite: "cold",
+    applies: (l) => l.includes("sslnegotiation=direct") && l.includes("round trips"),
+    max: 4.5,
+    unit: "RTT",
+    text: "the same with sslnegotiation=direct on PostgreSQL 18 <= 4.5 round trips",
+  },
+  {
     suite: "throughput",
     applies: (l) => l.startsWith("serial select 1: TLS cost per round trip"),
     max: 35,
