@@ -27,6 +27,14 @@ export function tlsBenchUrl(): string {
   return u.toString();
 }
 
+/**
+ * The `ssl` option for a probe given `url`: `require` when the URL asks for it (a TLS variant),
+ * else none, whatever a driver's default would be.
+ */
+export function sslOf(url: string): "require" | false {
+  return new URL(url).searchParams.get("sslmode") === "require" ? "require" : false;
+}
+
 /** The database to benchmark: the TLS URL in a TLS variant, else the plain one. */
 export function benchUrl(): string {
   return isTls() ? tlsBenchUrl() : plainBenchUrl();
