@@ -13,13 +13,16 @@ const server = plainCluster() ?? tlsCluster();
 
 type Method = "trust" | "password" | "md5" | "scram";
 
-/** Runs `fn` with a client of `method`'s user connected (plaintext) through a flight recorder. */
-async function recorded(
+/**
+ * Runs `fn` with a client of `user` connected (plaintext, one connection) through a flight
+ * recorder; resolves to every connection's flights.
+ */
+async function throughRecorder(
   c: ClusterInfo,
   user: { user: string; password: string },
   extra: Options,
   fn: (sql: Sql) => Promise<void>,
-): Promise<string[][]> {
+): Promise<Flight[][]> {
   const rec = flightRecorder({ hostname: c.host, port: c.port });
   const sql = postgres({
     ...quiet,
@@ -38,11 +41,35 @@ async function recorded(
     await sql.end();
     await rec.close();
   }
-  const flights: Flight[] = rec.connections[0];
+  return rec.connections;
+}
+
+/** The message types of each client flight of the first connection (see throughRecorder). */
+async function recorded(
+  c: ClusterInfo,
+  user: { user: string; password: string },
+  extra: Options,
+  fn: (sql: Sql) => Promise<void>,
+): Promise<string[][]> {
+  const [flights] = await throughRecorder(c, user, extra, fn);
   return flights.filter((f) => f.from === "client").map((f) => frontendTypes(f.bytes));
 }
 
-const syncs = (types: string[]) => types.filter((t) => t === "S").length;
+/** The trust superuser, over plain TCP: for setting things up. */
+function adminOf(c: ClusterInfo): Sql {
+  return postgres({
+    ...quiet,
+    host: c.host,
+    port: c.port,
+    database: c.database,
+    user: c.users.trust.user,
+    ssl: "disable",
+    max: 1,
+  });
+}
+
+/** Requests in a flight: each ends with a Sync, or is one simple Query (the catalog query). */
+const requests = (types: string[]) => types.filter((t) => t === "S" || t === "Q").length;
 
 /** Two queries issued before the connection exists; checks their answers. */
 async function twoQueries(sql: Sql): Promise<void> {
@@ -68,8 +95,8 @@ for (const method of ["trust", "password", "md5", "scram"] as const) {
     const want = expected[method];
     assert.equal(flights.length, want.flights, JSON.stringify(flights));
     const last = flights[flights.length - 1];
-    // The catalog query of fetch_types and the two queries, each with its Sync, in one write.
-    assert.equal(syncs(last), 3, JSON.stringify(last));
+    // The catalog query of fetch_types and the two queries, in one write.
+    assert.equal(requests(last), 3, JSON.stringify(last));
     if (want.ridesWith) assert.equal(last[0], want.ridesWith, "behind the last auth message");
     else assert.notEqual(last[0], "p", "not in a write of authentication");
     if (method === "scram") assert.deepEqual(flights[2], ["p"], "the client-final rides alone");
@@ -88,7 +115,7 @@ clusterTest(
     );
     assert.deepEqual(flights[1], ["p"], "nothing rides behind the password");
     assert.equal(flights.length, 3, JSON.stringify(flights));
-    assert.equal(syncs(flights[2]), 3);
+    assert.equal(requests(flights[2]), 3);
   },
 );
 
@@ -98,30 +125,17 @@ for (const method of ["password", "md5", "scram"] as const) {
       "server's error, and nothing more is written",
     server,
     async (c) => {
-      const rec = flightRecorder({ hostname: c.host, port: c.port });
-      const sql = postgres({
-        ...quiet,
-        host: "127.0.0.1",
-        port: rec.port,
-        database: c.database,
-        user: c.users[method].user,
-        password: "not the password",
-        ssl: "disable",
-        max: 1,
-      });
-      try {
+      const user = { user: c.users[method].user, password: "not the password" };
+      const connections = await throughRecorder(c, user, {}, async (sql) => {
         const outcomes = await Promise.allSettled([sql`select 1`, sql`select 2`, sql`select 3`]);
         for (const o of outcomes) {
           assert.equal(o.status, "rejected");
           const e = (o as PromiseRejectedResult).reason;
           assert.ok(e instanceof PostgresError && e.code === "28P01", `${e}`);
         }
-      } finally {
-        await sql.end();
-        await rec.close();
-      }
-      assert.equal(rec.connections.length, 1, "no second attempt");
-      const flights = rec.connections[0];
+      });
+      assert.equal(connections.length, 1, "no second attempt");
+      const flights = connections[0];
       const last = flights[flights.length - 1];
       assert.equal(last.from, "server", "the server's error is the last word");
     },
@@ -132,15 +146,7 @@ clusterTest(
   "startup pipelining: a first query already decodes user-defined arrays (fetch_types rides ahead)",
   server,
   async (c) => {
-    const admin = postgres({
-      ...quiet,
-      host: c.host,
-      port: c.port,
-      database: c.database,
-      user: c.users.trust.user,
-      ssl: "disable",
-      max: 1,
-    });
+    const admin = adminOf(c);
     const type = `mood_${crypto.randomUUID().slice(0, 8)}`;
     try {
       await admin.unsafe(`create type ${type} as enum ('sad', 'happy')`);
@@ -180,15 +186,7 @@ clusterTest(
   "scram cache: a later connection derives nothing; a changed password still works",
   server,
   async (c) => {
-    const admin = postgres({
-      ...quiet,
-      host: c.host,
-      port: c.port,
-      database: c.database,
-      user: c.users.trust.user,
-      ssl: "disable",
-      max: 1,
-    });
+    const admin = adminOf(c);
     // The scram user with a fresh password (so a fresh salt): no earlier test derived its keys.
     const role = c.users.scram.user;
     const first = `first-${crypto.randomUUID()}`;

@@ -186,20 +186,20 @@ Deno.test({
   async fn() {
     const c = tls!;
     // A port of its own, so no earlier test taught pgpipe anything about this server.
-    const p = proxy(c.host, { hostname: c.host, port: c.port });
+    const p = flightRecorder({ hostname: c.host, port: c.port });
     try {
       const options = { ...via(c, "require"), port: p.port };
       assert.deepEqual(await pathOf(options), { tls: "node", ssl: true });
-      assert.equal(p.accepted, 1, "one connection: no native attempt first");
+      assert.equal(p.connections.length, 1, "one connection: no native attempt first");
       // The default roots do not cover the test CA: the native check would fail, so node:tls.
       assert.deepEqual(await pathOf(options), { tls: "node", ssl: true });
-      assert.equal(p.accepted, 2);
+      assert.equal(p.connections.length, 2);
       // A client that gives the CA is another case: its native check passes.
       assert.deepEqual(await pathOf({ ...options, ssl: { mode: "require", ca: ca(c) } }), {
         tls: "native",
         ssl: true,
       });
-      assert.equal(p.accepted, 3);
+      assert.equal(p.connections.length, 3);
     } finally {
       await p.close();
     }
@@ -260,69 +260,6 @@ clusterTest("sslnegotiation=direct: refused with a mode that may go plain (libpq
 // Host name checks through another loopback address: a proxy on 127.0.0.2 forwards to the
 // server on 127.0.0.1, so the certificate (localhost, 127.0.0.1) does not name the host we dial.
 
-/** A byte-for-byte TCP forwarder from `hostname:<port>` to `to`; close() cleans up everything. */
-function proxy(hostname: string, to: { hostname: string; port: number }) {
-  const listener = Deno.listen({ hostname, port: 0 });
-  const conns = new Set<Deno.Conn>();
-  const pumps: Promise<void>[] = [];
-  let failedUpstream = 0;
-  const closeAll = (...cs: Deno.Conn[]) => {
-    for (const c of cs) {
-      try {
-        c.close();
-      } catch {
-        // already closed
-      }
-    }
-  };
-  const pump = async (from: Deno.Conn, into: Deno.Conn) => {
-    const buf = new Uint8Array(16384);
-    try {
-      for (;;) {
-        const n = await from.read(buf);
-        if (n === null) break;
-        for (let off = 0; off < n;) off += await into.write(buf.subarray(off, n));
-      }
-    } catch {
-      // one side went away
-    } finally {
-      closeAll(from, into);
-    }
-  };
-  const loop = (async () => {
-    for (;;) {
-      let client: Deno.Conn;
-      try {
-        client = await listener.accept();
-      } catch {
-        return;
-      }
-      conns.add(client);
-      try {
-        const upstream = await Deno.connect(to);
-        conns.add(upstream);
-        pumps.push(pump(client, upstream), pump(upstream, client));
-      } catch {
-        failedUpstream++;
-        closeAll(client);
-      }
-    }
-  })();
-  return {
-    port: (listener.addr as Deno.NetAddr).port,
-    /** Client connections accepted so far. */
-    get accepted() {
-      return pumps.length / 2 + failedUpstream;
-    },
-    async close() {
-      listener.close();
-      await loop;
-      closeAll(...conns);
-      await Promise.all(pumps);
-    },
-  };
-}
-
 function canListenOn(hostname: string): boolean {
   try {
     Deno.listen({ hostname, port: 0 }).close();
@@ -342,7 +279,7 @@ function altTest(name: string, fn: (c: ClusterInfo, port: number) => Promise<voi
     ignore: !hasClusters || !tls || !altHostWorks,
     async fn() {
       const c = tls!;
-      const p = proxy(ALT_HOST, { hostname: c.host, port: c.port });
+      const p = flightRecorder({ hostname: c.host, port: c.port }, ALT_HOST);
       try {
         await fn(c, p.port);
       } finally {
@@ -417,7 +354,7 @@ Deno.test({
   ignore: !hasClusters || !tls || !plain,
   async fn() {
     const to = { hostname: tls!.host, port: tls!.port };
-    const p = proxy(tls!.host, to); // dials `to` afresh for each client
+    const p = flightRecorder(to); // dials `to` afresh for each client
     try {
       const before = await session({ ...via(tls!, "prefer"), port: p.port });
       assert.deepEqual(before, { user: tls!.users.trust.user, ssl: true });

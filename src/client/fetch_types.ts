@@ -5,7 +5,8 @@
  * authentication), registers an array decoder for each, so `my_enum[]`
  * arrives as an array instead of its text literal.
  */
-import { QueryRequest } from "../connection/query_request.ts";
+import type { QueryRequest } from "../connection/query_request.ts";
+import { driverRowsRequest } from "./exec.ts";
 import { parseArrayLiteral } from "../types/array_literal.ts";
 import { type DecodeOptions, decoderFor, type TextDecoderFn } from "../types/text_decoders.ts";
 
@@ -13,8 +14,6 @@ import { type DecodeOptions, decoderFor, type TextDecoderFn } from "../types/tex
 const FIRST_USER_OID = 16384;
 
 // int8: OIDs are unsigned 32-bit, and int4 would turn those past 2^31 negative.
-const PLAIN = { bigint: false } as const;
-
 const QUERY = "select t.oid::int8, t.typarray::int8, t.typdelim::text from pg_catalog.pg_type t " +
   `where t.typarray <> 0 and t.oid >= ${FIRST_USER_OID}`;
 
@@ -44,24 +43,11 @@ export function arrayTypesRequest(
   decode: DecodeOptions,
   done: (ok: boolean) => void,
 ): QueryRequest {
-  const rows: unknown[][] = [];
-  return new QueryRequest(
-    // Plain decoding: the user's transforms (row, value, column) must not reshape these rows.
-    { text: QUERY, params: [], types: [], prepare: false, mode: "array", decode: PLAIN },
-    {
-      push: (row) => rows.push(row as unknown[]),
-      length: 0,
-      command: null,
-      count: null,
-      columns: null,
-      statement: null,
+  return driverRowsRequest(QUERY, [], {
+    resolve: (rows) => {
+      register(rows, decode);
+      done(true);
     },
-    {
-      resolve: () => {
-        register(rows, decode);
-        done(true);
-      },
-      reject: () => done(false),
-    },
-  );
+    reject: () => done(false),
+  });
 }

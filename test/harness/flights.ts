@@ -26,9 +26,15 @@ function append(a: Uint8Array, b: Uint8Array): Uint8Array {
   return out;
 }
 
-/** Starts recording proxy to `to`; close() ends every pump. */
-export function flightRecorder(to: { hostname: string; port: number }): FlightRecorder {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+/**
+ * Starts a recording proxy on `hostname` to `to` (read at each connection, so a test may point
+ * it elsewhere between clients); close() ends every pump.
+ */
+export function flightRecorder(
+  to: { hostname: string; port: number },
+  hostname = "127.0.0.1",
+): FlightRecorder {
+  const listener = Deno.listen({ hostname, port: 0 });
   const connections: Flight[][] = [];
   const conns = new Set<Deno.Conn>();
   const pumps: Promise<void>[] = [];
@@ -76,7 +82,7 @@ export function flightRecorder(to: { hostname: string; port: number }): FlightRe
       const flights: Flight[] = [];
       connections.push(flights);
       try {
-        const server = await Deno.connect(to);
+        const server = await Deno.connect({ hostname: to.hostname, port: to.port });
         server.setNoDelay(true);
         conns.add(server);
         pumps.push(
