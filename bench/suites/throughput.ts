@@ -429,8 +429,8 @@ const BUN_WINDOW = 500;
 const BUN_ROUNDS = quick ? 1 : 3;
 
 /** pgpipe with its default pool: serial `select 1` (µs each) and BUN_WINDOW in flight (q/s). */
-async function pgpipeDefaultPool(): Promise<{ serialUs: number; qps: number }> {
-  const sql = postgres(url, { ssl: tls ? "require" : false, onnotice: () => {} });
+async function pgpipeDefaultPool(ssl: unknown): Promise<{ serialUs: number; qps: number }> {
+  const sql = postgres(url, { ssl: ssl as "require", onnotice: () => {} });
   try {
     await Promise.all(Array.from({ length: 100 }, (_, i) => sql`select ${i}::int as x`));
     for (let i = 0; i < 200; i++) await sql`select 1`;
@@ -475,13 +475,21 @@ async function versusBun(): Promise<{ table?: Table; ratios: Ratio[]; notes: str
   };
   const ours = { serial: [] as number[], qps: [] as number[] };
   const theirs = { serial: [] as number[], qps: [] as number[] };
+  // In a TLS variant, also pgpipe given the server's CA: what native TLS does beside Bun.
+  const ca = tls ? benchCa() : undefined;
+  const native = { serial: [] as number[], qps: [] as number[] };
   for (let r = 0; r < BUN_ROUNDS; r++) {
-    const a = await pgpipeDefaultPool();
+    const a = await pgpipeDefaultPool(tls ? "require" : false);
     const b = await runBun();
     ours.serial.push(a.serialUs);
     ours.qps.push(a.qps);
     theirs.serial.push(b.serialUs);
     theirs.qps.push(b.qps);
+    if (ca !== undefined) {
+      const n = await pgpipeDefaultPool({ mode: "require", ca });
+      native.serial.push(n.serialUs);
+      native.qps.push(n.qps);
+    }
     console.log(
       `throughput: vs Bun.sql round ${r + 1}: serial ${fmt(a.serialUs, 1)} / ${
         fmt(b.serialUs, 1)
@@ -498,10 +506,29 @@ async function versusBun(): Promise<{ table?: Table; ratios: Ratio[]; notes: str
       head: ["driver", "serial select 1 (µs)", `select $1::int, ${BUN_WINDOW} in flight (q/s)`],
       rows: [
         ["pgpipe", fmt(serial.pgpipe, 1), fmt(qps.pgpipe)],
+        ...(native.serial.length
+          ? [[PGPIPE_NATIVE, fmt(middle(native.serial), 1), fmt(middle(native.qps))]]
+          : []),
         ["Bun.sql", fmt(serial.bun, 1), fmt(qps.bun)],
       ],
     },
     ratios: [
+      ...(native.serial.length
+        ? [
+          {
+            suite: "throughput",
+            label: `serial select 1, default pool, ${PGPIPE_NATIVE}`,
+            peer: "Bun.sql",
+            value: serial.bun / middle(native.serial),
+          },
+          {
+            suite: "throughput",
+            label: `${BUN_WINDOW} in flight, default pool, ${PGPIPE_NATIVE}`,
+            peer: "Bun.sql",
+            value: middle(native.qps) / qps.bun,
+          },
+        ]
+        : []),
       {
         suite: "throughput",
         label: "serial select 1, default pool",
