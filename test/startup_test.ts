@@ -229,3 +229,86 @@ clusterTest(
     }
   },
 );
+
+// ---------------------------------------------------------------------------------------------
+// A cancel for a query that rode with the password, asked before the server sent the backend's
+// key: it must wait for the key (a CancelRequest without it names no backend and does nothing).
+
+clusterTest(
+  "startup pipelining: a query cancelled before the backend's key is known is still cancelled",
+  server,
+  async (c) => {
+    // A proxy that holds the server's answers once the client has sent its password message.
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    let release!: () => void;
+    const released = new Promise<void>((r) => release = r);
+    let passwordSent!: () => void;
+    const sentPassword = new Promise<void>((r) => passwordSent = r);
+    const pumps: Promise<void>[] = [];
+    const conns: Deno.Conn[] = [];
+    const accepting = (async () => {
+      for await (const client of listener) {
+        const upstream = await Deno.connect({ hostname: c.host, port: c.port });
+        conns.push(client, upstream);
+        let held = false;
+        const up = async () => {
+          const buf = new Uint8Array(65536);
+          for (;;) {
+            const n = await client.read(buf).catch(() => null);
+            if (n === null) break;
+            if (!held && frontendTypes(buf.slice(0, n)).includes("p")) {
+              held = true;
+              passwordSent();
+            }
+            await upstream.write(buf.slice(0, n)).catch(() => {});
+          }
+        };
+        const down = async () => {
+          const buf = new Uint8Array(65536);
+          for (;;) {
+            const n = await upstream.read(buf).catch(() => null);
+            if (n === null) break;
+            if (held) await released;
+            await client.write(buf.slice(0, n)).catch(() => {});
+          }
+        };
+        pumps.push(up(), down());
+      }
+    })();
+    const sql = postgres({
+      ...quiet,
+      host: "127.0.0.1",
+      port: (listener.addr as Deno.NetAddr).port,
+      database: c.database,
+      user: c.users.password.user,
+      password: c.users.password.password,
+      ssl: "disable",
+      max: 1,
+      fetch_types: false, // so the slow query is the first request: nothing answered before it
+    });
+    try {
+      const slow = sql`select pg_sleep(5)`;
+      const outcome = slow.execute().then(() => "ran to the end", (e) => e);
+      await sentPassword; // the query rode with it: it is on the connection, not waiting locally
+      slow.cancel();
+      release();
+      const t0 = performance.now();
+      const e = await outcome;
+      assert.ok(e instanceof PostgresError && e.code === "57014", `${e}`);
+      assert.ok(performance.now() - t0 < 4000, "the cancel reached the server");
+    } finally {
+      release();
+      await sql.end();
+      listener.close();
+      for (const conn of conns) {
+        try {
+          conn.close();
+        } catch {
+          // already closed
+        }
+      }
+      await accepting.catch(() => {});
+      await Promise.allSettled(pumps);
+    }
+  },
+);
