@@ -8,6 +8,8 @@ export interface Target {
   suite: string;
   /** Which cases it applies to. */
   applies: (label: string) => boolean;
+  /** A goal for a suite's TLS twin (its labels end in " (TLS)"); others apply to plaintext only. */
+  tls?: true;
   peer: string;
   min: number;
   /** How the goal reads in the report. */
@@ -63,6 +65,7 @@ export const TARGETS: readonly Target[] = [
   {
     suite: "throughput",
     applies: (l) => l === "serial select 1, default pool (TLS)",
+    tls: true,
     peer: "Bun.sql",
     min: 1,
     text: "with TLS (sslmode=require), serial `select 1` at least as fast as Bun.sql on Bun",
@@ -70,6 +73,7 @@ export const TARGETS: readonly Target[] = [
   {
     suite: "throughput",
     applies: (l) => l === "500 in flight, default pool (TLS)",
+    tls: true,
     peer: "Bun.sql",
     min: 1.2,
     text: "with TLS, 500 queries in flight on the default pool >= 1.2x Bun.sql on Bun",
@@ -77,6 +81,7 @@ export const TARGETS: readonly Target[] = [
   {
     suite: "throughput",
     applies: (l) => l.startsWith("pipelined q/s, 1 connection, share of plain TCP"),
+    tls: true,
     peer: "pgpipe (plaintext)",
     min: 0.9,
     text: "pipelined throughput over TLS >= 0.9 of the same over plain TCP",
@@ -148,6 +153,8 @@ export const TARGETS: readonly Target[] = [
 export interface Limit {
   suite: string;
   applies: (label: string) => boolean;
+  /** A limit for a suite's TLS twin; others apply to plaintext figures only. */
+  tls?: true;
   max: number;
   unit: string;
   text: string;
@@ -187,6 +194,7 @@ export const LIMITS: readonly Limit[] = [
   {
     suite: "throughput",
     applies: (l) => l.startsWith("serial select 1: TLS cost per round trip"),
+    tls: true,
     max: 35,
     unit: "µs",
     text: "TLS costs pgpipe at most 35 µs per serial round trip over plain TCP",
@@ -194,6 +202,7 @@ export const LIMITS: readonly Limit[] = [
   {
     suite: "throughput",
     applies: (l) => l.startsWith("serial select 1: pgpipe on node:tls, overhead over"),
+    tls: true,
     max: 5,
     unit: "µs",
     text: "where pgpipe runs on node:tls, its own cost over a raw node:tls round trip <= 5 µs",
@@ -226,8 +235,12 @@ export const LIMITS: readonly Limit[] = [
 
 /** The limit for a measured amount, if one is set. */
 export function limitFor(suite: string, label: string): Limit | undefined {
-  return LIMITS.find((t) => t.suite === suite && t.applies(label));
+  const tls = isTlsLabel(label);
+  return LIMITS.find((t) => t.suite === suite && (t.tls === true) === tls && t.applies(label));
 }
+
+/** A figure of a suite's TLS twin: plaintext goals do not apply to it (the issue sets its own). */
+const isTlsLabel = (label: string) => label.endsWith(" (TLS)");
 
 /** Every goal as the report lists it. */
 export function targetTexts(): string[] {
@@ -236,5 +249,8 @@ export function targetTexts(): string[] {
 
 /** The target for a measured ratio, if one is set. */
 export function targetFor(suite: string, label: string, peer: string): Target | undefined {
-  return TARGETS.find((t) => t.suite === suite && t.peer === peer && t.applies(label));
+  const tls = isTlsLabel(label);
+  return TARGETS.find((t) =>
+    t.suite === suite && t.peer === peer && (t.tls === true) === tls && t.applies(label)
+  );
 }
