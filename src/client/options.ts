@@ -17,6 +17,7 @@ import { readPgpass } from "./pgpass.ts";
 import { type CustomTypes, customTypes, type PostgresType } from "../query/custom_types.ts";
 import { normalizeTransform, type Transform, type Transforms } from "../query/transform.ts";
 import { type Notice, noticeOf } from "../errors.ts";
+import type { TelemetryOptions } from "./telemetry.ts";
 
 /**
  * TLS settings: a mode, or a mode with trusted CA certificates.
@@ -217,6 +218,12 @@ export interface Options {
    * `"Quoted"` ones are kept). Default `alltables`.
    */
   publications?: string;
+  /**
+   * OpenTelemetry spans and metrics (see the README's Observability section).
+   * Default: on when Deno's telemetry is (`OTEL_DENO=true`, Deno Deploy), with
+   * Deno's providers; `false`: off; an object: other providers, or no query text.
+   */
+  telemetry?: TelemetryOptions | false;
 }
 
 /**
@@ -299,6 +306,8 @@ export interface ResolvedOptions {
   publications: string;
   /** The publication names it lists, as the server reads them. */
   publicationNames: string[];
+  /** The `telemetry` option as given (checked). */
+  telemetry?: TelemetryOptions | false;
 }
 
 const TARGET_SESSION_ATTRS: readonly TargetSessionAttrs[] = [
@@ -726,6 +735,10 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
   ) {
     throw new TypeError(`debug must be true, false or a function; got ${typeof options.debug}`);
   }
+  const telemetry = options.telemetry;
+  if (telemetry !== undefined && telemetry !== false && typeof telemetry !== "object") {
+    throw new TypeError(`telemetry must be false or an object; got ${typeof telemetry}`);
+  }
   const maxPipeline = options.max_pipeline ?? Number(q.get("max_pipeline") ?? 1000);
   if (!(Number.isInteger(maxPipeline) && maxPipeline >= 1)) {
     throw new TypeError("max_pipeline must be a positive integer");
@@ -794,5 +807,6 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     onnotify: options.onnotify,
     publications,
     publicationNames,
+    telemetry,
   };
 }

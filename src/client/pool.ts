@@ -19,6 +19,7 @@ import { QueryRequest } from "../connection/query_request.ts";
 import type { DebugHook } from "./options.ts";
 import { exec } from "./exec.ts";
 import { connect, type HostOptions } from "./hosts.ts";
+import type { PoolCounts, Telemetry } from "./telemetry.ts";
 
 const IDLE = 0x49; // ReadyForQuery status outside a transaction block
 
@@ -39,6 +40,8 @@ export interface PoolOptions {
   arrayTypes?: () => PipelineRequest | null;
   /** Most requests waiting locally (here and in connection backlogs); more are refused. */
   maxQueue: number;
+  /** Spans for connecting and the connection create time, when telemetry is on. */
+  telemetry?: Telemetry | null;
 }
 
 /** Reconnect backoff while a server that was up is unreachable. */
@@ -284,8 +287,10 @@ export class Pool {
       claimed = c;
       this.#claim(c);
     };
+    const trace = this.#pool.telemetry?.connect();
     const opening = connect({
       ...this.#options,
+      onstage: trace?.stage,
       onparameter: (name, value) => {
         this.parameters[name] = value;
         this.#options.onparameter?.(name, value);
@@ -306,6 +311,7 @@ export class Pool {
       return c;
     }).then(
       (c) => {
+        trace?.done(c, null);
         this.#opening--;
         if (this.#destroyed) return c.destroy(); // too late: sql.end({ timeout }) ran out
         this.#everConnected = true;
@@ -326,7 +332,10 @@ export class Pool {
         this.#open.push(c);
         this.#available(c);
       },
-      (err: Error) => this.#connectFailed(err),
+      (err: Error) => {
+        trace?.done(null, err);
+        this.#connectFailed(err);
+      },
     ).finally(() => this.#openings.delete(opening));
     this.#openings.add(opening);
   }
@@ -444,6 +453,18 @@ export class Pool {
     if (stranded && this.#opening === 0 && this.#retry === undefined && this.#canOpen()) {
       if (this.#ended === null) this.#connect();
     }
+  }
+
+  /** Connections idle and in use, and requests waiting for one (telemetry's gauges). */
+  counts(): PoolCounts {
+    let idle = 0;
+    let used = 0;
+    for (const c of this.#open) {
+      if (c.closed) continue;
+      if (c.inFlight === 0 && !this.#reserved.has(c)) idle++;
+      else used++;
+    }
+    return { idle, used, pending: this.#queued() + this.#reservers.length };
   }
 
   /** Open connections (for tests and stats). */

@@ -53,6 +53,14 @@ import { Listener, type ListenHandle, type NotifyHandler } from "./listen.ts";
 import { type LargeObject, openLargeObject } from "./large_object.ts";
 import { type SubscribeHandler, Subscriber, type SubscriptionHandle } from "./subscribe.ts";
 import { type BulkCopy, bulkCopy } from "./bulk_copy.ts";
+import {
+  type OperationTrace,
+  type OtelContext,
+  QueryTrace,
+  Telemetry,
+  tracedBulkCopy,
+  type TransactionTrace,
+} from "./telemetry.ts";
 
 /** The most parameters one query may carry (a 16-bit count in Bind; postgres.js's limit). */
 const MAX_PARAMETERS = 65534;
@@ -445,13 +453,17 @@ function controlsTransaction(text: string): boolean {
  * catch unrelated queries pipelined on its connection, so it is refused
  * (postgres.js's UNSAFE_TRANSACTION). `transaction`: the sink is a
  * transaction's connection, where queries written together share one Sync.
+ * `telemetry`: the client's, or null when it records nothing; `parent`: the span context of
+ * the transaction whose queries these are.
  */
 function makeRunner(
   sink: Sink,
   prepare: boolean,
   config: QueryConfig,
+  telemetry: Telemetry | null,
   shared = false,
   transaction = false,
+  parent?: OtelContext,
 ): QueryRunner {
   const undef = config.undefinedValue;
   const debug = config.debug;
@@ -598,27 +610,40 @@ function makeRunner(
           const target = newResult();
           const each = control?.each;
           if (each !== undefined) target.push = (row: unknown) => (each(row, target), 0);
+          const settle = {
+            resolve: resolve as (r: ResultTarget) => void,
+            reject: (e: Error) => reject(fail(e)),
+          };
+          // Telemetry off: one null check, nothing allocated.
+          const trace = telemetry === null
+            ? null
+            : telemetry.query(spec.text, spec.simple !== true, settle, parent);
           const req = new QueryRequest(
             spec,
             target,
-            { resolve: resolve as (r: ResultTarget) => void, reject: (e) => reject(fail(e)) },
+            trace ?? settle,
             spec.simple ? newResult : undefined,
           );
+          if (trace !== null) trace.request = req;
           sink.send(req);
+          if (trace !== null) trace.sent(sink);
           if (control !== undefined) control.request = req;
         }));
     },
     cancel(control: RunControl, reason: Error): void {
       const req = control.request as PipelineRequest | null;
       if (req === null) return;
+      if (req instanceof QueryRequest && req.settle instanceof QueryTrace) req.settle.cancelled();
       // A COPY already on its connection ends through the protocol (CopyFail, or cancel/drain).
       if (req instanceof CopyRequest && req.sent) req.cancel(reason);
       else sink.cancel(req, reason);
     },
     cursor(query: Query<readonly unknown[]>, rows: number): CursorSource {
       let fail = (e: unknown) => failure(query, null, e);
+      let trace: OperationTrace | null = null;
       const request = withSpec(query, (spec, failWith) => {
         fail = failWith;
+        if (telemetry !== null) trace = telemetry.operation(spec.text, "cursor", parent);
         // A cursor needs a portal with a row limit: the extended protocol, even for `unsafe` text.
         const req = new CursorRequest({ ...spec, simple: false }, rows, newResult);
         sink.send(req);
@@ -627,12 +652,22 @@ function makeRunner(
       return {
         next: async () => {
           try {
-            return (await (await request).next()) as unknown as unknown[] | null;
+            const batch = (await (await request).next()) as unknown as unknown[] | null;
+            if (trace !== null) {
+              if (batch === null) trace.done(null);
+              else trace.rows += batch.length;
+            }
+            return batch;
           } catch (e) {
-            throw fail(e);
+            const err = fail(e);
+            trace?.done(err);
+            throw err;
           }
         },
-        close: async () => await (await request.catch(() => null))?.close(),
+        close: async () => {
+          await (await request.catch(() => null))?.close();
+          trace?.done(null);
+        },
       };
     },
     describe(query: Query<readonly unknown[]>): Promise<DescribedStatement> {
@@ -668,6 +703,7 @@ function makeRunner(
         const req = into ? new CopyInRequest(text, fail) : new CopyOutRequest(text, fail);
         control.request = req;
         done = req.done.then(copyResult);
+        if (telemetry !== null) traceCopy(telemetry.operation(text, "copy", parent), done);
         done.catch(ignore); // when the stream rejects, `result` rejects with that instead
         return startStream(sink, kind, req);
       });
@@ -676,6 +712,11 @@ function makeRunner(
       return { stream, result };
     },
   };
+}
+
+/** Ends a COPY's span when it ends (its own function: nothing here may reach the stream). */
+function traceCopy(trace: OperationTrace, done: Promise<Result<unknown>>): void {
+  done.then((r) => trace.done(null, r.count), (e) => trace.done(e));
 }
 
 /** The stream of each kind over a COPY request of the matching direction. */
@@ -712,8 +753,11 @@ function copyResult(r: CopyResult): Result<unknown> {
   return result;
 }
 
-/** Builds the tagged template over a runner; `sink` is where its requests go (COPY streams, bulk COPY). */
-function makeTag(runner: QueryRunner, sink: Sink): SqlTag {
+/**
+ * Builds the tagged template over a runner; `sink` is where its requests go (COPY streams, bulk
+ * COPY), `telemetry` gives bulk COPY its spans.
+ */
+function makeTag(runner: QueryRunner, sink: Sink, telemetry: Telemetry | null): SqlTag {
   const { columnTo, typed, debug } = runner.config;
   const sql = function sql(first: unknown, ...rest: unknown[]) {
     if (isTemplate(first)) {
@@ -752,7 +796,8 @@ function makeTag(runner: QueryRunner, sink: Sink): SqlTag {
     query.origin = originOf(String(path), file, debug);
     return query;
   };
-  const bulk = bulkCopy({ sink, config: runner.config });
+  const plain = bulkCopy({ sink, config: runner.config });
+  const bulk = telemetry === null ? plain : tracedBulkCopy(telemetry, plain);
   return Object.defineProperties(sql, {
     unsafe: { value: unsafe },
     file: { value: file },
@@ -814,7 +859,13 @@ function copyInProgress(): QueryError {
   );
 }
 
-function transactionSql(prepare: boolean, config: QueryConfig, conn: Connection): TransactionSql {
+function transactionSql(
+  prepare: boolean,
+  config: QueryConfig,
+  conn: Connection,
+  telemetry: Telemetry | null,
+  parent: OtelContext | undefined,
+): TransactionSql {
   let savepoints = 0;
   const copies = new Set<CopyInRequest>();
   const sink: Sink = {
@@ -827,7 +878,11 @@ function transactionSql(prepare: boolean, config: QueryConfig, conn: Connection)
     },
     cancel: (req, reason) => conn.cancel(req, reason),
   };
-  const tx = makeTag(makeRunner(sink, prepare, config, false, true), sink) as TransactionSql;
+  const tx = makeTag(
+    makeRunner(sink, prepare, config, telemetry, false, true, parent),
+    sink,
+    telemetry,
+  ) as TransactionSql;
   copiesOf.set(tx, copies);
   Object.defineProperty(tx, "prepare", {
     value: (name: string): Promise<void> => {
@@ -869,9 +924,17 @@ async function settleAll<T>(value: T): Promise<T> {
     : value;
 }
 
+/** Clients created in this process: numbers each one's pool name in telemetry. */
+let clients = 0;
+
 /** Creates a client; see {@link Options} and the README for the URL and environment rules. */
 export function createSql(url?: string, options?: Options): Sql {
   const resolved = resolveOptions(url, options);
+  const telemetry = Telemetry.of(resolved.telemetry, {
+    database: resolved.database,
+    host: resolved.host,
+    port: resolved.port,
+  });
   const decode = clientDecode({ ...resolved, debug: resolved.debugStacks });
   const config = queryConfig(decode);
   const pool = new Pool({
@@ -906,6 +969,7 @@ export function createSql(url?: string, options?: Options): Sql {
     idleTimeout: resolved.idleTimeout,
     maxLifetime: resolved.maxLifetime,
     debug: resolved.debug,
+    telemetry,
     // Until one succeeds, each new connection sends the catalog query ahead of its first
     // queries (connections opening together each send their own: none waits for another's).
     arrayTypes: resolved.fetchTypes
@@ -913,8 +977,17 @@ export function createSql(url?: string, options?: Options): Sql {
       : undefined,
   });
   let typesKnown = false;
+  telemetry?.observePool(
+    `${resolved.user}@${resolved.host}:${resolved.port}/${resolved.database}#${++clients}`,
+    () => pool.counts(),
+    () => pool.connections,
+  );
   const prepare = resolved.prepare;
-  const sql = makeTag(makeRunner(pool, prepare, config, resolved.max > 1), pool) as Sql;
+  const sql = makeTag(
+    makeRunner(pool, prepare, config, telemetry, resolved.max > 1),
+    pool,
+    telemetry,
+  ) as Sql;
   const listener = new Listener(pool.options);
   const subscriber = new Subscriber({
     connection: pool.options,
@@ -923,12 +996,15 @@ export function createSql(url?: string, options?: Options): Sql {
     publicationNames: resolved.publicationNames,
   });
 
-  async function open(modes: string): Promise<{ conn: Connection; tx: TransactionSql }> {
+  async function open(
+    modes: string,
+    trace: TransactionTrace | null,
+  ): Promise<{ conn: Connection; tx: TransactionSql }> {
     if (!TRANSACTION_MODES.test(modes)) {
       throw new QueryError("INVALID_TRANSACTION_MODE", `invalid transaction modes: ${modes}`);
     }
     const conn = await pool.reserve();
-    const tx = transactionSql(prepare, config, conn);
+    const tx = transactionSql(prepare, config, conn, telemetry, trace?.context);
     try {
       await run(tx, modes ? `begin ${modes}` : "begin");
     } catch (e) {
@@ -938,13 +1014,30 @@ export function createSql(url?: string, options?: Options): Sql {
     return { conn, tx };
   }
 
-  async function begin<T>(
+  function begin<T>(
     a?: string | ((sql: TransactionSql) => T | Promise<T>),
     b?: (sql: TransactionSql) => T | Promise<T>,
   ): Promise<unknown> {
     const fn = typeof a === "function" ? a : b;
-    const { conn, tx } = await open(typeof a === "string" ? a : "");
-    if (fn === undefined) return handle(conn, tx);
+    if (telemetry === null) return transaction(a, fn, null);
+    // One span for the transaction, the parent of its queries; with a callback it is active
+    // while the callback runs, so what else the callback does is under it too.
+    const trace = telemetry.transaction();
+    if (fn === undefined) {
+      const opened = transaction(a, fn, trace); // the span ends at commit() or rollback()
+      opened.catch((e) => trace.end(e));
+      return opened;
+    }
+    return trace.settle(trace.run(() => transaction(a, fn, trace)));
+  }
+
+  async function transaction<T>(
+    a: string | ((sql: TransactionSql) => T | Promise<T>) | undefined,
+    fn: ((sql: TransactionSql) => T | Promise<T>) | undefined,
+    trace: TransactionTrace | null,
+  ): Promise<unknown> {
+    const { conn, tx } = await open(typeof a === "string" ? a : "", trace);
+    if (fn === undefined) return handle(conn, tx, trace);
     try {
       let result;
       // If the connection goes away while the callback runs (even between its queries), the
@@ -986,11 +1079,16 @@ export function createSql(url?: string, options?: Options): Sql {
     }
   }
 
-  function handle(conn: Connection, tx: TransactionSql): Transaction {
+  function handle(
+    conn: Connection,
+    tx: TransactionSql,
+    trace: TransactionTrace | null,
+  ): Transaction {
     let done = false;
     const finish = async (text: string) => {
       if (done) return;
       done = true;
+      let failure: unknown = null;
       try {
         if (
           endCopies(tx, "the transaction ended while this COPY was open") && text !== "rollback"
@@ -999,7 +1097,11 @@ export function createSql(url?: string, options?: Options): Sql {
           throw copyInProgress();
         }
         await run(tx, text);
+      } catch (e) {
+        failure = e;
+        throw e;
       } finally {
+        trace?.end(failure);
         pool.release(conn);
       }
     };
@@ -1018,13 +1120,21 @@ export function createSql(url?: string, options?: Options): Sql {
       released = true;
       pool.release(conn);
     };
-    return Object.defineProperties(makeTag(makeRunner(conn, prepare, config), conn), {
-      release: { value: release },
-      [Symbol.asyncDispose]: { value: () => Promise.resolve(release()) },
-    }) as ReservedSql;
+    return Object.defineProperties(
+      makeTag(
+        makeRunner(conn, prepare, config, telemetry),
+        conn,
+        telemetry,
+      ),
+      {
+        release: { value: release },
+        [Symbol.asyncDispose]: { value: () => Promise.resolve(release()) },
+      },
+    ) as ReservedSql;
   }
 
   async function end(o?: { timeout?: number }): Promise<void> {
+    telemetry?.close();
     await Promise.all([pool.end(o?.timeout), listener.end(), subscriber.end()]);
   }
 
@@ -1077,7 +1187,10 @@ export function createSql(url?: string, options?: Options): Sql {
     end: { value: end },
     close: { value: end },
     [Symbol.asyncDispose]: {
-      value: () => Promise.all([pool.end(), listener.end(), subscriber.end()]),
+      value: () => {
+        telemetry?.close();
+        return Promise.all([pool.end(), listener.end(), subscriber.end()]);
+      },
     },
   });
   return sql;

@@ -88,6 +88,11 @@ export interface ConnectionOptions {
    */
   unclaim?: (requests: PipelineRequest[]) => void;
   /**
+   * Called as the startup goes (for telemetry): the socket is open (TLS or not), then the server
+   * accepted the session.
+   */
+  onstage?: (stage: "transport" | "authenticated", encrypted: boolean) => void;
+  /**
    * Milliseconds without any answer while the server owes one before the
    * statement running is cancelled; as long again and the connection is
    * destroyed (a server that went silent). 0: no limit.
@@ -316,9 +321,11 @@ export class Connection implements EncodeContext {
       c.#transport = await openTransport(options.endpoint, tryTls, abort.signal);
       opened = true;
       if (timedOut) c.#transport.close();
+      options.onstage?.("transport", c.#transport.tls !== null);
       const result = await startup(c.#startupIO(), options.params, options.password);
       c.pid = result.pid;
       c.secret = result.secret;
+      options.onstage?.("authenticated", c.#transport.tls !== null);
     })();
     try {
       if (timeoutMs > 0) {
@@ -478,6 +485,11 @@ export class Connection implements EncodeContext {
     }
     this.#closeListeners.add(fn);
     return () => this.#closeListeners.delete(fn);
+  }
+
+  /** Where this connection went (the host of a list that it reached). */
+  get endpoint(): Endpoint {
+    return this.#options.endpoint;
   }
 
   /** Requests sent and not yet answered, plus those waiting for room. */
