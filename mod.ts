@@ -115,8 +115,10 @@ export type {
   DenoLikeConn,
   NodeLikeSocket,
   SslMode,
+  SslNegotiation,
   UserSocket,
 } from "./src/connection/transport.ts";
+export type { TlsPath } from "./src/connection/tls.ts";
 export type { BulkCopy } from "./src/client/bulk_copy.ts";
 export type { CopyFromOptions, CopyFromSource } from "./src/client/copy_from.ts";
 export type { CopyToOptions } from "./src/client/copy_to.ts";

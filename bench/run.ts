@@ -11,16 +11,52 @@ import { renderSuite, renderTable, type SuiteReport, summaryTable } from "./shar
 import { resultsMarkdown } from "./shared/results_md.ts";
 import { targetTexts } from "./shared/targets.ts";
 
-const SUITES = ["driver", "throughput", "latency", "memory", "cold", "bulk", "http"] as const;
+/**
+ * A loopback suite's `-tls` twin runs the same file against the same server with
+ * `sslmode=require` (PGPIPE_BENCH_TLS=1); its rows sit beside the plaintext ones. The latency
+ * suite has none (its subject is the link), and the cold suite measures TLS itself.
+ */
+const SUITES = [
+  "driver",
+  "driver-tls",
+  "throughput",
+  "throughput-tls",
+  "latency",
+  "memory",
+  "memory-tls",
+  "cold",
+  "bulk",
+  "bulk-tls",
+  "http",
+  "http-tls",
+] as const;
 type Suite = typeof SUITES[number];
 
 const here = new URL(".", import.meta.url).pathname;
 /** Each suite is one file named after it: `--only=latency` runs bench/suites/latency.ts. */
-const suiteFile = (suite: Suite) => join(here, "suites", `${suite}.ts`);
+const suiteFile = (suite: Suite) => join(here, "suites", `${suite.replace(/-tls$/, "")}.ts`);
+const isTlsSuite = (suite: Suite) => suite.endsWith("-tls");
+
+/** A TLS variant's report, its figures labelled so, to sit beside the plaintext ones. */
+function labelTls(report: SuiteReport): SuiteReport {
+  const tag = (s: string) => `${s} (TLS)`;
+  return {
+    ...report,
+    tables: report.tables.map((t) => ({ ...t, title: `${t.title} — TLS, sslmode=require` })),
+    ratios: report.ratios.map((r) => ({
+      ...r,
+      label: r.label.endsWith(" (TLS)") ? r.label : tag(r.label),
+    })),
+    measures: report.measures?.map((m) => ({
+      ...m,
+      label: m.label.endsWith(" (TLS)") ? m.label : tag(m.label),
+    })),
+  };
+}
 const USAGE = [
   "usage: deno task bench [--quick] [--only=driver,throughput,latency,memory,cold,bulk,http] [--delay=MS] [--out=FILE]",
   "  --quick   fewer iterations (smoke run, under 2 minutes)",
-  "  --only    run only these suites (comma-separated)",
+  "  --only    run only these suites (comma-separated); a loopback suite's TLS twin is NAME-tls",
   "  --delay   one-way delay of the latency suite's proxy, in ms (default 5)",
   "  --out     where to write the results (default: bench/RESULTS.md after a full run of every",
   "            suite; quick and partial runs write nothing unless --out is given)",
@@ -128,7 +164,7 @@ async function probeDrivers(): Promise<
 
 /** Time allowed per suite; generous against the usual durations, so only a hang hits it. */
 function suiteTimeout(suite: Suite, quick: boolean): number {
-  const minutes = {
+  const minutes: Record<string, number> = {
     driver: quick ? 1 : 4,
     throughput: quick ? 1 : 4,
     latency: quick ? 1 : 3,
@@ -137,7 +173,7 @@ function suiteTimeout(suite: Suite, quick: boolean): number {
     bulk: quick ? 3 : 8,
     http: quick ? 4 : 12,
   };
-  return minutes[suite] * 60_000;
+  return minutes[suite.replace(/-tls$/, "")] * 60_000;
 }
 
 /** Runs one suite in its own process and returns its report. */
@@ -148,10 +184,14 @@ async function runSuite(
   dir: string,
 ): Promise<SuiteReport> {
   const reportFile = join(dir, `${suite}.json`);
-  const suiteEnv = { ...env, PGPIPE_BENCH_REPORT: reportFile };
+  const suiteEnv = {
+    ...env,
+    PGPIPE_BENCH_REPORT: reportFile,
+    PGPIPE_BENCH_TLS: isTlsSuite(suite) ? "1" : "0",
+  };
   const timeoutMs = suiteTimeout(suite, args.quick);
   const flags = ["-A", "--no-lock", "--quiet"];
-  const r = suite === "driver"
+  const r = suite === "driver" || suite === "driver-tls"
     ? await deno(["bench", ...flags, "--json", suiteFile(suite)], suiteEnv, {
       capture: true,
       timeoutMs,
@@ -162,20 +202,22 @@ async function runSuite(
       { capture: false, timeoutMs },
     );
   if (r.timedOut) throw new Error(`${suite} suite did not finish within ${timeoutMs / 1000} s`);
-  if (suite === "driver") {
+  if (suite === "driver" || suite === "driver-tls") {
     // deno bench prints its JSON even when a bench failed; the failures are in the report.
     let report: SuiteReport;
     try {
       report = driverReport(JSON.parse(r.stdout));
     } catch {
-      throw new Error(`driver suite failed (exit code ${r.code}) before reporting`);
+      throw new Error(`${suite} suite failed (exit code ${r.code}) before reporting`);
     }
+    if (isTlsSuite(suite)) report = labelTls(report);
     console.log(renderSuite(report));
-    if (r.code !== 0) throw new Error(`driver suite failed:\n${report.notes.join("\n")}`);
+    if (r.code !== 0) throw new Error(`${suite} suite failed:\n${report.notes.join("\n")}`);
     return report;
   }
   if (r.code !== 0) throw new Error(`${suite} suite failed (exit code ${r.code})`);
-  return JSON.parse(await Deno.readTextFile(reportFile)) as SuiteReport;
+  const report = JSON.parse(await Deno.readTextFile(reportFile)) as SuiteReport;
+  return isTlsSuite(suite) ? labelTls(report) : report;
 }
 
 async function main(): Promise<number> {
@@ -209,14 +251,24 @@ async function main(): Promise<number> {
   }
 
   try {
+    const tlsEnv: Record<string, string> = {};
     let url = Deno.env.get("DATABASE_URL");
     if (url) {
       console.log("bench: using DATABASE_URL");
     } else {
-      starting = startCluster({ ssl: false, name: "bench" });
+      // With TLS on: the plaintext suites say sslmode=disable, their -tls twins require.
+      starting = startCluster({ ssl: true, name: "bench" });
       const cluster = await starting;
       url = `postgres://${cluster.users.trust.user}@127.0.0.1:${cluster.port}/${cluster.database}`;
+      tlsEnv.PGPIPE_BENCH_CA = cluster.caCertPath!;
+      const scram = cluster.users.scram;
+      tlsEnv.PGPIPE_BENCH_SCRAM_URL = `postgres://${scram.user}:${
+        encodeURIComponent(scram.password)
+      }@127.0.0.1:${cluster.port}/${cluster.database}`;
     }
+    const tlsUrl = new URL(url);
+    tlsUrl.searchParams.set("sslmode", "require");
+    tlsEnv.PGPIPE_BENCH_TLS_URL = tlsUrl.toString();
     url = plainUrl(url);
     const machine = await describeMachine(url);
     console.log(
@@ -228,6 +280,7 @@ async function main(): Promise<number> {
     );
 
     const env = {
+      ...tlsEnv,
       PGPIPE_BENCH_URL: url,
       PGPIPE_BENCH_DRIVERS: probe.names.join(","),
       PGPIPE_BENCH_QUICK: args.quick ? "1" : "0",

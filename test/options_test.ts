@@ -33,6 +33,30 @@ Deno.test("URL: credentials and names are percent-decoded; unknown keys become s
   assert.equal(resolveOptions("postgres://h/d?host=/run/pg").host, "/run/pg");
 });
 
+Deno.test("sslnegotiation: postgres by default; direct from the option, URL or PGSSLNEGOTIATION, only with a mode that never goes plain (libpq)", async () => {
+  assert.equal(resolveOptions("postgres://h/d?sslmode=require").sslnegotiation, "postgres");
+  const direct = resolveOptions("postgres://h/d?sslmode=verify-full&sslnegotiation=direct");
+  assert.equal(direct.sslnegotiation, "direct");
+  assert.equal("sslnegotiation" in direct.params, false, "not a startup parameter");
+  assert.equal(
+    resolveOptions("postgres://h/d", { ssl: "require", sslnegotiation: "direct" }).sslnegotiation,
+    "direct",
+  );
+  await withEnv({ PGSSLNEGOTIATION: "direct", PGSSLMODE: "verify-ca" }, () => {
+    assert.equal(resolveOptions("postgres://h/d").sslnegotiation, "direct");
+  });
+  for (const mode of ["disable", "allow", "prefer"]) {
+    assert.throws(
+      () => resolveOptions(`postgres://h/d?sslmode=${mode}&sslnegotiation=direct`),
+      /sslnegotiation=direct needs sslmode require, verify-ca or verify-full/,
+    );
+  }
+  assert.throws(() => resolveOptions("postgres://h/d?sslnegotiation=sometimes"), TypeError);
+  const sql = postgres("postgres://h/d?sslmode=require&sslnegotiation=direct");
+  assert.equal(sql.options.sslnegotiation, "direct");
+  await sql.end();
+});
+
 Deno.test("environment: PG* variables fill what the URL and options leave out", async () => {
   await withEnv({
     PGHOST: "envhost",

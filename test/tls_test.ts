@@ -1,10 +1,11 @@
 // Every sslmode against the TLS cluster and the plain cluster, with libpq's semantics:
 // which modes encrypt, which verify the chain, which verify the host name, and which fall back.
 import assert from "node:assert/strict";
-import { type Options, PostgresError, type SslOption } from "../mod.ts";
+import postgres, { type Options, PostgresError, type SslOption, type TlsPath } from "../mod.ts";
 import type { ClusterInfo } from "./harness/cluster.ts";
 import { hasClusters, plainCluster, tlsCluster } from "./harness/env.ts";
-import { assertConnectionError, clusterTest, failure, session } from "./harness/connect.ts";
+import { flightRecorder } from "./harness/flights.ts";
+import { assertConnectionError, clusterTest, failure, quiet, session } from "./harness/connect.ts";
 
 const tls = tlsCluster();
 const plain = plainCluster();
@@ -138,65 +139,126 @@ clusterTest(
 );
 
 // ---------------------------------------------------------------------------------------------
+// Which TLS implementation a connection runs on (result.state.tls): Deno's native TLS wherever
+// its check (chain and host name, the default roots plus the CA given) passes, node:tls where
+// only a weaker check that the sslmode allows would.
+
+/** The TLS path of a fresh client's connection, and whether the server sees TLS. */
+async function pathOf(options: Options | string): Promise<{ tls: TlsPath | null; ssl: boolean }> {
+  const sql = typeof options === "string"
+    ? postgres(options, quiet)
+    : postgres({ ...quiet, ...options });
+  try {
+    const result = await sql`
+      select coalesce((select ssl from pg_stat_ssl where pid = pg_backend_pid()), false) as ssl`;
+    return { tls: result.state!.tls, ssl: result[0].ssl as boolean };
+  } finally {
+    await sql.end();
+  }
+}
+
+clusterTest("tls path: native wherever the certificate verifies", tls, async (c) => {
+  const native = { tls: "native", ssl: true };
+  assert.deepEqual(await pathOf(via(c, { mode: "verify-full", ca: ca(c) }, "localhost")), native);
+  assert.deepEqual(await pathOf(via(c, { mode: "verify-ca", ca: ca(c) })), native);
+  assert.deepEqual(await pathOf(via(c, { mode: "require", ca: ca(c) })), native);
+  // prefer with a CA checks nothing, but the certificate verifies: still native.
+  assert.deepEqual(await pathOf(via(c, { mode: "prefer", ca: ca(c) })), native);
+  const u = c.users.trust;
+  const url = `postgres://${u.user}@localhost:${c.port}/${c.database}` +
+    `?sslmode=verify-full&sslrootcert=${encodeURIComponent(c.caCertPath!)}`;
+  assert.deepEqual(await pathOf(url), native);
+});
+
+clusterTest("tls path: plain connections say null", tls, async (c) => {
+  assert.deepEqual(await pathOf(via(c, "disable")), { tls: null, ssl: false });
+  assert.deepEqual(await pathOf(via(c, "require", c.socketDir)), { tls: null, ssl: false });
+});
+
+clusterTest("tls path: prefer against a server without TLS → plain, null", plain, async (c) => {
+  assert.deepEqual(await pathOf(via(c, "prefer")), { tls: null, ssl: false });
+});
+
+Deno.test({
+  name: "tls path: require without a CA → node:tls at once (no native attempt to fail), " +
+    "and what it learned keeps later connections there",
+  ignore: !hasClusters || !tls,
+  async fn() {
+    const c = tls!;
+    // A port of its own, so no earlier test taught pgpipe anything about this server.
+    const p = flightRecorder({ hostname: c.host, port: c.port });
+    try {
+      const options = { ...via(c, "require"), port: p.port };
+      assert.deepEqual(await pathOf(options), { tls: "node", ssl: true });
+      assert.equal(p.connections.length, 1, "one connection: no native attempt first");
+      // The default roots do not cover the test CA: the native check would fail, so node:tls.
+      assert.deepEqual(await pathOf(options), { tls: "node", ssl: true });
+      assert.equal(p.connections.length, 2);
+      // A client that gives the CA is another case: its native check passes.
+      assert.deepEqual(await pathOf({ ...options, ssl: { mode: "require", ca: ca(c) } }), {
+        tls: "native",
+        ssl: true,
+      });
+      assert.equal(p.connections.length, 3);
+    } finally {
+      await p.close();
+    }
+  },
+});
+
+// ---------------------------------------------------------------------------------------------
+// sslnegotiation=direct: the TLS handshake at once, with ALPN "postgresql" (PostgreSQL 17+). The
+// same tests run on every version: success from 17, a clear SSL_NOT_SUPPORTED before.
+
+clusterTest(
+  "sslnegotiation=direct: TLS at once on 17+, SSL_NOT_SUPPORTED before",
+  tls,
+  async (c) => {
+    // Through a recorder, on a port of its own: the first byte shows whether an SSLRequest went.
+    const rec = flightRecorder({ hostname: c.host, port: c.port });
+    try {
+      const options = (ssl: SslOption) => ({
+        ...via(c, ssl, "127.0.0.1"),
+        port: rec.port,
+        sslnegotiation: "direct" as const,
+      });
+      const verified = options({ mode: "verify-full", ca: ca(c) });
+      if (c.version >= 170000) {
+        assert.deepEqual(await pathOf(verified), { tls: "native", ssl: true });
+        // Without the CA: node:tls at once, still direct (ALPN on node:tls too).
+        assert.deepEqual(await pathOf(options("require")), { tls: "node", ssl: true });
+        assert.deepEqual(await pathOf(options("require")), { tls: "node", ssl: true });
+        assert.equal(rec.connections.length, 3, "one connection each");
+      } else {
+        for (const ssl of [{ mode: "verify-full", ca: ca(c) }, "require"] as const) {
+          const e = assertConnectionError(await failure(options(ssl)), "SSL_NOT_SUPPORTED");
+          assert.match(e.message, /sslnegotiation=direct needs PostgreSQL 17/);
+        }
+      }
+    } finally {
+      await rec.close();
+    }
+    for (const flights of rec.connections) {
+      // A TLS record (handshake: 0x16), never an SSLRequest (its length, 0x00 0x00 0x00 0x08).
+      assert.equal(flights[0].from, "client");
+      assert.equal(flights[0].bytes[0], 0x16, "the ClientHello comes first");
+    }
+  },
+);
+
+clusterTest("sslnegotiation=direct: refused with a mode that may go plain (libpq)", tls, (c) => {
+  for (const mode of ["disable", "allow", "prefer"] as const) {
+    assert.throws(
+      () => postgres({ ...via(c, mode), sslnegotiation: "direct" }),
+      /sslnegotiation=direct needs sslmode require, verify-ca or verify-full/,
+    );
+  }
+  return Promise.resolve();
+});
+
+// ---------------------------------------------------------------------------------------------
 // Host name checks through another loopback address: a proxy on 127.0.0.2 forwards to the
 // server on 127.0.0.1, so the certificate (localhost, 127.0.0.1) does not name the host we dial.
-
-/** A byte-for-byte TCP forwarder from `hostname:<port>` to `to`; close() cleans up everything. */
-function proxy(hostname: string, to: { hostname: string; port: number }) {
-  const listener = Deno.listen({ hostname, port: 0 });
-  const conns = new Set<Deno.Conn>();
-  const pumps: Promise<void>[] = [];
-  const closeAll = (...cs: Deno.Conn[]) => {
-    for (const c of cs) {
-      try {
-        c.close();
-      } catch {
-        // already closed
-      }
-    }
-  };
-  const pump = async (from: Deno.Conn, into: Deno.Conn) => {
-    const buf = new Uint8Array(16384);
-    try {
-      for (;;) {
-        const n = await from.read(buf);
-        if (n === null) break;
-        for (let off = 0; off < n;) off += await into.write(buf.subarray(off, n));
-      }
-    } catch {
-      // one side went away
-    } finally {
-      closeAll(from, into);
-    }
-  };
-  const loop = (async () => {
-    for (;;) {
-      let client: Deno.Conn;
-      try {
-        client = await listener.accept();
-      } catch {
-        return;
-      }
-      conns.add(client);
-      try {
-        const upstream = await Deno.connect(to);
-        conns.add(upstream);
-        pumps.push(pump(client, upstream), pump(upstream, client));
-      } catch {
-        closeAll(client);
-      }
-    }
-  })();
-  return {
-    port: (listener.addr as Deno.NetAddr).port,
-    async close() {
-      listener.close();
-      await loop;
-      closeAll(...conns);
-      await Promise.all(pumps);
-    },
-  };
-}
 
 function canListenOn(hostname: string): boolean {
   try {
@@ -217,7 +279,7 @@ function altTest(name: string, fn: (c: ClusterInfo, port: number) => Promise<voi
     ignore: !hasClusters || !tls || !altHostWorks,
     async fn() {
       const c = tls!;
-      const p = proxy(ALT_HOST, { hostname: c.host, port: c.port });
+      const p = flightRecorder({ hostname: c.host, port: c.port }, ALT_HOST);
       try {
         await fn(c, p.port);
       } finally {
@@ -239,10 +301,10 @@ altTest(
 );
 
 altTest(
-  "tls cluster: verify-ca to a host the certificate does not name → encrypted",
+  "tls cluster: verify-ca to a host the certificate does not name → encrypted (node:tls)",
   async (c, port) => {
-    const s = await session({ ...via(c, { mode: "verify-ca", ca: ca(c) }, ALT_HOST), port });
-    assert.equal(s.ssl, true);
+    const s = await pathOf({ ...via(c, { mode: "verify-ca", ca: ca(c) }, ALT_HOST), port });
+    assert.deepEqual(s, { tls: "node", ssl: true });
     // The chain is still checked.
     assertConnectionError(
       await failure({ ...via(c, { mode: "verify-ca", ca: otherCa(c) }, ALT_HOST), port }),
@@ -292,7 +354,7 @@ Deno.test({
   ignore: !hasClusters || !tls || !plain,
   async fn() {
     const to = { hostname: tls!.host, port: tls!.port };
-    const p = proxy(tls!.host, to); // dials `to` afresh for each client
+    const p = flightRecorder(to); // dials `to` afresh for each client
     try {
       const before = await session({ ...via(tls!, "prefer"), port: p.port });
       assert.deepEqual(before, { user: tls!.users.trust.user, ssl: true });

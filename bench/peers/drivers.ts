@@ -4,6 +4,7 @@
 // Run directly (`deno run -A --no-lock bench/peers/drivers.ts`) it prints which drivers load, as JSON:
 // bench/run.ts probes in a child process so its own process never writes a deno.lock.
 import postgres from "../../mod.ts";
+import { benchCa, isTls } from "../shared/env.ts";
 import { DENO_POSTGRES, PGLUE, POSTGRES_JS } from "./specifiers.ts";
 
 export { DENO_POSTGRES, PGLUE, POSTGRES_JS };
@@ -109,14 +110,25 @@ interface PgJsSql {
 }
 type PgJsFactory = (url: string, options: Record<string, unknown>) => PgJsSql;
 
-function postgresJsApi(name: string, source: string, factory: PgJsFactory): Driver {
+/**
+ * The `ssl` option the bench gives: none over plain TCP (the URL says sslmode=disable), and in a
+ * TLS variant `require`, encrypting without verifying, as a new user's `sslmode=require` does.
+ */
+const benchSsl = (): unknown => isTls() ? "require" : false;
+
+function postgresJsApi(
+  name: string,
+  source: string,
+  factory: PgJsFactory,
+  ssl: () => unknown = benchSsl,
+): Driver {
   return {
     name,
     source,
     async connect(url, options = {}) {
       const sql = factory(url, {
         max: options.connections ?? 1,
-        ssl: false,
+        ssl: ssl(),
         onnotice: () => {},
         connection: options.applicationName
           ? { application_name: options.applicationName }
@@ -179,6 +191,15 @@ const pgpipe = postgresJsApi(
   "pgpipe",
   "mod.ts (this repository)",
   postgres as unknown as PgJsFactory,
+);
+
+/** In a TLS variant: pgpipe given the server's CA, so it verifies and runs on Deno's native TLS. */
+export const PGPIPE_NATIVE = "pgpipe (CA: native TLS)";
+const pgpipeNative = postgresJsApi(
+  PGPIPE_NATIVE,
+  'mod.ts (this repository), ssl: { mode: "require", ca }',
+  postgres as unknown as PgJsFactory,
+  () => ({ mode: "require", ca: benchCa() }),
 );
 
 function postgresJs(factory: PgJsFactory): Driver {
@@ -414,8 +435,12 @@ export async function loadDrivers(
     if (!names.includes(name)) continue;
     if (name === "pgpipe") {
       drivers.push(pgpipe);
+      if (isTls() && benchCa() !== undefined) drivers.push(pgpipeNative);
       continue;
     }
+    // Both verify the server's certificate whenever they encrypt: against the bench's private
+    // CA they cannot take part in `sslmode=require`.
+    if (isTls() && (name === "deno-postgres" || name === "pglue")) continue;
     const source = SOURCES[name];
     try {
       drivers.push(await loadPeer(name));

@@ -161,6 +161,13 @@ export async function captureSession(
   return splitSession(proxy.recorded());
 }
 
+/** Sends an SSLRequest on a fresh socket; true when the server agreed ('S'). */
+async function sslRequest(conn: Deno.Conn): Promise<boolean> {
+  await writeAll(conn, new Uint8Array([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]));
+  const answer = new Uint8Array(1);
+  return (await conn.read(answer)) === 1 && answer[0] === 0x53;
+}
+
 /** A raw socket that replays requests and waits for their ReadyForQuery. */
 export class PingPong {
   #conn: Deno.Conn;
@@ -172,10 +179,22 @@ export class PingPong {
     this.#conn = conn;
   }
 
-  /** Connects to host:port, sends the session's startup and every set-up request. */
-  static async open(host: string, port: number, session: WireSession): Promise<PingPong> {
-    const conn = await Deno.connect({ hostname: host, port });
-    conn.setNoDelay(true);
+  /**
+   * Connects to host:port, sends the session's startup and every set-up request. With `ca`,
+   * over Deno's native TLS (SSLRequest, then `Deno.startTls` verifying against that CA).
+   */
+  static async open(
+    host: string,
+    port: number,
+    session: WireSession,
+    ca?: string,
+  ): Promise<PingPong> {
+    let conn: Deno.Conn = await Deno.connect({ hostname: host, port });
+    (conn as Deno.TcpConn).setNoDelay(true);
+    if (ca !== undefined) {
+      if (!await sslRequest(conn)) throw new Error("the server refused TLS");
+      conn = await Deno.startTls(conn as Deno.TcpConn, { hostname: host, caCerts: [ca] });
+    }
     const p = new PingPong(conn);
     try {
       await p.roundTrip(session.startup);
@@ -225,5 +244,81 @@ export class PingPong {
 
   close(): void {
     closeQuietly(this.#conn);
+  }
+}
+
+/**
+ * The same replay over `node:tls` with no certificate check (`sslmode=require`), driven by its
+ * own events: the floor for a driver on node:tls.
+ */
+export class NodeTlsPingPong {
+  #socket: import("node:tls").TLSSocket;
+  #pending: Uint8Array = new Uint8Array(0);
+  #done: ((e?: Error) => void) | null = null;
+
+  private constructor(socket: import("node:tls").TLSSocket) {
+    this.#socket = socket;
+    socket.on("data", (chunk: Uint8Array) => this.#data(chunk));
+    socket.on("error", (e: Error) => this.#done?.(e));
+    socket.on("close", () => this.#done?.(new Error("server closed the ping-pong connection")));
+  }
+
+  /** Connects, asks for TLS on a node:net socket, then replays startup and set-up. */
+  static async open(host: string, port: number, session: WireSession): Promise<NodeTlsPingPong> {
+    const net = await import("node:net");
+    const tls = await import("node:tls");
+    const raw = net.connect({ host, port });
+    raw.setNoDelay(true);
+    await new Promise<void>((resolve, reject) => {
+      raw.once("connect", () => resolve());
+      raw.once("error", reject);
+    });
+    raw.write(new Uint8Array([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]));
+    const answer = await new Promise<Uint8Array>((resolve) => raw.once("data", resolve));
+    if (answer[0] !== 0x53) throw new Error("the server refused TLS");
+    const socket = tls.connect({ socket: raw, rejectUnauthorized: false });
+    await new Promise<void>((resolve, reject) => {
+      socket.once("secureConnect", () => resolve());
+      socket.once("error", reject);
+    });
+    const p = new NodeTlsPingPong(socket);
+    await p.roundTrip(session.startup);
+    for (const r of session.requests) await p.roundTrip(r.bytes);
+    return p;
+  }
+
+  #data(chunk: Uint8Array): void {
+    let buf = chunk;
+    if (this.#pending.length > 0) {
+      buf = new Uint8Array(this.#pending.length + chunk.length);
+      buf.set(this.#pending);
+      buf.set(chunk, this.#pending.length);
+    }
+    let at = 0;
+    let ready = false;
+    while (at + 5 <= buf.length) {
+      const length = int32(buf, at + 1);
+      if (at + 1 + length > buf.length) break;
+      if (buf[at] === 0x5a) ready = true;
+      at += 1 + length;
+    }
+    this.#pending = buf.subarray(at);
+    if (ready) this.#done?.();
+  }
+
+  /** Writes one request and resolves at its ReadyForQuery. */
+  roundTrip(bytes: Uint8Array): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#done = (e) => {
+        this.#done = null;
+        if (e) reject(e);
+        else resolve();
+      };
+      this.#socket.write(bytes);
+    });
+  }
+
+  close(): void {
+    this.#socket.destroy();
   }
 }

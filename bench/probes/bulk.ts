@@ -8,6 +8,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import postgres from "../../mod.ts";
 import { POSTGRES_JS } from "../peers/specifiers.ts";
+import { sslOf } from "../shared/env.ts";
 import { BULK_TABLES, type BulkTable } from "../shared/bulk_tables.ts";
 
 const [method, url, tableName, rowsText, runsText] = Deno.args;
@@ -85,7 +86,7 @@ type AnySql = any;
 
 async function client(driver: "pgpipe" | "postgres.js"): Promise<AnySql> {
   const make = driver === "pgpipe" ? postgres : (await import(POSTGRES_JS)).default;
-  const sql = make(url, { max: 1, ssl: false, onnotice: () => {} });
+  const sql = make(url, { max: 1, ssl: sslOf(url), onnotice: () => {} });
   await sql`select 1`;
   return sql;
 }

@@ -5,6 +5,7 @@
 // its own, so the postgres.js server never loads pgpipe.
 import { makeHandler, type SqlTag } from "../shared/http_app.ts";
 import { POSTGRES_JS } from "../peers/specifiers.ts";
+import { sslOf } from "../shared/env.ts";
 
 interface Client {
   (strings: TemplateStringsArray, ...values: unknown[]): PromiseLike<Record<string, any>[]>;
@@ -20,7 +21,7 @@ if (!url || !(max >= 1)) throw new Error("usage: http_server.ts pgpipe|postgres.
 const specifier = driver === "pgpipe" ? new URL("../../mod.ts", import.meta.url).href : POSTGRES_JS;
 if (driver !== "pgpipe" && driver !== "postgres.js") throw new Error(`unknown driver ${driver}`);
 const factory = (await import(specifier)).default as Factory;
-const sql = factory(url, { max, onnotice: () => {} });
+const sql = factory(url, { max, ssl: sslOf(url), onnotice: () => {} });
 // Opens every connection before the load starts, so no run times connection set-up.
 await Promise.all(Array.from({ length: max * 4 }, () => sql`select pg_sleep(0.01)`));
 

@@ -3,6 +3,7 @@
 // Prints one JSON line: peak RSS (VmHWM) and, for full results, the heap retained per row.
 import postgres from "../../mod.ts";
 import { POSTGRES_JS } from "../peers/specifiers.ts";
+import { sslOf } from "../shared/env.ts";
 
 const [driver, kase, url] = Deno.args;
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
@@ -21,7 +22,7 @@ interface Client {
 /** Both drivers share the postgres.js API used here, so one client serves either. */
 async function client(): Promise<Client> {
   const make = driver === "pgpipe" ? postgres : (await import(POSTGRES_JS)).default;
-  const sql = make(url, { max: 1, ssl: false, onnotice: () => {} });
+  const sql = make(url, { max: 1, ssl: sslOf(url), onnotice: () => {} });
   return {
     all: async (n) => await sql.unsafe(text(n)),
     cursor: async (n, batch) => {

@@ -55,12 +55,33 @@ export function formatRatio(value: number): string {
   return Number.isFinite(value) ? `${value.toFixed(2)}x` : "-";
 }
 
+/** A figure's label without the " (TLS)" of a suite's TLS variant. */
+const plainLabel = (label: string) => label.replace(/ \(TLS\)$/, "");
+
+/**
+ * The items in their order, except that a TLS variant's figure moves up to sit right after
+ * its plaintext twin (same case and peer), so the two read side by side.
+ */
+export function besideTwins<T extends { suite: string; label: string }>(
+  items: readonly T[],
+  peer: (item: T) => string,
+): T[] {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const key = `${item.suite.replace(/-tls$/, "")}\n${plainLabel(item.label)}\n${peer(item)}`;
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return [...groups.values()].flat();
+}
+
 /**
  * The summary table: every ratio, with pgpipe's speed target next to it where one exists, then
- * the absolute measures with their limits.
+ * the absolute measures with their limits; TLS rows beside their plaintext twins.
  */
 export function summaryTable(ratios: readonly Ratio[], measures: readonly Measure[] = []): Table {
-  const rows = ratios.map((r) => {
+  const rows = besideTwins(ratios, (r) => r.peer).map((r) => {
     const target = targetFor(r.suite, r.label, r.peer);
     const verdict = target ? (r.value >= target.min ? "met" : "not met") : "";
     return [
@@ -71,7 +92,7 @@ export function summaryTable(ratios: readonly Ratio[], measures: readonly Measur
       verdict,
     ];
   });
-  for (const m of measures) {
+  for (const m of besideTwins(measures, (m) => m.against)) {
     const limit = limitFor(m.suite, m.label);
     rows.push([
       `${m.suite}: ${m.label}`,

@@ -8,6 +8,8 @@ export interface Target {
   suite: string;
   /** Which cases it applies to. */
   applies: (label: string) => boolean;
+  /** A goal for a suite's TLS twin (its labels end in " (TLS)"); others apply to plaintext only. */
+  tls?: true;
   peer: string;
   min: number;
   /** How the goal reads in the report. */
@@ -59,6 +61,30 @@ export const TARGETS: readonly Target[] = [
     peer: "postgres.js",
     min: 1.3,
     text: "serial latency (one query after another) >= 1.3x postgres.js",
+  },
+  {
+    suite: "throughput",
+    applies: (l) => l === "serial select 1, default pool (TLS)",
+    tls: true,
+    peer: "Bun.sql",
+    min: 1,
+    text: "with TLS (sslmode=require), serial `select 1` at least as fast as Bun.sql on Bun",
+  },
+  {
+    suite: "throughput",
+    applies: (l) => l === "500 in flight, default pool (TLS)",
+    tls: true,
+    peer: "Bun.sql",
+    min: 1.2,
+    text: "with TLS, 500 queries in flight on the default pool >= 1.2x Bun.sql on Bun",
+  },
+  {
+    suite: "throughput",
+    applies: (l) => l.startsWith("pipelined q/s, 1 connection, share of plain TCP"),
+    tls: true,
+    peer: "pgpipe (plaintext)",
+    min: 0.9,
+    text: "pipelined throughput over TLS >= 0.9 of the same over plain TCP",
   },
   {
     suite: "http",
@@ -127,12 +153,60 @@ export const TARGETS: readonly Target[] = [
 export interface Limit {
   suite: string;
   applies: (label: string) => boolean;
+  /** A limit for a suite's TLS twin; others apply to plaintext figures only. */
+  tls?: true;
   max: number;
   unit: string;
   text: string;
 }
 
 export const LIMITS: readonly Limit[] = [
+  {
+    suite: "cold",
+    applies: (l) => /SCRAM over TLS: client created to first answer, loopback$/.test(l),
+    max: 80,
+    unit: "ms",
+    text: "cold start with TLS + SCRAM on loopback <= 80 ms from creating the client to the " +
+      "first answer, Deno's first TLS handshake included",
+  },
+  {
+    suite: "cold",
+    applies: (l) => /SCRAM over plaintext: client created to first answer, loopback$/.test(l),
+    max: 15,
+    unit: "ms",
+    text: "cold start with SCRAM over plain TCP on loopback <= 15 ms",
+  },
+  {
+    suite: "cold",
+    applies: (l) =>
+      /SCRAM over TLS: round trips through/.test(l) && !l.includes("sslnegotiation=direct"),
+    max: 5.5,
+    unit: "RTT",
+    text: "cold start with TLS + SCRAM through the proxy <= 5.5 network round trips",
+  },
+  {
+    suite: "cold",
+    applies: (l) => l.includes("sslnegotiation=direct") && l.includes("round trips"),
+    max: 4.5,
+    unit: "RTT",
+    text: "the same with sslnegotiation=direct on PostgreSQL 18 <= 4.5 round trips",
+  },
+  {
+    suite: "throughput",
+    applies: (l) => l.startsWith("serial select 1: TLS cost per round trip"),
+    tls: true,
+    max: 35,
+    unit: "µs",
+    text: "TLS costs pgpipe at most 35 µs per serial round trip over plain TCP",
+  },
+  {
+    suite: "throughput",
+    applies: (l) => l.startsWith("serial select 1: pgpipe on node:tls, overhead over"),
+    tls: true,
+    max: 5,
+    unit: "µs",
+    text: "where pgpipe runs on node:tls, its own cost over a raw node:tls round trip <= 5 µs",
+  },
   {
     suite: "bulk",
     applies: (l) => l.startsWith("peak RSS, copyFrom") || l.startsWith("peak RSS, copyTo"),
@@ -161,8 +235,12 @@ export const LIMITS: readonly Limit[] = [
 
 /** The limit for a measured amount, if one is set. */
 export function limitFor(suite: string, label: string): Limit | undefined {
-  return LIMITS.find((t) => t.suite === suite && t.applies(label));
+  const tls = isTlsLabel(label);
+  return LIMITS.find((t) => t.suite === suite && (t.tls === true) === tls && t.applies(label));
 }
+
+/** A figure of a suite's TLS twin: plaintext goals do not apply to it (the issue sets its own). */
+const isTlsLabel = (label: string) => label.endsWith(" (TLS)");
 
 /** Every goal as the report lists it. */
 export function targetTexts(): string[] {
@@ -171,5 +249,8 @@ export function targetTexts(): string[] {
 
 /** The target for a measured ratio, if one is set. */
 export function targetFor(suite: string, label: string, peer: string): Target | undefined {
-  return TARGETS.find((t) => t.suite === suite && t.peer === peer && t.applies(label));
+  const tls = isTlsLabel(label);
+  return TARGETS.find((t) =>
+    t.suite === suite && t.peer === peer && (t.tls === true) === tls && t.applies(label)
+  );
 }

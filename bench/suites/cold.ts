@@ -1,45 +1,80 @@
 // Suite 5: cold start, as a Deno Deploy isolate sees it: a fresh process imports the driver,
-// connects and runs its first query. Each driver runs in alternation, many times, and the
-// medians are compared. Both drivers get the same URL and their default options.
+// creates a client and runs its first query. Each driver runs in alternation, many times, and
+// the medians are compared.
+//
+// First as before: pgpipe and postgres.js, default options, the plain URL (trust). Then where
+// users live: SCRAM, plaintext and TLS (sslmode=require), on loopback and through the latency
+// proxy (5 ms each way by default), for pgpipe (without the CA: node:tls; with it: native TLS),
+// postgres.js and Bun.sql. A figure is the time from creating the client to the first answer;
+// the proxy's extra time over loopback, divided by its round trip, is the round trips the start
+// costs on a real link. Last, on PostgreSQL 18 (from the test harness's server packages), the
+// same start with sslnegotiation=direct against the SSLRequest.
+import { startCluster } from "../../test/harness/cluster.ts";
+import { findBun } from "../peers/bun.ts";
 import { suiteDrivers } from "../peers/drivers.ts";
-import { benchUrl, isQuick } from "../shared/env.ts";
-import { emitReport, fmt, type Ratio } from "../shared/report.ts";
+import { isQuick, numberFlag, plainBenchUrl } from "../shared/env.ts";
+import { startDelayProxyWorker } from "../shared/proxy.ts";
+import { emitReport, fmt, type Measure, type Ratio, type Table } from "../shared/report.ts";
 import { median } from "../shared/stats.ts";
 
-const url = benchUrl();
+const url = plainBenchUrl();
 const runs = isQuick() ? 5 : 20;
+const startRuns = isQuick() ? 3 : 10;
+const delay = numberFlag("delay", "PGPIPE_BENCH_DELAY", 5);
 const probes = new URL("../probes/", import.meta.url).pathname;
-const names = (await suiteDrivers()).map((d) => d.name).filter((n) =>
+const names: string[] = (await suiteDrivers()).map((d) => d.name).filter((n) =>
   n === "pgpipe" || n === "postgres.js"
 );
 
-async function once(driver: string): Promise<{ firstQuery: number; importToAnswer: number }> {
-  const t0 = performance.now();
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--no-lock", `${probes}cold.ts`, driver, url],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const wall = performance.now() - t0;
-  if (out.code !== 0) throw new Error(`${driver}: ${new TextDecoder().decode(out.stderr)}`);
-  const r = JSON.parse(new TextDecoder().decode(out.stdout).trim().split("\n").pop()!);
-  return { firstQuery: wall, importToAnswer: r.importToAnswer };
+interface Sample {
+  /** From process start to the answer (Deno's own start-up excluded). */
+  importToAnswer: number;
+  /** From creating the client to the answer. */
+  createdToAnswer: number;
+  /** The whole process, Deno's start included. */
+  wall: number;
 }
 
-const samples = new Map<string, { wall: number[]; inner: number[] }>();
-for (const n of names) samples.set(n, { wall: [], inner: [] });
+const bun = await findBun((line) => console.log(`cold: ${line}`));
+
+/** One fresh process: `client` is pgpipe, pgpipe-ca, postgres.js or Bun.sql. */
+async function once(client: string, target: string): Promise<Sample> {
+  const t0 = performance.now();
+  const command = client === "Bun.sql"
+    ? new Deno.Command((bun as { path: string }).path, {
+      args: [`${probes}cold_bun.ts`, target],
+      stdout: "piped",
+      stderr: "piped",
+    })
+    : new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--no-lock", `${probes}cold.ts`, client, target],
+      stdout: "piped",
+      stderr: "piped",
+    });
+  const out = await command.output();
+  const wall = performance.now() - t0;
+  if (out.code !== 0) throw new Error(`${client}: ${new TextDecoder().decode(out.stderr)}`);
+  const r = JSON.parse(new TextDecoder().decode(out.stdout).trim().split("\n").pop()!);
+  return { ...r, wall };
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Default options, plain URL
+
+const samples = new Map<string, Sample[]>(names.map((n) => [n, []]));
 for (let i = 0; i < runs; i++) {
-  for (const n of names) {
-    const r = await once(n);
-    samples.get(n)!.wall.push(r.firstQuery);
-    samples.get(n)!.inner.push(r.importToAnswer);
-  }
+  for (const n of names) samples.get(n)!.push(await once(n, url));
 }
 const med = (n: string) => ({
-  wall: median(samples.get(n)!.wall),
-  inner: median(samples.get(n)!.inner),
+  wall: median(samples.get(n)!.map((s) => s.wall)),
+  inner: median(samples.get(n)!.map((s) => s.importToAnswer)),
 });
 const ratios: Ratio[] = [];
+const measures: Measure[] = [];
+const tables: Table[] = [];
+const notes: string[] = [
+  "Both drivers use their default options with the same URL (sslmode=disable), so both fetch array types on connect.",
+];
 if (names.includes("pgpipe") && names.includes("postgres.js")) {
   ratios.push({
     suite: "cold",
@@ -48,15 +83,197 @@ if (names.includes("pgpipe") && names.includes("postgres.js")) {
     value: med("postgres.js").inner / med("pgpipe").inner,
   });
 }
-await emitReport({
-  suite: "cold",
-  tables: [{
-    title: `Cold start: fresh process, import, connect, first query (median of ${runs})`,
-    head: ["driver", "import to first answer (ms)", "whole process incl. Deno start (ms)"],
-    rows: names.map((n) => [n, fmt(med(n).inner, 1), fmt(med(n).wall, 1)]),
-  }],
-  ratios,
-  notes: [
-    "Both drivers use their default options with the same URL (sslmode=disable), so both fetch array types on connect.",
-  ],
+tables.push({
+  title: `Cold start: fresh process, import, connect, first query (median of ${runs})`,
+  head: ["driver", "import to first answer (ms)", "whole process incl. Deno start (ms)"],
+  rows: names.map((n) => [n, fmt(med(n).inner, 1), fmt(med(n).wall, 1)]),
 });
+
+// ---------------------------------------------------------------------------------------------
+// 2. SCRAM, plaintext and TLS, loopback and through the proxy
+
+/** The URL of `base` through 127.0.0.1:port with the given sslmode (and more parameters). */
+function via(base: string, port: number, params: Record<string, string>): string {
+  const u = new URL(base);
+  u.hostname = "127.0.0.1";
+  u.port = String(port);
+  for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
+  return u.toString();
+}
+
+interface Start {
+  client: string;
+  scenario: string;
+  params: Record<string, string>;
+}
+
+/** Medians of created→answer on loopback and through the proxy, and the round trips between. */
+async function starts(
+  base: string,
+  list: Start[],
+  server: { hostname: string; port: number },
+): Promise<Map<Start, { loopback: number; link: number; trips: number }>> {
+  const proxy = await startDelayProxyWorker(server, delay);
+  const times = new Map(list.map((s) => [s, { loopback: [] as number[], link: [] as number[] }]));
+  try {
+    for (let i = 0; i < startRuns; i++) {
+      for (const s of list) {
+        const t = times.get(s)!;
+        t.loopback.push((await once(s.client, via(base, server.port, s.params))).createdToAnswer);
+        t.link.push((await once(s.client, via(base, proxy.port, s.params))).createdToAnswer);
+      }
+    }
+  } finally {
+    await proxy.close();
+  }
+  const out = new Map<Start, { loopback: number; link: number; trips: number }>();
+  for (const [s, t] of times) {
+    const loopback = median(t.loopback);
+    const link = median(t.link);
+    out.set(s, { loopback, link, trips: (link - loopback) / (2 * delay) });
+  }
+  return out;
+}
+
+const scramUrl = Deno.env.get("PGPIPE_BENCH_SCRAM_URL");
+const server = (() => {
+  const u = new URL(url);
+  return { hostname: u.hostname, port: Number(u.port || 5432) };
+})();
+const hasCa = Deno.env.get("PGPIPE_BENCH_CA") !== undefined;
+const peers = ["postgres.js", ...("path" in bun ? ["Bun.sql"] : [])].filter((p) =>
+  p === "Bun.sql" || names.includes(p)
+);
+if (!("path" in bun)) notes.push(`skipped Bun.sql: no bun binary (${bun.reason})`);
+
+if (scramUrl === undefined) {
+  notes.push("The SCRAM and TLS starts need the bench's own server (no PGPIPE_BENCH_SCRAM_URL).");
+} else {
+  const list: Start[] = [];
+  for (const [scenario, sslmode] of [["plaintext", "disable"], ["TLS", "require"]]) {
+    const params = { sslmode };
+    list.push({ client: "pgpipe", scenario, params });
+    if (sslmode === "require" && hasCa) list.push({ client: "pgpipe-ca", scenario, params });
+    for (const p of peers) list.push({ client: p, scenario, params });
+  }
+  const result = await starts(scramUrl, list, server);
+  const label = (c: string) => c === "pgpipe-ca" ? "pgpipe (CA: native TLS)" : c;
+  tables.push({
+    title: `Cold start with SCRAM: client created to first answer (ms, median of ${startRuns}), ` +
+      `loopback and through the proxy (${delay} ms each way)`,
+    head: ["client", "link", "loopback", `proxy`, "round trips on the link"],
+    rows: [...result].map(([s, r]) => [
+      label(s.client),
+      s.scenario,
+      fmt(r.loopback, 1),
+      fmt(r.link, 1),
+      fmt(r.trips, 1),
+    ]),
+  });
+  const get = (client: string, scenario: string) =>
+    [...result].find(([s]) => s.client === client && s.scenario === scenario)?.[1];
+  for (
+    const [client, scenario] of [
+      ["pgpipe", "plaintext"],
+      ["pgpipe", "TLS"],
+      ["pgpipe-ca", "TLS"],
+    ]
+  ) {
+    const r = get(client, scenario);
+    if (!r) continue;
+    const who = label(client);
+    measures.push(
+      {
+        suite: "cold",
+        label: `${who}, SCRAM over ${scenario}: client created to first answer, loopback`,
+        against: "fresh process",
+        value: r.loopback,
+        unit: "ms",
+      },
+      {
+        suite: "cold",
+        label: `${who}, SCRAM over ${scenario}: round trips through the ${delay} ms proxy`,
+        against: "loopback",
+        value: r.trips,
+        unit: "RTT",
+      },
+    );
+    for (const p of peers) {
+      const theirs = get(p, scenario);
+      if (!theirs || client === "pgpipe-ca") continue;
+      ratios.push(
+        {
+          suite: "cold",
+          label: `SCRAM over ${scenario}, created to first answer, loopback`,
+          peer: p,
+          value: theirs.loopback / r.loopback,
+        },
+        {
+          suite: "cold",
+          label: `SCRAM over ${scenario}, created to first answer, ${delay} ms proxy`,
+          peer: p,
+          value: theirs.link / r.link,
+        },
+      );
+    }
+  }
+  notes.push(
+    "Round trips on the link: (median through the proxy - median on loopback) / " +
+      `${2 * delay} ms. Deno's first TLS handshake in a process costs tens of ms of local ` +
+      "time whatever the API; it is in both, so it cancels out of the round trips but not out " +
+      "of the loopback figure.",
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Direct TLS on PostgreSQL 18
+
+if (scramUrl !== undefined && hasCa && Deno.env.get("PGPIPE_BENCH_PG18") !== "0") {
+  try {
+    const pg18 = await startCluster({ ssl: true, name: "bench18", pg: "18" });
+    try {
+      const scram = pg18.users.scram;
+      const base = `postgres://${scram.user}:${
+        encodeURIComponent(scram.password)
+      }@127.0.0.1:${pg18.port}/${pg18.database}`;
+      Deno.env.set("PGPIPE_BENCH_CA", pg18.caCertPath!); // the children read it: this cluster's CA
+      const list: Start[] = [
+        { client: "pgpipe-ca", scenario: "SSLRequest", params: { sslmode: "require" } },
+        {
+          client: "pgpipe-ca",
+          scenario: "direct",
+          params: { sslmode: "require", sslnegotiation: "direct" },
+        },
+      ];
+      const result = await starts(base, list, { hostname: "127.0.0.1", port: pg18.port });
+      tables.push({
+        title: `Cold start on PostgreSQL ${Math.floor(pg18.version / 10000)}, TLS + SCRAM, ` +
+          `pgpipe with the CA (native TLS): the SSLRequest against sslnegotiation=direct (ms)`,
+        head: ["negotiation", "loopback", "proxy", "round trips on the link"],
+        rows: [...result].map(([s, r]) => [
+          s.scenario,
+          fmt(r.loopback, 1),
+          fmt(r.link, 1),
+          fmt(r.trips, 1),
+        ]),
+      });
+      const direct = [...result].find(([s]) => s.scenario === "direct")?.[1];
+      if (direct) {
+        measures.push({
+          suite: "cold",
+          label: `pgpipe (CA: native TLS), SCRAM over TLS, sslnegotiation=direct on 18: ` +
+            `round trips through the ${delay} ms proxy`,
+          against: "loopback",
+          value: direct.trips,
+          unit: "RTT",
+        });
+      }
+    } finally {
+      await pg18.stop();
+    }
+  } catch (e) {
+    notes.push(`skipped direct TLS on PostgreSQL 18: ${(e as Error).message.split("\n")[0]}`);
+  }
+}
+
+await emitReport({ suite: "cold", tables, ratios, measures, notes });

@@ -6,10 +6,11 @@
 // `select 1` beside a raw socket ping-pong of the very bytes pgpipe sends for it (pingpong.ts):
 // the difference is what the driver costs per query over the physical limit.
 import postgres from "../../mod.ts";
-import { type Adapter, type Driver, suiteDrivers } from "../peers/drivers.ts";
-import { benchUrl, isQuick } from "../shared/env.ts";
+import { type Adapter, type Driver, PGPIPE_NATIVE, suiteDrivers } from "../peers/drivers.ts";
+import { benchCa, benchUrl, isQuick, isTls, plainBenchUrl } from "../shared/env.ts";
 import { pgbenchPipeline } from "../peers/pgbench.ts";
-import { captureSession, PingPong, type WireSession } from "../peers/pingpong.ts";
+import { captureSession, NodeTlsPingPong, PingPong, type WireSession } from "../peers/pingpong.ts";
+import { findBun } from "../peers/bun.ts";
 import { buildLibpqPipeline, libpqPipeline } from "../peers/libpq_pipeline.ts";
 import {
   emitReport,
@@ -25,6 +26,12 @@ import { mean, percentile } from "../shared/stats.ts";
 
 const quick = isQuick();
 const url = benchUrl();
+const tls = isTls();
+/** In a TLS variant, what pgpipe over plain TCP does on the same machine, for the TLS cost. */
+const PLAIN_PGPIPE = "pgpipe (plaintext)";
+const RAW = "raw socket ping-pong";
+const RAW_NATIVE = "raw native TLS ping-pong";
+const RAW_NODE = "raw node:tls ping-pong";
 const TOTAL = quick ? 10_000 : 100_000;
 const WINDOW = 1_000;
 const SERIAL = quick ? 1_000 : 10_000;
@@ -167,16 +174,18 @@ interface PingClient {
  * Captures pgpipe's session while it runs serial `select 1`s: the last request is the steady
  * state every later `select 1` sends. Checks it repeats byte for byte.
  */
-async function captureSelectOne(pgpipe: Driver): Promise<WireSession> {
-  const session = await captureSession(url, async (via) => {
-    const a = await pgpipe.connect(via);
+async function captureSelectOne(): Promise<WireSession> {
+  // Over plain TCP (the proxy must read the bytes): TLS changes how they travel, not what they are.
+  const session = await captureSession(plainBenchUrl(), async (via) => {
+    const sql = postgres(via, { max: 1, ssl: false, onnotice: () => {} });
     try {
       for (let i = 0; i < 3; i++) {
-        const x = await a.selectOne();
+        const [row] = await sql`select 1`;
+        const x = Object.values(row)[0];
         if (x !== 1) throw new Error(`wrong answer: select 1 returned ${x}`);
       }
     } finally {
-      await a.close();
+      await sql.end();
     }
   });
   const [before, last] = session.requests.slice(-2);
@@ -194,14 +203,44 @@ async function captureSelectOne(pgpipe: Driver): Promise<WireSession> {
 
 async function pingClients(drivers: Driver[], session: WireSession): Promise<PingClient[]> {
   const u = new URL(url);
-  const raw = await PingPong.open(u.hostname, Number(u.port || 5432), session);
+  const host = u.hostname;
+  const port = Number(u.port || 5432);
+  const raw = await PingPong.open(host, port, session);
   const bytes = session.requests[session.requests.length - 1].bytes;
   const clients: PingClient[] = [{
-    name: "raw socket ping-pong",
+    name: RAW,
     once: () => raw.roundTrip(bytes),
     close: () => Promise.resolve(raw.close()),
   }];
   try {
+    if (tls) {
+      // The floors of the two TLS paths, and pgpipe over plain TCP for the TLS cost.
+      const ca = benchCa();
+      if (ca !== undefined) {
+        const native = await PingPong.open(host, port, session, ca);
+        clients.push({
+          name: RAW_NATIVE,
+          once: () => native.roundTrip(bytes),
+          close: () => Promise.resolve(native.close()),
+        });
+      }
+      const node = await NodeTlsPingPong.open(host, port, session);
+      clients.push({
+        name: RAW_NODE,
+        once: () => node.roundTrip(bytes),
+        close: () => Promise.resolve(node.close()),
+      });
+      const plain = postgres(plainBenchUrl(), { max: 1, ssl: false, onnotice: () => {} });
+      await plain`select 1`;
+      clients.push({
+        name: PLAIN_PGPIPE,
+        async once() {
+          const [row] = await plain`select 1`;
+          if (Object.values(row)[0] !== 1) throw new Error("wrong answer: select 1");
+        },
+        close: () => plain.end(),
+      });
+    }
     for (const d of drivers) {
       const a = await d.connect(url);
       clients.push({
@@ -254,9 +293,7 @@ interface PingResult {
 
 /** Serial `select 1` for the raw ping-pong and each driver, as is and with one core kept busy. */
 async function pingPong(drivers: Driver[]): Promise<PingResult> {
-  const pgpipe = drivers.find((d) => d.name === "pgpipe");
-  if (!pgpipe) throw new Error("the ping-pong needs pgpipe to capture its bytes");
-  const session = await captureSelectOne(pgpipe);
+  const session = await captureSelectOne();
   const clients = await pingClients(drivers, session);
   try {
     const asIs = await pingRounds(clients);
@@ -279,46 +316,56 @@ async function pingPong(drivers: Driver[]): Promise<PingResult> {
   }
 }
 
-/** The ping-pong table, pgpipe's overheads as measures, and notes. */
+/** What a client's serial round trip is compared with: the raw replay over the same transport. */
+function floorOf(name: string): string | undefined {
+  if (name === RAW || name === RAW_NATIVE || name === RAW_NODE) return undefined;
+  if (!tls || name === PLAIN_PGPIPE) return RAW;
+  return name === PGPIPE_NATIVE ? RAW_NATIVE : RAW_NODE; // postgres.js runs on node:tls too
+}
+
+/** The ping-pong table, pgpipe's overheads (and in a TLS variant, TLS's cost) as measures. */
 function pingReport(
   p: PingResult,
 ): { table: Table; measures: Measure[]; notes: string[] } {
-  const RAW = "raw socket ping-pong";
   const rows: string[][] = [];
   const measures: Measure[] = [];
+  const measure = (label: string, against: string, value: number) =>
+    measures.push({ suite: "throughput", label, against, value, unit: "µs" });
   for (const [cores, samples] of [["as is", p.asIs], ["one kept busy", p.busy]] as const) {
-    const raw = samples.get(RAW)!;
+    const busy = cores === "as is" ? "" : ", one core kept busy";
     for (const [name, s] of samples) {
-      const overMean = mean(s) - mean(raw);
-      const overP50 = percentile(s, 50) - percentile(raw, 50);
+      const floor = floorOf(name);
+      const raw = floor === undefined ? undefined : samples.get(floor);
+      const overMean = raw ? mean(s) - mean(raw) : NaN;
+      const overP50 = raw ? percentile(s, 50) - percentile(raw, 50) : NaN;
       rows.push([
         name,
         cores,
         fmt(mean(s), 1),
         fmt(percentile(s, 50), 1),
         fmt(percentile(s, 99), 1),
-        name === RAW ? "" : `+${fmt(overMean, 1)}`,
-        name === RAW ? "" : `+${fmt(overP50, 1)}`,
+        raw ? `+${fmt(overMean, 1)} (${floor})` : "",
+        raw ? `+${fmt(overP50, 1)}` : "",
         String(s.length),
       ]);
-      if (name === "pgpipe") {
-        const busy = cores === "as is" ? "" : ", one core kept busy";
+      if (!raw) continue;
+      if (!tls && name === "pgpipe") {
         const label = "serial select 1: pgpipe overhead over the raw ping-pong";
-        measures.push(
-          {
-            suite: "throughput",
-            label: `${label}${busy} (mean)`,
-            against: RAW,
-            value: overMean,
-            unit: "µs",
-          },
-          {
-            suite: "throughput",
-            label: `${label}${busy} (p50)`,
-            against: RAW,
-            value: overP50,
-            unit: "µs",
-          },
+        measure(`${label}${busy} (mean)`, RAW, overMean);
+        measure(`${label}${busy} (p50)`, RAW, overP50);
+      }
+      if (tls && (name === "pgpipe" || name === PGPIPE_NATIVE)) {
+        const path = name === "pgpipe" ? "node:tls" : "native TLS";
+        measure(
+          `serial select 1: pgpipe on ${path}, overhead over the ${floor}${busy} (mean)`,
+          floor!,
+          overMean,
+        );
+        const plain = samples.get(PLAIN_PGPIPE)!;
+        measure(
+          `serial select 1: TLS cost per round trip, pgpipe on ${path} minus over plain TCP${busy} (mean)`,
+          PLAIN_PGPIPE,
+          mean(s) - mean(plain),
         );
       }
     }
@@ -339,8 +386,8 @@ function pingReport(
         "mean",
         "p50",
         "p99",
-        "over raw (mean)",
-        "over raw (p50)",
+        "over its raw floor (mean)",
+        "over it (p50)",
         "queries",
       ],
       rows,
@@ -370,6 +417,193 @@ async function sameShapeLimit(): Promise<{ qps?: number; note: string }> {
   }
 }
 
+/** Median of a few numbers. */
+function middle(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
+const BUN_SERIAL = quick ? 2_000 : 10_000;
+const BUN_TOTAL = quick ? 20_000 : 100_000;
+const BUN_WINDOW = 500;
+const BUN_ROUNDS = quick ? 1 : 3;
+
+/** pgpipe with its default pool: serial `select 1` (µs each) and BUN_WINDOW in flight (q/s). */
+async function pgpipeDefaultPool(ssl: unknown): Promise<{ serialUs: number; qps: number }> {
+  const sql = postgres(url, { ssl: ssl as "require", onnotice: () => {} });
+  try {
+    await Promise.all(Array.from({ length: 100 }, (_, i) => sql`select ${i}::int as x`));
+    for (let i = 0; i < 200; i++) await sql`select 1`;
+    const t0 = performance.now();
+    for (let i = 0; i < BUN_SERIAL; i++) {
+      const [row] = await sql`select 1`;
+      if (Object.values(row)[0] !== 1) throw new Error("wrong answer: select 1");
+    }
+    const serialUs = (performance.now() - t0) * 1000 / BUN_SERIAL;
+    const rate = await pipelined(
+      { selectInt: async (v) => (await sql`select ${v}::int as x`)[0].x as number },
+      BUN_TOTAL,
+      BUN_WINDOW,
+    );
+    return { serialUs, qps: rate.qps };
+  } finally {
+    await sql.end();
+  }
+}
+
+/**
+ * pgpipe against Bun.sql on Bun, each with its default pool (10 connections), in alternating
+ * rounds: strictly serial `select 1`, and `select $1::int` with 500 in flight.
+ */
+async function versusBun(): Promise<{ table?: Table; ratios: Ratio[]; notes: string[] }> {
+  const bun = await findBun((line) => console.log(`throughput: ${line}`));
+  if (!("path" in bun)) {
+    return { ratios: [], notes: [`skipped Bun.sql: no bun binary (${bun.reason})`] };
+  }
+  const probe = new URL("../probes/bun_sql.ts", import.meta.url).pathname;
+  const runBun = async () => {
+    const out = await new Deno.Command(bun.path, {
+      args: [probe, url, String(BUN_SERIAL), String(BUN_TOTAL), String(BUN_WINDOW)],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (!out.success) throw new Error(`Bun.sql probe: ${new TextDecoder().decode(out.stderr)}`);
+    return JSON.parse(new TextDecoder().decode(out.stdout).trim().split("\n").pop()!) as {
+      serialUs: number;
+      qps: number;
+    };
+  };
+  const ours = { serial: [] as number[], qps: [] as number[] };
+  const theirs = { serial: [] as number[], qps: [] as number[] };
+  // In a TLS variant, also pgpipe given the server's CA: what native TLS does beside Bun.
+  const ca = tls ? benchCa() : undefined;
+  const native = { serial: [] as number[], qps: [] as number[] };
+  for (let r = 0; r < BUN_ROUNDS; r++) {
+    const a = await pgpipeDefaultPool(tls ? "require" : false);
+    const b = await runBun();
+    ours.serial.push(a.serialUs);
+    ours.qps.push(a.qps);
+    theirs.serial.push(b.serialUs);
+    theirs.qps.push(b.qps);
+    if (ca !== undefined) {
+      const n = await pgpipeDefaultPool({ mode: "require", ca });
+      native.serial.push(n.serialUs);
+      native.qps.push(n.qps);
+    }
+    console.log(
+      `throughput: vs Bun.sql round ${r + 1}: serial ${fmt(a.serialUs, 1)} / ${
+        fmt(b.serialUs, 1)
+      } µs, ` +
+        `${BUN_WINDOW} in flight ${fmt(a.qps)} / ${fmt(b.qps)} q/s`,
+    );
+  }
+  const serial = { pgpipe: middle(ours.serial), bun: middle(theirs.serial) };
+  const qps = { pgpipe: middle(ours.qps), bun: middle(theirs.qps) };
+  return {
+    table: {
+      title:
+        `pgpipe and Bun.sql (Bun ${bun.version}), default pools (median of ${BUN_ROUNDS} alternating rounds)`,
+      head: ["driver", "serial select 1 (µs)", `select $1::int, ${BUN_WINDOW} in flight (q/s)`],
+      rows: [
+        ["pgpipe", fmt(serial.pgpipe, 1), fmt(qps.pgpipe)],
+        ...(native.serial.length
+          ? [[PGPIPE_NATIVE, fmt(middle(native.serial), 1), fmt(middle(native.qps))]]
+          : []),
+        ["Bun.sql", fmt(serial.bun, 1), fmt(qps.bun)],
+      ],
+    },
+    ratios: [
+      ...(native.serial.length
+        ? [
+          {
+            suite: "throughput",
+            label: `serial select 1, default pool, ${PGPIPE_NATIVE}`,
+            peer: "Bun.sql",
+            value: serial.bun / middle(native.serial),
+          },
+          {
+            suite: "throughput",
+            label: `${BUN_WINDOW} in flight, default pool, ${PGPIPE_NATIVE}`,
+            peer: "Bun.sql",
+            value: middle(native.qps) / qps.bun,
+          },
+        ]
+        : []),
+      {
+        suite: "throughput",
+        label: "serial select 1, default pool",
+        peer: "Bun.sql",
+        value: serial.bun / serial.pgpipe,
+      },
+      {
+        suite: "throughput",
+        label: `${BUN_WINDOW} in flight, default pool`,
+        peer: "Bun.sql",
+        value: qps.pgpipe / qps.bun,
+      },
+    ],
+    notes: [
+      `Bun.sql runs in a bun process (bench/probes/bun_sql.ts) with the same URL${
+        tls
+          ? " (sslmode=require: Bun encrypts without verifying, as pgpipe's node:tls path does)"
+          : ""
+      }; each side warms its pool first.`,
+    ],
+  };
+}
+
+/**
+ * In a TLS variant: pipelined q/s on one connection over TLS as a share of the same over plain
+ * TCP, both paths, in alternating rounds in this one process.
+ */
+async function tlsShare(drivers: Driver[]): Promise<{ table: Table; ratios: Ratio[] }> {
+  const plain = postgres(plainBenchUrl(), { max: 1, ssl: false, onnotice: () => {} });
+  const clients: { name: string; a: Pick<Adapter, "selectInt">; close(): Promise<void> }[] = [{
+    name: PLAIN_PGPIPE,
+    a: { selectInt: async (v) => (await plain`select ${v}::int as x`)[0].x as number },
+    close: () => plain.end(),
+  }];
+  for (const d of drivers.filter((d) => d.name === "pgpipe" || d.name === PGPIPE_NATIVE)) {
+    const a = await d.connect(url);
+    clients.push({ name: d.name, a, close: () => a.close() });
+  }
+  const rates = new Map(clients.map((c) => [c.name, [] as number[]]));
+  try {
+    for (let r = 0; r < 3; r++) {
+      for (let k = 0; k < clients.length; k++) {
+        const c = clients[(k + r) % clients.length];
+        rates.get(c.name)!.push((await pipelined(c.a, TOTAL / 2, WINDOW)).qps);
+      }
+    }
+  } finally {
+    await Promise.allSettled(clients.map((c) => c.close()));
+  }
+  const base = middle(rates.get(PLAIN_PGPIPE)!);
+  const ratios: Ratio[] = [];
+  const rows: string[][] = [];
+  for (const [name, xs] of rates) {
+    const qps = middle(xs);
+    rows.push([name, fmt(qps), formatRatio(qps / base)]);
+    if (name === PLAIN_PGPIPE) continue;
+    const path = name === "pgpipe" ? "node:tls" : "native TLS";
+    ratios.push({
+      suite: "throughput",
+      label: `pipelined q/s, 1 connection, share of plain TCP: pgpipe on ${path}`,
+      peer: PLAIN_PGPIPE,
+      value: qps / base,
+    });
+  }
+  return {
+    table: {
+      title: `pgpipe pipelined over TLS and over plain TCP: select $1::int, ${fmt(TOTAL / 2)} ` +
+        `queries, ${fmt(WINDOW)} in flight, 1 connection (median of 3 alternating rounds)`,
+      head: ["client", "q/s", "share of plain TCP"],
+      rows,
+    },
+    ratios,
+  };
+}
+
 async function main(): Promise<void> {
   const drivers = await suiteDrivers();
   const results: DriverResult[] = [];
@@ -378,6 +612,8 @@ async function main(): Promise<void> {
   if (limit.qps) console.log(`throughput: libpq pipeline (pgbench): ${fmt(limit.qps)} q/s`);
   const same = await sameShapeLimit();
   const ping = pingReport(await pingPong(drivers));
+  const bun = await versusBun();
+  const share = tls ? await tlsShare(drivers) : undefined;
 
   const base = results[0];
   const peers = results.slice(1);
@@ -489,12 +725,19 @@ async function main(): Promise<void> {
       notes.push(`${r.name} hit the ${DEADLINE_MS / 1000} s cap; its rates cover what it did.`);
     }
   }
+  ratios.push(...bun.ratios, ...(share?.ratios ?? []));
   const report: SuiteReport = {
     suite: "throughput",
-    tables: [rates, lat, ping.table],
+    tables: [
+      rates,
+      lat,
+      ping.table,
+      ...(bun.table ? [bun.table] : []),
+      ...(share ? [share.table] : []),
+    ],
     ratios,
     measures: ping.measures,
-    notes: [...notes, ...ping.notes],
+    notes: [...notes, ...ping.notes, ...bun.notes],
   };
   await emitReport(report);
 }

@@ -31,31 +31,40 @@ const PLAIN = { bigint: false } as const;
  */
 export function driverRows(sink: Sink, text: string, params: string[] = []): Promise<unknown[][]> {
   return new Promise((resolve, reject) => {
-    const rows: unknown[][] = [];
-    const simple = params.length === 0;
-    sink.send(
-      new QueryRequest(
-        {
-          text,
-          params,
-          types: params.map(() => 0),
-          prepare: false,
-          mode: "array",
-          simple,
-          decode: PLAIN,
-        },
-        {
-          push: (row) => rows.push(row as unknown[]),
-          length: 0,
-          command: null,
-          count: null,
-          columns: null,
-          statement: null,
-        },
-        { resolve: () => resolve(rows), reject },
-      ),
-    );
+    sink.send(driverRowsRequest(text, params, { resolve, reject }));
   });
+}
+
+/**
+ * The request behind {@link driverRows}: `settle.resolve` gets the rows synchronously as the
+ * answer completes, before the read loop reads on.
+ */
+export function driverRowsRequest(
+  text: string,
+  params: string[],
+  settle: { resolve(rows: unknown[][]): void; reject(e: Error): void },
+): QueryRequest {
+  const rows: unknown[][] = [];
+  return new QueryRequest(
+    {
+      text,
+      params,
+      types: params.map(() => 0),
+      prepare: false,
+      mode: "array",
+      simple: params.length === 0,
+      decode: PLAIN,
+    },
+    {
+      push: (row) => rows.push(row as unknown[]),
+      length: 0,
+      command: null,
+      count: null,
+      columns: null,
+      statement: null,
+    },
+    { resolve: () => settle.resolve(rows), reject: (e) => settle.reject(e) },
+  );
 }
 
 /** Runs fixed SQL with the simple protocol; resolves to its first row (text values), rejects if none. */

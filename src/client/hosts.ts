@@ -139,6 +139,9 @@ async function openCandidate(options: HostOptions, target: HostTarget): Promise<
   let accepted = false;
   const opts: ConnectionOptions = {
     ...base,
+    // The session's kind must be known before any query is sent to it.
+    claim: undefined,
+    unclaim: undefined,
     // A rejected session must not look like a lost connection to the pool or the listener.
     onclose: (e) => {
       if (accepted) base.onclose?.(e);

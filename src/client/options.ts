@@ -5,7 +5,13 @@
  * then `PG*` environment variables, then defaults.
  */
 import type { FieldMap, Notification } from "../protocol/backend.ts";
-import { socketPath, type SslMode, thrownText, type UserSocket } from "../connection/transport.ts";
+import {
+  socketPath,
+  type SslMode,
+  type SslNegotiation,
+  thrownText,
+  type UserSocket,
+} from "../connection/transport.ts";
 import type { PasswordSource } from "../connection/startup.ts";
 import { readPgpass } from "./pgpass.ts";
 import { type CustomTypes, customTypes, type PostgresType } from "../query/custom_types.ts";
@@ -126,6 +132,12 @@ export interface Options {
   pass?: PasswordSource;
   /** TLS: `true` means `require`, `false` means `disable`. Default: `PGSSLMODE` or `prefer`. */
   ssl?: SslOption;
+  /**
+   * libpq's `sslnegotiation`: `direct` starts TLS at once, with ALPN `postgresql`, one round
+   * trip sooner (PostgreSQL 17+; needs `ssl` `require`, `verify-ca` or `verify-full`, and
+   * never falls back to plain). Default: `PGSSLNEGOTIATION` or `postgres` (an SSLRequest first).
+   */
+  sslnegotiation?: SslNegotiation;
   /** Most connections; each pipelines, and a query goes to the least busy. Default 10. */
   max?: number;
   /** Seconds a connection may stay idle before it is closed (0: never). Default 0. */
@@ -266,6 +278,7 @@ export interface ResolvedOptions {
   loadBalanceHosts: LoadBalanceHosts;
   sslmode: SslMode;
   ca?: string[];
+  sslnegotiation: SslNegotiation;
   max: number;
   idleTimeout: number;
   maxLifetime: number;
@@ -516,6 +529,7 @@ const DRIVER_KEYS = new Set([
   "fetch_types",
   "sslmode",
   "sslrootcert",
+  "sslnegotiation",
   "host",
   "port",
   "user",
@@ -670,7 +684,7 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     throw new TypeError(`invalid load_balance_hosts "${balance}": use disable or random`);
   }
   const ssl = parseSsl(options.ssl ?? q.get("sslmode") ?? env("PGSSLMODE"));
-  const rootCert = q.get("sslrootcert");
+  const rootCert = q.get("sslrootcert") ?? env("PGSSLROOTCERT");
   if (rootCert !== undefined && ssl.ca === undefined) {
     try {
       ssl.ca = [Deno.readTextFileSync(rootCert)];
@@ -730,6 +744,17 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     throw new TypeError("max_pipeline must be a positive integer");
   }
   const sslmode = ssl.mode ?? "prefer";
+  const negotiation = options.sslnegotiation ?? q.get("sslnegotiation") ??
+    env("PGSSLNEGOTIATION") ?? "postgres";
+  if (negotiation !== "postgres" && negotiation !== "direct") {
+    throw new TypeError(`invalid sslnegotiation "${negotiation}": use postgres or direct`);
+  }
+  if (negotiation === "direct" && !/^(require|verify-ca|verify-full)$/.test(sslmode)) {
+    // libpq's rule: direct TLS never falls back to plain, so a mode that allows plain is refused.
+    throw new TypeError(
+      `sslnegotiation=direct needs sslmode require, verify-ca or verify-full, not ${sslmode}`,
+    );
+  }
   const userSocket = options.socket;
   const first = hosts[0];
   const socketInfo = {
@@ -758,6 +783,7 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     loadBalanceHosts: balance,
     sslmode,
     ca: ssl.ca,
+    sslnegotiation: negotiation,
     max,
     idleTimeout: idleTimeout * 1000,
     maxLifetime: maxLifetime * 1000,

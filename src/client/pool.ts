@@ -34,8 +34,11 @@ export interface PoolOptions {
   maxLifetime: number;
   /** Sees each query as it is routed to a connection. */
   debug?: DebugHook;
-  /** Runs on each new connection before it takes work (e.g. fetching type info). */
-  prepare?: (c: Connection) => Promise<void>;
+  /**
+   * A request each new connection sends before anything else, or null (the catalog query of
+   * `fetch_types`, until the types are known).
+   */
+  arrayTypes?: () => PipelineRequest | null;
   /** Most requests waiting locally (here and in connection backlogs); more are refused. */
   maxQueue: number;
   /** Spans for connecting and the connection create time, when telemetry is on. */
@@ -323,6 +326,12 @@ export class Pool {
   #connect(): void {
     this.#opening++;
     let self: Connection | null = null;
+    let claimed: Connection | null = null; // the attempt that took its share of what waits
+    const claim = (c: Connection) => {
+      if (claimed === c) return;
+      claimed = c;
+      this.#claim(c);
+    };
     const trace = this.#pool.telemetry?.connect();
     const opening = connect({
       ...this.#options,
@@ -335,18 +344,16 @@ export class Pool {
       // Idle: it may have been held by a barrier that work waited behind.
       onidle: () => self !== null && this.#freed(self),
       onorphans: (reqs) => this.#adopt(self, reqs),
-    }).then(async (c) => {
+      claim,
+      unclaim: (reqs) => this.#giveBack(reqs),
+    }).then((c) => {
       self = c;
       for (const [name, value] of c.parameters) this.parameters[name] = value;
-      try {
-        await this.#pool.prepare?.(c);
-      } catch (e) {
-        c.destroy();
-        throw e;
-      }
       // It may have died in the same read as its ReadyForQuery: that is a failed attempt, not
       // a connection (else a server that drops every session would be retried without pause).
       if (c.closed) throw c.closedReason ?? new ConnectionError("CONNECTION_CLOSED", "closed");
+      // Under trust, or after a target_session_attrs check, nothing was claimed yet.
+      claim(c);
       return c;
     }).then(
       (c) => {
@@ -356,7 +363,7 @@ export class Pool {
         this.#everConnected = true;
         this.#backoff = 0;
         this.#lastError = null;
-        this.#ids.set(c, this.#nextId++);
+        if (!this.#ids.has(c)) this.#ids.set(c, this.#nextId++);
         const life = this.#pool.maxLifetime;
         // Jitter, so connections opened together are not all replaced at the same moment.
         if (life > 0) {
@@ -377,6 +384,27 @@ export class Pool {
       },
     ).finally(() => this.#openings.delete(opening));
     this.#openings.add(opening);
+  }
+
+  /**
+   * A connection about to finish authenticating takes its share of the waiting requests, so
+   * they ride in its last authentication write; the catalog query of `fetch_types` goes
+   * first. A waiting reserver gets the connection instead (its queries come after).
+   */
+  #claim(c: Connection): void {
+    if (!this.#ids.has(c)) this.#ids.set(c, this.#nextId++);
+    const types = this.#pool.arrayTypes?.();
+    if (types) c.send(types);
+    if (this.#reservers.length > 0 || this.#destroyed) return;
+    const share = Math.ceil(this.#waiting.length / Math.max(1, this.#opening));
+    for (const req of this.#takeWaiting(share)) this.#route(c, req);
+  }
+
+  /** A startup failed before the server ran what it had claimed: it waits again, first. */
+  #giveBack(reqs: PipelineRequest[]): void {
+    const now = Date.now();
+    this.#waiting.unshift(...reqs);
+    this.#waitingSince.unshift(...reqs.map(() => now));
   }
 
   #connectFailed(err: Error): void {

@@ -47,7 +47,7 @@ import { type Options, resolveOptions } from "./options.ts";
 import type { PasswordSource } from "../connection/startup.ts";
 import { socketPath } from "../connection/transport.ts";
 import { Pool } from "./pool.ts";
-import { fetchArrayTypes } from "./fetch_types.ts";
+import { arrayTypesRequest } from "./fetch_types.ts";
 import { quoteIdentifier } from "./exec.ts";
 import { Listener, type ListenHandle, type NotifyHandler } from "./listen.ts";
 import { type LargeObject, openLargeObject } from "./large_object.ts";
@@ -98,6 +98,8 @@ export interface PublicOptions {
   ssl: string;
   /** The same as `ssl` (pgpipe's name). */
   sslmode: string;
+  /** `postgres` (an SSLRequest first) or `direct` (TLS at once, PostgreSQL 17+). */
+  sslnegotiation: string;
   /** Most connections. */
   max: number;
   /** Seconds an idle connection is kept (0: for ever). */
@@ -976,6 +978,7 @@ export function createSql(url?: string, options?: Options): Sql {
       port: resolved.port,
       sslmode: resolved.sslmode,
       ca: resolved.ca,
+      sslnegotiation: resolved.sslnegotiation,
       socket: resolved.socket,
     },
     failure: resolved.failure,
@@ -1002,15 +1005,13 @@ export function createSql(url?: string, options?: Options): Sql {
     maxLifetime: resolved.maxLifetime,
     debug: resolved.debug,
     telemetry,
-    prepare: resolved.fetchTypes
-      ? (c) =>
-        fetched ??= fetchArrayTypes(c, decode).catch((e) => {
-          fetched = undefined; // a later connection tries again
-          throw e;
-        })
+    // Until one succeeds, each new connection sends the catalog query ahead of its first
+    // queries (connections opening together each send their own: none waits for another's).
+    arrayTypes: resolved.fetchTypes
+      ? () => typesKnown ? null : arrayTypesRequest(decode, (ok) => typesKnown ||= ok)
       : undefined,
   });
-  let fetched: Promise<void> | undefined; // once per client, shared by concurrent first connects
+  let typesKnown = false;
   telemetry?.observePool(
     `${resolved.user}@${resolved.host}:${resolved.port}/${resolved.database}#${++clients}`,
     () => pool.counts(),
@@ -1174,6 +1175,7 @@ export function createSql(url?: string, options?: Options): Sql {
     user: resolved.user,
     ssl: resolved.sslmode,
     sslmode: resolved.sslmode,
+    sslnegotiation: resolved.sslnegotiation,
     max: resolved.max,
     idle_timeout: resolved.idleTimeout / 1000,
     // An object given is shown as it is, not read: postgres.js reads it at each attempt.

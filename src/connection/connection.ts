@@ -26,7 +26,7 @@ import { ConnectionError, PostgresError } from "../errors.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
 import type { EncodeContext, PipelineRequest, RequestIO } from "./request.ts";
 import type { ConnectionState } from "./query_request.ts";
-import { type PasswordSource, startup } from "./startup.ts";
+import { type PasswordSource, startup, type StartupIO } from "./startup.ts";
 import { StatementCache } from "./statement.ts";
 import { sendCancel, StrayCancels } from "./cancel.ts";
 import {
@@ -36,6 +36,7 @@ import {
   socketPath,
   type Transport,
 } from "./transport.ts";
+import { type TlsPath, verification } from "./tls.ts";
 
 /** Everything one connection needs to know. */
 export interface ConnectionOptions {
@@ -74,6 +75,18 @@ export interface ConnectionOptions {
    * they can run elsewhere; without it they fail with `outcome: "not-sent"`.
    */
   onorphans?: (requests: PipelineRequest[]) => void;
+  /**
+   * Called (at most once) when authentication is about to end, with the connection still
+   * starting: requests sent to it now ride in the same write as the last authentication
+   * message instead of waiting for ReadyForQuery. Not called under trust (nothing follows the
+   * startup message), nor when a check must see the session first (target_session_attrs).
+   */
+  claim?: (c: Connection) => void;
+  /**
+   * Takes back what `claim` sent when the startup then failed without the server running
+   * any of it (it refused, or the socket broke before authentication succeeded).
+   */
+  unclaim?: (requests: PipelineRequest[]) => void;
   /**
    * Called as the startup goes (for telemetry): the socket is open (TLS or not), then the server
    * accepted the session.
@@ -198,7 +211,12 @@ export class Connection implements EncodeContext {
   status = 0x49;
   #states = new Map<number, ConnectionState>(); // Result.state per status, shared by results
 
-  /** pid, secret and status as results report them: one frozen object per status, reused. */
+  /** The TLS implementation the connection runs on (`"native"`, `"node"`), or null when plain. */
+  get tls(): TlsPath | null {
+    return this.#transport?.tls ?? null;
+  }
+
+  /** pid, secret, status and tls as results report them: one frozen object per status, reused. */
   get state(): ConnectionState {
     let state = this.#states.get(this.status);
     if (state === undefined || state.pid !== this.pid) {
@@ -206,6 +224,7 @@ export class Connection implements EncodeContext {
         pid: this.pid,
         secret: this.secret,
         status: String.fromCharCode(this.status),
+        tls: this.tls,
       });
       this.#states.set(this.status, state);
     }
@@ -275,6 +294,9 @@ export class Connection implements EncodeContext {
   #watchdog: ReturnType<typeof setInterval> | undefined;
   #timeoutCancelled = false;
   #closed: ConnectionError | null = null;
+  #starting = true; // until the startup's ReadyForQuery: the startup writes and reads
+  #claimed = false; // claim was called
+  #authenticated = false; // AuthenticationOk arrived
   #fatal: PostgresError | null = null;
   #ending: Promise<void> | null = null;
   #drained: (() => void) | null = null; // wakes end() when the last answer arrives
@@ -310,15 +332,17 @@ export class Connection implements EncodeContext {
     let timedOut = false;
     let opened = false;
     const abort = new AbortController();
+    // The startup writes for itself; requests claimed meanwhile ride in its writes.
+    c.#writing = true;
     const work = (async () => {
       c.#transport = await openTransport(options.endpoint, tryTls, abort.signal);
       opened = true;
       if (timedOut) c.#transport.close();
-      options.onstage?.("transport", c.#transport.encrypted);
+      options.onstage?.("transport", c.#transport.tls !== null);
       const result = await startup(c.#startupIO(), options.params, options.password);
       c.pid = result.pid;
       c.secret = result.secret;
-      options.onstage?.("authenticated", c.#transport.encrypted);
+      options.onstage?.("authenticated", c.#transport.tls !== null);
     })();
     try {
       if (timeoutMs > 0) {
@@ -337,49 +361,88 @@ export class Connection implements EncodeContext {
       }
     } catch (e) {
       c.#transport?.close();
-      // openTransport's errors are already what the caller should see (a user's socket
-      // function may have thrown its own).
-      if (!opened || e instanceof ConnectionError || e instanceof PostgresError) throw e;
-      if (e instanceof ProtocolViolation) {
-        throw new ConnectionError("PROTOCOL_VIOLATION", e.message, { ...where, cause: e });
-      }
-      // A socket from the `socket` option may still be connecting: its connect error
-      // (ECONNREFUSED, ...) surfaces on the first write, and keeps its code.
-      const failed = connectErrorOf(e);
-      if (failed !== null) {
-        throw new ConnectionError(failed.code, (e as Error).message, {
-          ...where,
-          cause: e,
-          errno: failed.errno,
-          syscall: failed.syscall,
-        });
-      }
-      throw new ConnectionError(
-        "CONNECTION_CLOSED",
-        `connection lost during startup: ${(e as Error)?.message ?? e}`,
-        { ...where, cause: e },
-      );
+      const err = startupError(e, opened, where);
+      c.#abandon(err);
+      throw err;
     } finally {
       clearTimeout(timer);
     }
+    c.#started();
     c.#readLoop();
     c.#startWatchdog();
     return c;
   }
 
-  #startupIO() {
+  /** The startup is over: what was encoded after its last write leaves now. */
+  #started(): void {
+    this.#starting = false;
+    this.#writing = false;
+    if (this.#writer.length > 0) this.#scheduleFlush();
+    // A cancel asked while the backend's key was unknown.
+    const head = this.#queue[this.#head];
+    if (head !== undefined && this.#cancelWhenHead.delete(head)) this.#cancelNow(head);
+  }
+
+  /**
+   * The startup failed with requests claimed: they go back to whoever sent them when the
+   * server certainly ran none (it refused, or authentication never succeeded); after
+   * AuthenticationOk a lost socket leaves that unknown, so they fail.
+   */
+  #abandon(err: Error): void {
+    const reqs = [
+      ...this.#queue.slice(this.#head, this.#tail),
+      ...this.#backlog.slice(this.#backlogHead),
+    ];
+    if (reqs.length === 0) return;
+    this.#queue = [];
+    this.#backlog = [];
+    this.#head =
+      this.#tail =
+      this.#backlogHead =
+      this.#unsent =
+        0;
+    this.#queuedBytes = 0;
+    this.#barriers = 0;
+    this.#writer.reset();
+    const neverRan = err instanceof PostgresError || !this.#authenticated;
+    if (neverRan && this.#options.unclaim !== undefined) return this.#options.unclaim(reqs);
+    for (const req of reqs) {
+      const e = err instanceof ConnectionError ? clone(err) : err;
+      if (e instanceof ConnectionError) e.outcome = neverRan ? "not-sent" : "unknown";
+      req.fail(e);
+    }
+  }
+
+  #startupIO(): StartupIO {
     const framer = this.#framer;
     const transport = () => this.#transport;
     const message = { type: 0, buf: framer.buf, start: 0, end: 0 };
+    const tls = this.#transport.tls;
+    const endpoint = this.#options.endpoint;
     return {
-      writer: this.#writer,
+      writer: () => this.#writer,
       flush: async () => {
-        const w = this.#writer;
-        for (let off = 0; off < w.length;) {
-          off += await transport().write(w.buf.subarray(off, w.length));
+        if (this.#batchOpen) this.#closeBatch();
+        // Swap buffers, as #flush does: whatever is encoded during the write goes next time.
+        const out = this.#writer;
+        this.#writer = this.#spare;
+        this.#spare = out;
+        this.#unsent = this.#tail;
+        for (let off = 0; off < out.length;) {
+          off += await transport().write(out.buf.subarray(off, out.length));
         }
-        w.reset();
+        out.reset();
       },
+      ride: () => {
+        if (this.#claimed || this.#options.claim === undefined) return;
+        this.#claimed = true;
+        this.#options.claim(this);
+      },
+      authenticated: () => {
+        this.#authenticated = true;
+      },
+      serverVerified: tls === "native" ||
+        (tls === "node" && verification(endpoint.sslmode, endpoint.ca) !== "none"),
       next: async () => {
         while (!framer.next()) {
           const n = await transport().read(framer.space());
@@ -836,7 +899,9 @@ export class Connection implements EncodeContext {
     }
     const at = this.#queue.indexOf(req, this.#head);
     if (at === -1 || at >= this.#tail) return; // already answered
-    if (at === this.#head || this.#inHeadBatch(at)) this.#cancelNow(req);
+    // Still starting: the backend's key is not known yet; cancel once it is.
+    if (this.#starting) this.#cancelWhenHead.add(req);
+    else if (at === this.#head || this.#inHeadBatch(at)) this.#cancelNow(req);
     else this.#cancelWhenHead.add(req);
   }
 
@@ -987,6 +1052,36 @@ function callHook<A extends unknown[]>(
   } catch (e) {
     console.error(`pgpipe: the ${name} callback threw`, e);
   }
+}
+
+/** What a failed startup rejects with: typed errors as they are, anything else as a ConnectionError. */
+function startupError(
+  e: unknown,
+  opened: boolean,
+  where: { address: string; port: number },
+): Error {
+  // openTransport's errors are already what the caller should see (a user's socket
+  // function may have thrown its own).
+  if (!opened || e instanceof ConnectionError || e instanceof PostgresError) return e as Error;
+  if (e instanceof ProtocolViolation) {
+    return new ConnectionError("PROTOCOL_VIOLATION", e.message, { ...where, cause: e });
+  }
+  // A socket from the `socket` option may still be connecting: its connect error
+  // (ECONNREFUSED, ...) surfaces on the first write, and keeps its code.
+  const failed = connectErrorOf(e);
+  if (failed !== null) {
+    return new ConnectionError(failed.code, (e as Error).message, {
+      ...where,
+      cause: e,
+      errno: failed.errno,
+      syscall: failed.syscall,
+    });
+  }
+  return new ConnectionError(
+    "CONNECTION_CLOSED",
+    `connection lost during startup: ${(e as Error)?.message ?? e}`,
+    { ...where, cause: e },
+  );
 }
 
 /** Node's code, errno and syscall when `e` is a node socket's failure to connect, else null. */

@@ -10,6 +10,7 @@ import { ConnectionError, type PostgresError, QueryError } from "../errors.ts";
 import type { EncodeContext, PipelineRequest } from "./request.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
 import { Statement, StatementCache } from "./statement.ts";
+import type { TlsPath } from "./tls.ts";
 
 /** Values of the row being decoded, before the statement's row constructor copies them. */
 const scratch: unknown[] = [];
@@ -56,6 +57,8 @@ export interface ConnectionState {
   secret: number;
   /** Transaction status: "I" idle, "T" in a transaction block, "E" in a failed block. */
   status: string;
+  /** The TLS implementation: `"native"` (Deno.startTls), `"node"` (node:tls), or null (plain). */
+  tls: TlsPath | null;
 }
 
 /** Callbacks that settle the query's promise. */

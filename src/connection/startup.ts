@@ -1,6 +1,13 @@
 /**
  * The startup conversation: StartupMessage, authentication (cleartext, MD5,
  * SCRAM-SHA-256), then ParameterStatus and BackendKeyData until ReadyForQuery.
+ *
+ * Queries need not wait for ReadyForQuery: the server reads them only after
+ * it, so they may ride in the same write as the last authentication message
+ * (`StartupIO.ride`). Behind a password that is the password message. Behind
+ * SCRAM it is the client-final message, but only when TLS already proved the
+ * server's identity; otherwise the server's SCRAM signature must be checked
+ * first (an impostor would see the queries), so they go as soon as it is.
  */
 import { Auth, Backend, cstrEnd, fields, i32, utf8 } from "../protocol/backend.ts";
 import * as fe from "../protocol/frontend.ts";
@@ -22,8 +29,8 @@ export type PasswordSource = string | (() => string | Promise<string>) | undefin
 
 /** What the startup exchange needs from the connection. */
 export interface StartupIO {
-  /** Writer to encode outgoing messages into. */
-  readonly writer: Writer;
+  /** The writer to encode outgoing messages into (flush swaps it for a spare). */
+  writer(): Writer;
   /** Sends what is in the writer. */
   flush(): Promise<void>;
   /** Waits for the next message; its body is `buf[start, end)`. */
@@ -32,6 +39,15 @@ export interface StartupIO {
   parameter(name: string, value: string): void;
   /** A NoticeResponse arrived. */
   notice(fields: Record<string, string>): void;
+  /**
+   * Authentication is about to end: what the writer holds is the last message the server
+   * needs, so queries waiting for this connection may be encoded behind it.
+   */
+  ride(): void;
+  /** AuthenticationOk arrived: the server accepted the credentials. */
+  authenticated(): void;
+  /** Whether TLS verified the server's identity (a chain and host name check passed). */
+  readonly serverVerified: boolean;
 }
 
 /** What the server told us during startup. */
@@ -74,7 +90,7 @@ export async function startup(
   params: Record<string, string>,
   password: PasswordSource,
 ): Promise<StartupResult> {
-  fe.startup(io.writer, params);
+  fe.startup(io.writer(), params);
   await io.flush();
   let scram: ScramClient | null = null;
   let authenticated = false;
@@ -89,13 +105,16 @@ export async function startup(
         if (code === Auth.Ok) {
           if (scram !== null) throw violation("authentication ended before SCRAM completed");
           authenticated = true;
+          io.authenticated();
         } else if (code === Auth.CleartextPassword) {
-          fe.password(io.writer, await resolvePassword(password, "cleartext"));
+          fe.password(io.writer(), await resolvePassword(password, "cleartext"));
+          io.ride();
           await io.flush();
         } else if (code === Auth.MD5Password) {
           if (end - start < 8) throw violation("MD5 request without salt");
           const pw = await resolvePassword(password, "md5");
-          fe.password(io.writer, md5Password(params.user, pw, buf.slice(start + 4, start + 8)));
+          fe.password(io.writer(), md5Password(params.user, pw, buf.slice(start + 4, start + 8)));
+          io.ride();
           await io.flush();
         } else if (code === Auth.SASL) {
           const mechanisms: string[] = [];
@@ -113,15 +132,16 @@ export async function startup(
             );
           }
           scram = new ScramClient(await resolvePassword(password, "scram-sha-256"));
-          fe.saslInitialResponse(io.writer, "SCRAM-SHA-256", scram.start());
+          fe.saslInitialResponse(io.writer(), "SCRAM-SHA-256", scram.start());
           await io.flush();
         } else if (code === Auth.SASLContinue) {
           if (scram === null) throw violation("SASLContinue without SASL");
           try {
-            fe.saslResponse(io.writer, await scram.respond(utf8(buf, start + 4, end)));
+            fe.saslResponse(io.writer(), await scram.respond(utf8(buf, start + 4, end)));
           } catch (e) {
             throw new ConnectionError("AUTH_FAILED", (e as Error).message, { cause: e });
           }
+          if (io.serverVerified) io.ride();
           await io.flush();
         } else if (code === Auth.SASLFinal) {
           if (scram === null) throw violation("SASLFinal without SASL");
@@ -132,6 +152,11 @@ export async function startup(
             throw new ConnectionError("AUTH_FAILED", message, { cause: e });
           }
           scram = null;
+          if (!io.serverVerified) {
+            // The server proved it knows the password: now queries may go.
+            io.ride();
+            await io.flush();
+          }
         } else {
           const names: Record<number, string> = { 2: "Kerberos V5", 7: "GSSAPI", 9: "SSPI" };
           throw new ConnectionError(

@@ -1,17 +1,25 @@
 /**
  * Opens the byte stream to the server: TCP or a unix socket, with TLS per
- * libpq's sslmode rules, or a socket the user's `socket` function returns.
- *
- * TLS goes through `node:tls`: `Deno.startTls` cannot skip verification (which
- * `prefer`, `require` and `verify-ca` need) and its handshake cannot be cut
- * short by a connect timeout without leaving the TCP socket open.
+ * libpq's sslmode rules (`tls.ts`: Deno's native TLS where its verification
+ * fits, node:tls where it cannot), or a socket the user's `socket` function
+ * returns (TLS over it is node:tls: `Deno.startTls` needs a Deno TCP socket).
  */
 import * as net from "node:net";
-import * as tls from "node:tls";
 import { Duplex } from "node:stream";
 import { ConnectionError, isSocketErrorCode, type SocketErrorCode } from "../errors.ts";
 import { sslRequest } from "../protocol/frontend.ts";
 import { Writer } from "../protocol/writer.ts";
+import {
+  knownPath,
+  nativeHandshake,
+  nodeHandshake,
+  parkNative,
+  rememberPath,
+  type TlsPath,
+  type TlsTarget,
+  verification,
+  wouldPassNatively,
+} from "./tls.ts";
 
 /**
  * libpq's sslmode values.
@@ -23,6 +31,21 @@ import { Writer } from "../protocol/writer.ts";
  * ```
  */
 export type SslMode = "disable" | "allow" | "prefer" | "require" | "verify-ca" | "verify-full";
+
+/**
+ * libpq's `sslnegotiation`: `postgres` (the default) sends an SSLRequest and
+ * starts TLS once the server agrees; `direct` starts the TLS handshake at
+ * once, with ALPN `postgresql`, one round trip sooner. `direct` needs
+ * PostgreSQL 17 or later and `sslmode` `require`, `verify-ca` or
+ * `verify-full` (it never falls back to a plain connection).
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres("postgres://app@db.example.com/app?sslmode=verify-full&sslnegotiation=direct");
+ * ```
+ */
+export type SslNegotiation = "postgres" | "direct";
 
 /**
  * A node-style socket (a `node:net` Socket, or any duplex with the same
@@ -97,6 +120,11 @@ export interface Endpoint {
   /** Trusted CA certificates (PEM) for verification; the system roots when absent. */
   ca?: string[];
   /**
+   * libpq's `sslnegotiation`: `postgres` asks with an SSLRequest first; `direct` starts the TLS
+   * handshake at once (PostgreSQL 17+, ALPN `postgresql`), sparing a round trip.
+   */
+  sslnegotiation?: SslNegotiation;
+  /**
    * The user's `socket` function, bound to its options: called for each
    * connection (and each cancel) instead of opening a socket ourselves.
    */
@@ -111,8 +139,8 @@ export interface Transport {
   write(p: Uint8Array): Promise<number>;
   /** Closes the socket; pending reads end. */
   close(): void;
-  /** Whether the stream is TLS-encrypted. */
-  readonly encrypted: boolean;
+  /** The TLS implementation the stream runs on, or null when it is not encrypted. */
+  readonly tls: TlsPath | null;
 }
 
 /** The unix socket file for a socket directory and port, as libpq names it. */
@@ -120,17 +148,20 @@ export function socketPath(dir: string, port: number): string {
   return `${dir.replace(/\/$/, "")}/.s.PGSQL.${port}`;
 }
 
-function describe(endpoint: Endpoint): { address: string; port: number } {
+/** Where a connection goes, as errors report it. */
+type Where = { address: string; port: number };
+
+function describe(endpoint: Endpoint): Where {
   return { address: endpoint.host, port: endpoint.port };
 }
 
 /** Wraps a Deno connection, which already has the right shape. */
 class DenoTransport implements Transport {
   #conn: DenoLikeConn;
-  readonly encrypted: boolean;
-  constructor(conn: DenoLikeConn, encrypted: boolean) {
+  readonly tls: TlsPath | null;
+  constructor(conn: DenoLikeConn, tls: TlsPath | null) {
     this.#conn = conn;
-    this.encrypted = encrypted;
+    this.tls = tls;
   }
   read(p: Uint8Array): Promise<number | null> {
     return this.#conn.read(p);
@@ -158,11 +189,11 @@ class NodeTransport implements Transport {
   #ended = false;
   #error: Error | null = null;
   #wake: (() => void) | null = null;
-  readonly encrypted: boolean;
+  readonly tls: TlsPath | null;
 
-  constructor(socket: NodeLikeSocket, encrypted: boolean, initial?: Uint8Array) {
+  constructor(socket: NodeLikeSocket, tls: TlsPath | null, initial?: Uint8Array) {
     this.#socket = socket;
-    this.encrypted = encrypted;
+    this.tls = tls;
     if (initial && initial.length > 0) this.#push(initial);
     socket.on("data", (chunk: Uint8Array) => this.#push(chunk));
     socket.on("end", () => this.#finish(null));
@@ -336,39 +367,6 @@ function nodeConnect(endpoint: Endpoint): Promise<net.Socket> {
   });
 }
 
-function nodeTls(
-  socket: Duplex,
-  endpoint: Endpoint,
-  verify: "none" | "chain" | "full",
-): Promise<tls.TLSSocket> {
-  return new Promise((resolve, reject) => {
-    const isIp = net.isIP(endpoint.host) !== 0;
-    const secure = tls.connect({
-      socket,
-      host: endpoint.host,
-      ...(isIp ? {} : { servername: endpoint.host }),
-      rejectUnauthorized: verify !== "none",
-      ...(endpoint.ca ? { ca: endpoint.ca } : {}),
-      // verify-ca checks the chain but, unlike verify-full, not the host name.
-      ...(verify === "full" ? {} : { checkServerIdentity: () => undefined }),
-    });
-    secure.once("secureConnect", () => {
-      secure.off("error", reject);
-      resolve(secure);
-    });
-    secure.once("error", reject);
-  });
-}
-
-/**
- * Endpoints that answered an SSLRequest with "S". `prefer` asks on a native
- * socket first (so plain servers keep the faster native transport) and, when
- * the server offers TLS, reconnects through node:tls; remembering the answer
- * spares later connections that extra connect. Only a hint: a server that
- * stops offering TLS gets a plain connection under `prefer`/`allow`.
- */
-const offersTls = new Set<string>();
-
 /** Closes whatever socket is being negotiated when the signal fires. */
 class Negotiation {
   #close: (() => void) | null = null;
@@ -395,70 +393,195 @@ class Negotiation {
   }
 }
 
-/**
- * Finishes TLS on a socket whose SSLRequest got `answer`: 'S' starts the
- * handshake (verification as sslmode says), anything else fails. `close`
- * closes the socket when it does.
- */
-async function secure(
-  socket: Duplex,
-  answer: number,
-  endpoint: Endpoint,
-  where: { address: string; port: number },
-  close: () => void,
-): Promise<Transport> {
-  const mode = endpoint.sslmode;
-  if (answer !== 0x53) {
-    close();
-    throw answer === 0x4e
-      ? new ConnectionError(
-        "SSL_NOT_SUPPORTED",
-        `the server does not support TLS, but sslmode=${mode} requires it`,
-        where,
-      )
-      : new ConnectionError("PROTOCOL_VIOLATION", `invalid answer to SSLRequest: ${answer}`, where);
+/** The error for an SSLRequest answered with anything but "S". */
+function refused(answer: number, mode: SslMode, where: Where): ConnectionError {
+  return answer === 0x4e
+    ? new ConnectionError(
+      "SSL_NOT_SUPPORTED",
+      `the server does not support TLS, but sslmode=${mode} requires it`,
+      where,
+    )
+    : new ConnectionError("PROTOCOL_VIOLATION", `invalid answer to SSLRequest: ${answer}`, where);
+}
+
+/** A failed handshake, naming the server; an older server's reaction to direct TLS says so. */
+function handshakeFailed(e: unknown, endpoint: Endpoint, where: Where): ConnectionError {
+  const name = (e as { name?: unknown; code?: unknown } | null)?.name;
+  const code = (e as { code?: unknown } | null)?.code;
+  const closed = name === "UnexpectedEof" || name === "ConnectionReset" || code === "ECONNRESET";
+  if (endpoint.sslnegotiation === "direct" && closed) {
+    return new ConnectionError(
+      "SSL_NOT_SUPPORTED",
+      `${endpoint.host}:${endpoint.port} closed the connection at the start of a direct TLS ` +
+        "handshake: sslnegotiation=direct needs PostgreSQL 17 or later with ssl=on " +
+        "(use sslnegotiation=postgres for older servers)",
+      { ...where, cause: e },
+    );
   }
-  // require with a CA behaves like verify-ca (libpq: a root certificate turns verification on).
-  const verify = mode === "verify-full"
-    ? "full"
-    : mode === "verify-ca" || (mode === "require" && endpoint.ca !== undefined)
-    ? "chain"
-    : "none";
-  try {
-    return new NodeTransport(await nodeTls(socket, endpoint, verify), true);
-  } catch (e) {
-    close();
-    throw new ConnectionError("SSL_FAILED", `TLS handshake failed: ${(e as Error).message}`, {
-      ...where,
-      cause: e,
-    });
-  }
+  return new ConnectionError(
+    "SSL_FAILED",
+    `TLS handshake with ${endpoint.host}:${endpoint.port} failed: ${thrownText(e)}`,
+    { ...where, cause: e },
+  );
+}
+
+/** Direct TLS is only valid once the server agreed to speak PostgreSQL over it (libpq checks too). */
+function checkAlpn(endpoint: Endpoint, alpn: string | null | false | undefined, where: Where) {
+  if (endpoint.sslnegotiation !== "direct" || alpn === "postgresql") return;
+  throw new ConnectionError(
+    "SSL_FAILED",
+    `${endpoint.host}:${endpoint.port} did not select ALPN protocol "postgresql" in a direct ` +
+      "TLS handshake",
+    where,
+  );
+}
+
+function tlsTarget(endpoint: Endpoint): TlsTarget {
+  return {
+    host: endpoint.host,
+    port: endpoint.port,
+    sslmode: endpoint.sslmode,
+    ca: endpoint.ca,
+    ...(endpoint.sslnegotiation === "direct" ? { alpn: ["postgresql"] } : {}),
+  };
 }
 
 /**
- * TLS through node:tls on a fresh node:net socket. Resolves to null when the
- * server answers "N" and sslmode accepts plain (`prefer`, `allow`): the cache
- * said it offered TLS, but it has stopped (ssl=off and a reload), so the
- * caller connects plain instead of failing.
+ * node:tls over `socket`, which the server agreed to encrypt; `close` closes it if that fails.
+ * `learn` is told whether the server's certificate would pass the native check.
+ */
+async function nodeSecure(
+  socket: Duplex,
+  endpoint: Endpoint,
+  where: Where,
+  close: () => void,
+  learn?: (native: boolean) => void,
+): Promise<Transport> {
+  let secured;
+  try {
+    secured = await nodeHandshake(socket, tlsTarget(endpoint));
+  } catch (e) {
+    close();
+    throw handshakeFailed(e, endpoint, where);
+  }
+  try {
+    checkAlpn(endpoint, secured.alpnProtocol, where);
+  } catch (e) {
+    secured.destroy();
+    throw e;
+  }
+  learn?.(wouldPassNatively(secured, endpoint.host));
+  return new NodeTransport(secured, "node");
+}
+
+/** Finishes TLS over a user's socket whose SSLRequest got `answer`. */
+function secureAnswered(
+  socket: Duplex,
+  answer: number,
+  endpoint: Endpoint,
+  where: Where,
+  close: () => void,
+): Promise<Transport> {
+  if (answer !== 0x53) {
+    close();
+    throw refused(answer, endpoint.sslmode, where);
+  }
+  return nodeSecure(socket, endpoint, where, close);
+}
+
+/**
+ * TLS through node:tls on a fresh node:net socket (after an SSLRequest, or at
+ * once for direct TLS). Resolves to null when the server answers "N" and
+ * sslmode accepts plain (`prefer`, `allow`): it offered TLS to the native
+ * attempt, or needed node:tls before, but has stopped (ssl=off and a reload),
+ * so the caller connects plain instead of failing.
  */
 async function tlsViaNode(
   endpoint: Endpoint,
   n: Negotiation,
-  where: { address: string; port: number },
+  where: Where,
+  learn?: (native: boolean) => void,
 ): Promise<Transport | null> {
   const socket = n.track(await nodeConnect(endpoint), (s) => s.destroy());
+  const close = () => socket.destroy();
+  if (endpoint.sslnegotiation === "direct") {
+    return await nodeSecure(socket, endpoint, where, close, learn);
+  }
   const answer = await negotiateNode(socket).catch((e) => {
-    socket.destroy();
+    close();
     throw e;
   });
-  if (answer === 0x4e) {
-    offersTls.delete(`${endpoint.host}:${endpoint.port}`);
-    if (endpoint.sslmode === "prefer" || endpoint.sslmode === "allow") {
-      socket.destroy();
-      return null;
+  if (answer === 0x4e && (endpoint.sslmode === "prefer" || endpoint.sslmode === "allow")) {
+    close();
+    return null;
+  }
+  if (answer !== 0x53) {
+    close();
+    throw refused(answer, endpoint.sslmode, where);
+  }
+  return await nodeSecure(socket, endpoint, where, close, learn);
+}
+
+/**
+ * Native TLS on a fresh TCP socket: SSLRequest (unless direct), then
+ * `Deno.startTls`. Resolves to a plain transport when the server answers "N"
+ * and sslmode accepts that, and to null when the native check refused the
+ * server's certificate (the caller then tries node:tls, which verifies only
+ * what sslmode asks).
+ */
+async function tlsViaDeno(
+  endpoint: Endpoint,
+  n: Negotiation,
+  where: Where,
+): Promise<Transport | null> {
+  const conn = n.track(await tcpConnect(endpoint), (c) => c.close());
+  let secured: Deno.TlsConn | undefined;
+  const close = () => {
+    try {
+      (secured ?? conn).close();
+    } catch {
+      // already closed, or consumed by startTls
+    }
+  };
+  if (endpoint.sslnegotiation !== "direct") {
+    const answer = await negotiateDeno(conn).catch((e) => {
+      close();
+      throw e;
+    });
+    if (answer === 0x4e && (endpoint.sslmode === "prefer" || endpoint.sslmode === "allow")) {
+      return new DenoTransport(conn, null);
+    }
+    if (answer !== 0x53) {
+      close();
+      throw refused(answer, endpoint.sslmode, where);
     }
   }
-  return await secure(socket, answer, endpoint, where, () => socket.destroy());
+  let alpn: string | null;
+  const target = tlsTarget(endpoint);
+  try {
+    ({ alpn } = await nativeHandshake(conn, target, (c) => {
+      secured = n.track(c, (s) => {
+        // Cut short by the timeout: Deno keeps this socket until the handshake ends.
+        parkNative(target);
+        s.close();
+      });
+    }));
+  } catch (e) {
+    close();
+    // A certificate the native check refused (rustls: InvalidData, "invalid peer
+    // certificate: ..."): node:tls may accept it under this sslmode. Anything else is final.
+    if (e instanceof Error && e.name === "InvalidData" && /certificate/i.test(e.message)) {
+      return null;
+    }
+    throw handshakeFailed(e, endpoint, where);
+  }
+  try {
+    checkAlpn(endpoint, alpn, where);
+  } catch (e) {
+    close();
+    throw e;
+  }
+  return new DenoTransport(secured!, "native");
 }
 
 function isNodeLike(x: unknown): x is NodeLikeSocket {
@@ -530,16 +653,20 @@ async function userTransport(
         where,
       );
     }
-    if (!tlsRequired) return new NodeTransport(socket, false);
+    if (!tlsRequired) return new NodeTransport(socket, null);
+    const close = () => socket.destroy();
+    if (endpoint.sslnegotiation === "direct") {
+      return await nodeSecure(socket as Duplex, endpoint, where, close);
+    }
     const answer = await negotiateNode(socket).catch((e) => {
-      socket.destroy();
+      close();
       throw e;
     });
-    return await secure(socket as Duplex, answer, endpoint, where, () => socket.destroy());
+    return await secureAnswered(socket as Duplex, answer, endpoint, where, close);
   }
   if (isDenoLike(raw)) {
     const conn = n.track(raw, (c) => c.close());
-    if (!tlsRequired) return new DenoTransport(conn, false);
+    if (!tlsRequired) return new DenoTransport(conn, null);
     const close = () => {
       try {
         conn.close();
@@ -547,11 +674,14 @@ async function userTransport(
         // already closed
       }
     };
+    if (endpoint.sslnegotiation === "direct") {
+      return await nodeSecure(connDuplex(conn), endpoint, where, close);
+    }
     const answer = await negotiateDeno(conn).catch((e) => {
       close();
       throw e;
     });
-    return await secure(connDuplex(conn), answer, endpoint, where, close);
+    return await secureAnswered(connDuplex(conn), answer, endpoint, where, close);
   }
   throw new ConnectionError(
     "CONNECT_FAILED",
@@ -641,34 +771,35 @@ export async function openTransport(
     if (unix || !tryTls || mode === "disable") {
       const conn = n.track(await denoConnect(endpoint), (c) => c.close());
       n.done();
-      return new DenoTransport(conn, false);
+      return new DenoTransport(conn, null);
     }
-    const key = `${endpoint.host}:${endpoint.port}`;
-    if ((mode === "prefer" || mode === "allow") && !offersTls.has(key)) {
-      const conn = n.track(await tcpConnect(endpoint), (c) => c.close());
-      const answer = await negotiateDeno(conn).catch((e) => {
-        conn.close();
-        throw e;
-      });
-      if (answer === 0x4e) {
-        n.done();
-        return new DenoTransport(conn, false);
-      }
-      conn.close();
-      if (answer !== 0x53) {
-        throw new ConnectionError(
-          "PROTOCOL_VIOLATION",
-          `invalid answer to SSLRequest: ${answer}`,
-          where,
-        );
-      }
-      offersTls.add(key);
+    const target = tlsTarget(endpoint);
+    const known = knownPath(target);
+    // require without a CA checks nothing: an unknown server is taken on node:tls, which
+    // tells whether the native check would pass for the next connections.
+    const learn = known === undefined && mode === "require" &&
+      verification(mode, endpoint.ca) === "none";
+    let nativeFailed = false;
+    if (known !== "node" && !learn) {
+      const native = await tlsViaDeno(endpoint, n, where);
+      if (native !== null) return native;
+      // The connect timeout fired during the native handshake: no second attempt.
+      if (signal?.aborted) throw handshakeFailed(new Error("aborted"), endpoint, where);
+      nativeFailed = true;
     }
-    const secured = await tlsViaNode(endpoint, n, where);
-    if (secured !== null) return secured;
+    const secured = await tlsViaNode(
+      endpoint,
+      n,
+      where,
+      learn ? (native) => rememberPath(target, native ? "native" : "node") : undefined,
+    );
+    if (secured !== null) {
+      if (nativeFailed) rememberPath(target, "node");
+      return secured;
+    }
     // prefer/allow, and the server said "N" although it offered TLS before
-    // (ssl turned off since): the cache was stale, so connect plain.
-    return new DenoTransport(n.track(await tcpConnect(endpoint), (c) => c.close()), false);
+    // (ssl turned off since): connect plain.
+    return new DenoTransport(n.track(await tcpConnect(endpoint), (c) => c.close()), null);
   } catch (e) {
     if (e instanceof ConnectionError) throw e;
     throw connectFailure(e, endpoint, where);

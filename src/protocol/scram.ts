@@ -64,6 +64,68 @@ function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   return diff === 0;
 }
 
+/** What a password, salt and iteration count derive to; all a SCRAM exchange needs of them. */
+interface ScramKeys {
+  clientKey: Uint8Array;
+  storedKey: Uint8Array;
+  serverKey: Uint8Array;
+}
+
+/**
+ * Keys derived this process, by a digest of (password, salt, iterations): a pool's later
+ * connections (and reconnections) skip the 4,096 PBKDF2 rounds. A changed password, or a
+ * server that stored a new one (a new salt), simply derives afresh. Bounded: cleared when full.
+ */
+const derived = new Map<string, Promise<ScramKeys>>();
+const MAX_DERIVED = 64;
+
+async function keysFor(password: string, salt: string, iterations: number): Promise<ScramKeys> {
+  const normalized = encoder.encode(password.normalize("NFKC"));
+  const id = base64(
+    new Uint8Array(
+      await crypto.subtle.digest(
+        "SHA-256",
+        encoder.encode(`${iterations},${salt},${base64(normalized)}`) as Uint8Array<ArrayBuffer>,
+      ),
+    ),
+  );
+  let keys = derived.get(id);
+  if (keys === undefined) {
+    if (derived.size >= MAX_DERIVED) derived.clear();
+    keys = derive(normalized, salt, iterations);
+    derived.set(id, keys);
+    keys.catch(() => derived.delete(id));
+  }
+  return await keys;
+}
+
+async function derive(password: Uint8Array, salt: string, iterations: number): Promise<ScramKeys> {
+  const key = await crypto.subtle.importKey(
+    "raw",
+    password as Uint8Array<ArrayBuffer>,
+    "PBKDF2",
+    false,
+    ["deriveBits"],
+  );
+  const salted = new Uint8Array(
+    await crypto.subtle.deriveBits(
+      {
+        name: "PBKDF2",
+        hash: "SHA-256",
+        salt: unbase64(salt) as Uint8Array<ArrayBuffer>,
+        iterations,
+      },
+      key,
+      256,
+    ),
+  );
+  const clientKey = await hmac(salted, "Client Key");
+  const storedKey = new Uint8Array(
+    await crypto.subtle.digest("SHA-256", clientKey as Uint8Array<ArrayBuffer>),
+  );
+  return { clientKey, storedKey, serverKey: await hmac(salted, "Server Key") };
+}
+
 /** One SCRAM-SHA-256 exchange for one password. */
 export class ScramClient {
   #password: string;
@@ -96,33 +158,10 @@ export class ScramClient {
     if (!salt || !Number.isInteger(iterations) || iterations < 1) {
       throw new ScramError("SCRAM server-first message is malformed");
     }
-    const key = await crypto.subtle.importKey(
-      "raw",
-      encoder.encode(this.#password.normalize("NFKC")),
-      "PBKDF2",
-      false,
-      ["deriveBits"],
-    );
-    const salted = new Uint8Array(
-      await crypto.subtle.deriveBits(
-        {
-          name: "PBKDF2",
-          hash: "SHA-256",
-          salt: unbase64(salt) as Uint8Array<ArrayBuffer>,
-          iterations,
-        },
-        key,
-        256,
-      ),
-    );
-    const clientKey = await hmac(salted, "Client Key");
-    const storedKey = new Uint8Array(
-      await crypto.subtle.digest("SHA-256", clientKey as Uint8Array<ArrayBuffer>),
-    );
+    const { clientKey, storedKey, serverKey } = await keysFor(this.#password, salt, iterations);
     const withoutProof = `c=biws,r=${nonce}`;
     const authMessage = `${this.#clientFirstBare},${serverFirst},${withoutProof}`;
     const clientSignature = await hmac(storedKey, authMessage);
-    const serverKey = await hmac(salted, "Server Key");
     this.#serverSignature = await hmac(serverKey, authMessage);
     return `${withoutProof},p=${base64(xor(clientKey, clientSignature))}`;
   }

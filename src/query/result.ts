@@ -83,8 +83,12 @@ export class Result<T = Row> extends Array<T> {
   columns: ResultColumn[] | null = null;
   /** The statement that ran. */
   statement: ResultStatement | null = null;
-  /** The connection's backend pid, secret key and transaction status ("I", "T", "E") at completion. */
-  state: { pid: number; secret: number; status: string } | null = null;
+  /**
+   * The connection's backend pid, secret key and transaction status ("I", "T", "E") at
+   * completion, and the TLS implementation it runs on (`"native"`, `"node"`, or null: plain).
+   */
+  state: { pid: number; secret: number; status: string; tls: "native" | "node" | null } | null =
+    null;
 
   /** Derived arrays (`map`, `filter`, ...) are plain Arrays, not Results. */
   static override get [Symbol.species](): ArrayConstructor {

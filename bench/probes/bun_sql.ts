@@ -1,0 +1,46 @@
+// Bun.sql's side of the throughput suite's comparison, run by bun: `bun bench/probes/bun_sql.ts
+// URL SERIAL TOTAL WINDOW` opens Bun.sql with its default pool, runs SERIAL strictly serial
+// `select 1`, then TOTAL `select $1::int` keeping WINDOW in flight, and prints
+// `{"serialUs":…,"qps":…}`. Deno type-checks this file too, so the little of Bun's API it uses is
+// declared here.
+interface BunSql {
+  (strings: TemplateStringsArray, ...values: unknown[]): Promise<Record<string, unknown>[]>;
+  close(options?: { timeout?: number }): Promise<void>;
+}
+const Bun = (globalThis as unknown as {
+  Bun: { argv: string[]; SQL: new (url: string) => BunSql };
+}).Bun;
+
+const [url, serialText, totalText, windowText] = Bun.argv.slice(2);
+const serial = Number(serialText);
+const total = Number(totalText);
+const window = Number(windowText);
+if (!url || !(serial > 0) || !(total > 0) || !(window > 0)) {
+  throw new Error("usage: bun bun_sql.ts URL SERIAL TOTAL WINDOW");
+}
+
+const sql = new Bun.SQL(url);
+// Warm-up: every connection of the default pool open, statements prepared.
+await Promise.all(Array.from({ length: 100 }, (_, i) => sql`select ${i}::int as x`));
+
+for (let i = 0; i < 200; i++) await sql`select 1`;
+let t0 = performance.now();
+for (let i = 0; i < serial; i++) {
+  const [row] = await sql`select 1`;
+  if (Object.values(row)[0] !== 1) throw new Error("wrong answer");
+}
+const serialUs = (performance.now() - t0) * 1000 / serial;
+
+let next = 0;
+const lane = async () => {
+  while (next < total) {
+    const v = next++;
+    const [{ x }] = await sql`select ${v}::int as x`;
+    if (x !== v) throw new Error(`wrong answer: ${x} for ${v}`);
+  }
+};
+t0 = performance.now();
+await Promise.all(Array.from({ length: window }, lane));
+const qps = total / ((performance.now() - t0) / 1000);
+await sql.close({ timeout: 5 });
+console.log(JSON.stringify({ serialUs, qps }));
