@@ -349,6 +349,33 @@ Deno.test("sql.file reads the file when the query runs", async () => {
   }
 });
 
+Deno.test("sql.file cancelled while its file is being read is never sent", async () => {
+  await using sql = client();
+  const dir = await Deno.makeTempDir();
+  const table = `file_cancel_${Date.now()}`;
+  try {
+    await sql.unsafe(`create table ${table} (n int)`);
+    const insert = `${dir}/insert.sql`;
+    await Deno.writeTextFile(insert, `insert into ${table} values (1)`);
+    const cancelled = sql.file(insert);
+    const running = cancelled.execute(); // the file is read asynchronously: nothing sent yet
+    cancelled.cancel();
+    await assert.rejects(running, (e) => e instanceof PostgresError && e.code === "57014");
+    const controller = new AbortController();
+    const aborted = sql.file(insert).signal(controller.signal).execute();
+    controller.abort(new Error("user left"));
+    await assert.rejects(aborted, /user left/);
+    const early = sql.file(insert).signal(AbortSignal.abort(new Error("never"))).execute();
+    await assert.rejects(early, /never/);
+    const [{ count }] = await sql.unsafe(`select count(*)::int as count from ${table}`);
+    assert.equal(count, 0, "a cancelled sql.file query ran");
+    assert.equal((await sql.file(insert)).count, 1); // the client and the file still work
+  } finally {
+    await sql.unsafe(`drop table if exists ${table}`);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("sql.file without --allow-read rejects with FILE_PERMISSION", async () => {
   const script = `
     import postgres from ${JSON.stringify(new URL("../mod.ts", import.meta.url).href)};

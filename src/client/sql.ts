@@ -607,6 +607,7 @@ function makeRunner(
     run(query: Query<readonly unknown[]>, control?: RunControl): Promise<Result<unknown>> {
       return withSpec(query, (spec, fail) =>
         new Promise<Result<unknown>>((resolve, reject) => {
+          if (control?.cancelled) return reject(control.cancelled); // cancelled while read
           const target = newResult();
           const each = control?.each;
           if (each !== undefined) target.push = (row: unknown) => (each(row, target), 0);
@@ -632,7 +633,10 @@ function makeRunner(
     },
     cancel(control: RunControl, reason: Error): void {
       const req = control.request as PipelineRequest | null;
-      if (req === null) return;
+      if (req === null) { // not sent yet (its text is still being read): never send it
+        control.cancelled = reason;
+        return;
+      }
       if (req instanceof QueryRequest && req.settle instanceof QueryTrace) req.settle.cancelled();
       // A COPY already on its connection ends through the protocol (CopyFail, or cancel/drain).
       if (req instanceof CopyRequest && req.sent) req.cancel(reason);
@@ -698,6 +702,7 @@ function makeRunner(
     ): CopyStart<CopyStreams[K]> {
       let done: Promise<Result<unknown>> | null = null;
       const stream = withSpec(query, (spec, fail) => {
+        if (control.cancelled) throw control.cancelled; // cancelled while its text was read
         const text = copyText(spec);
         const into = kind === "writable" || kind === "writableStream";
         const req = into ? new CopyInRequest(text, fail) : new CopyOutRequest(text, fail);

@@ -25,6 +25,11 @@ export interface RunControl {
   request: unknown;
   /** Rows go to this callback, with the result they belong to, instead of into it (`forEach`). */
   each: ((row: unknown, result: unknown) => void) | undefined;
+  /**
+   * A cancel that came before the request existed (its text was still being read, as with
+   * `sql.file`): the runner rejects with it instead of sending.
+   */
+  cancelled: Error | null;
 }
 
 /** A batch source for `cursor()`: the next batch (null at the end), and early close. */
@@ -232,7 +237,7 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
   #run(each?: (row: unknown, result: unknown) => void): Promise<Result<unknown>> {
     const signal = this.#signal;
     if (this.#cancelled !== null) return Promise.reject(this.#cancelled);
-    const control: RunControl = { request: null, each };
+    const control: RunControl = { request: null, each, cancelled: null };
     this.#control = control;
     if (signal === null) return this.#runner.run(this, control);
     if (signal.aborted) return Promise.reject(signal.reason);
@@ -432,7 +437,7 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
     if (this.#cancelled !== null) return Promise.reject(this.#cancelled);
     const signal = this.#signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const control: RunControl = { request: null, each: undefined };
+    const control: RunControl = { request: null, each: undefined, cancelled: null };
     const started = this.#runner.copy(this, kind, control);
     let result = started.result;
     if (signal !== null) {
