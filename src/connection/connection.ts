@@ -45,6 +45,8 @@ export interface ConnectionOptions {
   params: Record<string, string>;
   /** The password, if the server asks for one. */
   password: PasswordSource;
+  /** The protocol minor version to ask for: 0 (3.0) or 2 (3.2, PostgreSQL 18's longer cancel key). */
+  protocolMinor?: number;
   /**
    * Milliseconds allowed for connect, TLS and startup; 0 for no limit. A
    * function is called at each attempt (the `connect_timeout` option is read
@@ -175,6 +177,8 @@ export class Connection implements EncodeContext {
   /** Backend process ID and secret key, for CancelRequest. */
   pid = 0;
   secret = 0;
+  /** The whole secret key (longer than `secret`'s 4 bytes under protocol 3.2). */
+  cancelKey: Uint8Array = new Uint8Array(4);
   /** Transaction status from the last ReadyForQuery: I idle, T in a block, E failed block. */
   status = 0x49;
   #states = new Map<number, ConnectionState>(); // Result.state per status, shared by results
@@ -292,9 +296,15 @@ export class Connection implements EncodeContext {
       c.#transport = await openTransport(options.endpoint, tryTls, abort.signal);
       opened = true;
       if (timedOut) c.#transport.close();
-      const result = await startup(c.#startupIO(), options.params, options.password);
+      const result = await startup(
+        c.#startupIO(),
+        options.params,
+        options.password,
+        options.protocolMinor,
+      );
       c.pid = result.pid;
       c.secret = result.secret;
+      c.cancelKey = result.key;
     })();
     try {
       if (timeoutMs > 0) {
@@ -789,7 +799,7 @@ export class Connection implements EncodeContext {
   #cancelNow(req: PipelineRequest): void {
     this.#cancelled.add(req);
     this.#cancelsPending++;
-    sendCancel(this.#options.endpoint, this.pid, this.secret);
+    sendCancel(this.#options.endpoint, this.pid, this.cancelKey);
   }
 
   /** Moves waiting requests into the pipeline as answers make room. */
