@@ -18,7 +18,12 @@ const RUNS = quick ? 1 : 2;
 const probes = new URL("../probes/", import.meta.url).pathname;
 const SOURCE_TABLE = "bulk_source";
 const COLUMNS = "id int8, name text, at timestamptz, score float8, flag bool, meta jsonb";
-const haveJs = (await suiteDrivers()).some((d) => d.name === "postgres.js");
+const peers = (await suiteDrivers()).map((d) => d.name);
+const haveJs = peers.includes("postgres.js");
+/** Peers that have no COPY at all: a row says so rather than leaving them out. */
+const NO_COPY: Record<string, string> = {
+  "deno-postgres": "cannot: no COPY (binary or text) in its API",
+};
 
 /** One measured method. */
 interface Measure {
@@ -206,17 +211,21 @@ const rate = (m: Measure) => ROWS / (m.ms / 1000);
 const mib = (b: number | null) => (b === null ? "-" : fmt(b / 1048576, 1));
 
 function table(title: string, rows: Measure[], ours: Measure): Table {
+  const cannot = peers.filter((p) => NO_COPY[p]).map((p) => [NO_COPY[p], p, "-", "-", "-", "-"]);
   return {
     title,
     head: ["method", "driver", "rows/s", "time", "peak RSS MiB", "pgpipe binary COPY speed-up"],
-    rows: rows.map((m) => [
-      m.method,
-      m.driver,
-      fmt(rate(m)),
-      `${fmt(m.ms / 1000, 2)} s`,
-      mib(m.peakRss),
-      m === ours ? "baseline" : formatRatio(m.ms / ours.ms),
-    ]),
+    rows: [
+      ...rows.map((m) => [
+        m.method,
+        m.driver,
+        fmt(rate(m)),
+        `${fmt(m.ms / 1000, 2)} s`,
+        mib(m.peakRss),
+        m === ours ? "baseline" : formatRatio(m.ms / ours.ms),
+      ]),
+      ...cannot,
+    ],
   };
 }
 
@@ -259,6 +268,18 @@ if (asyncpgRead) {
     peer: "asyncpg",
     value: asyncpgRead.ms / ourRead.ms,
   });
+}
+
+for (const peer of peers.filter((p) => NO_COPY[p])) {
+  for (const what of ["load", "read"]) {
+    ratios.push({
+      suite: "bulk",
+      label: `${what} ${fmt(ROWS)} rows, binary COPY`,
+      peer,
+      value: NaN,
+      cannot: NO_COPY[peer],
+    });
+  }
 }
 
 const verdict = (ok: boolean) => (ok ? "met" : "not met");

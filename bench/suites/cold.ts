@@ -1,6 +1,6 @@
 // Suite 5: cold start, as a Deno Deploy isolate sees it: a fresh process imports the driver,
 // connects and runs its first query. Each driver runs in alternation, many times, and the
-// medians are compared. Both drivers get the same URL and their default options.
+// medians are compared. Every driver gets the same URL and its default options.
 import { suiteDrivers } from "../peers/drivers.ts";
 import { benchUrl, isQuick } from "../shared/env.ts";
 import { emitReport, fmt, type Ratio } from "../shared/report.ts";
@@ -9,14 +9,16 @@ import { median } from "../shared/stats.ts";
 const url = benchUrl();
 const runs = isQuick() ? 5 : 20;
 const probes = new URL("../probes/", import.meta.url).pathname;
-const names = (await suiteDrivers()).map((d) => d.name).filter((n) =>
-  n === "pgpipe" || n === "postgres.js"
-);
+/** The drivers the probe knows, and where each is imported from. */
+const PROBED = ["pgpipe", "postgres.js", "deno-postgres"];
+const drivers = (await suiteDrivers()).filter((d) => PROBED.includes(d.name));
+const names = drivers.map((d) => d.name);
+const specifiers = new Map(drivers.map((d) => [d.name, d.specifier]));
 
 async function once(driver: string): Promise<{ firstQuery: number; importToAnswer: number }> {
   const t0 = performance.now();
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--no-lock", `${probes}cold.ts`, driver, url],
+    args: ["run", "-A", "--no-lock", `${probes}cold.ts`, driver, url, specifiers.get(driver)!],
     stdout: "piped",
     stderr: "piped",
   }).output();
@@ -40,12 +42,13 @@ const med = (n: string) => ({
   inner: median(samples.get(n)!.inner),
 });
 const ratios: Ratio[] = [];
-if (names.includes("pgpipe") && names.includes("postgres.js")) {
+for (const peer of names) {
+  if (peer === "pgpipe" || !names.includes("pgpipe")) continue;
   ratios.push({
     suite: "cold",
     label: "cold start: import, connect, first query (in process)",
-    peer: "postgres.js",
-    value: med("postgres.js").inner / med("pgpipe").inner,
+    peer,
+    value: med(peer).inner / med("pgpipe").inner,
   });
 }
 await emitReport({
@@ -57,6 +60,6 @@ await emitReport({
   }],
   ratios,
   notes: [
-    "Both drivers use their default options with the same URL (sslmode=disable), so both fetch array types on connect.",
+    "Every driver uses its default options with the same URL (sslmode=disable); pgpipe and postgres.js fetch array types on connect.",
   ],
 });
