@@ -95,7 +95,11 @@ Deno.test("max_protocol_version: 3.0 by default; 3.2 or latest from the option, 
 // ---------------------------------------------------------------------------------------------
 // Negotiation, byte by byte
 
-Deno.test("NegotiateProtocolVersion: asked for 3.2, a 3.0 server says so; the connection goes on with 3.0 and its 4-byte key", async () => {
+/**
+ * Asks a fake server for 3.2; it answers the startup with `startup` (up to ReadyForQuery), then
+ * holds a query until the client cancels it. Returns the CancelRequests it received.
+ */
+async function cancelAfter(startup: Uint8Array): Promise<Uint8Array[]> {
   const cancels: Uint8Array[] = [];
   let received!: () => void;
   const running = new Promise<void>((r) => received = r);
@@ -105,9 +109,7 @@ Deno.test("NegotiateProtocolVersion: asked for 3.2, a 3.0 server says so; the co
       return;
     }
     await peer.startup(PROTOCOL_3_2);
-    await peer.send(
-      concat(negotiate(PROTOCOL_3_0), auth(0), keyData(9, bytes(4)), readyForQuery()),
-    );
+    await peer.send(startup);
     await peer.segment();
     received();
     await until(() => cancels.length > 0, "a CancelRequest");
@@ -122,37 +124,20 @@ Deno.test("NegotiateProtocolVersion: asked for 3.2, a 3.0 server says so; the co
     await within(running, 5000, "the query reaching the server");
     q.cancel();
     await assert.rejects(q, (e) => e instanceof PostgresError && e.code === "57014");
-    assert.deepEqual(cancels, [concat(int32(CANCEL_REQUEST_CODE), int32(9), bytes(4))]);
   });
+  return cancels;
+}
+
+Deno.test("NegotiateProtocolVersion: asked for 3.2, a 3.0 server says so; the connection goes on with 3.0 and its 4-byte key", async () => {
+  const cancels = await cancelAfter(
+    concat(negotiate(PROTOCOL_3_0), auth(0), keyData(9, bytes(4)), readyForQuery()),
+  );
+  assert.deepEqual(cancels, [concat(int32(CANCEL_REQUEST_CODE), int32(9), bytes(4))]);
 });
 
 Deno.test("protocol 3.2: a 32-byte cancel key (PostgreSQL 18's) goes whole into the CancelRequest", async () => {
-  const cancels: Uint8Array[] = [];
-  let received!: () => void;
-  const running = new Promise<void>((r) => received = r);
-  await withServer(async (peer, index) => {
-    if (index > 0) {
-      cancels.push(await peer.take(await peer.int32() - 4));
-      return;
-    }
-    await peer.startup(PROTOCOL_3_2);
-    await peer.send(concat(auth(0), keyData(77, bytes(32)), readyForQuery()));
-    await peer.segment();
-    received();
-    await until(() => cancels.length > 0, "a CancelRequest");
-    await peer.send(
-      concat(errorResponse("57014", "canceling statement", "ERROR"), readyForQuery()),
-    );
-    await peer.closedWithin(3000);
-  }, async (server) => {
-    await using sql = fakeClient(server.port, { max_protocol_version: "3.2", fetch_types: false });
-    const q = sql`select pg_sleep(10)`;
-    q.execute();
-    await within(running, 5000, "the query reaching the server");
-    q.cancel();
-    await assert.rejects(q, (e) => e instanceof PostgresError && e.code === "57014");
-    assert.deepEqual(cancels, [concat(int32(CANCEL_REQUEST_CODE), int32(77), bytes(32))]);
-  });
+  const cancels = await cancelAfter(concat(auth(0), keyData(77, bytes(32)), readyForQuery()));
+  assert.deepEqual(cancels, [concat(int32(CANCEL_REQUEST_CODE), int32(77), bytes(32))]);
 });
 
 const brokenNegotiations: [string, number, Uint8Array, RegExp][] = [

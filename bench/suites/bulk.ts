@@ -46,19 +46,15 @@ async function command(cmd: string, args: string[]): Promise<string> {
   return new TextDecoder().decode(out.stdout);
 }
 
-async function probe(method: string): Promise<ProbeOut> {
-  const out = await command(Deno.execPath(), [
-    "run",
-    "-A",
-    "--no-lock",
-    join(probes, "bulk.ts"),
-    method,
-    url,
-    String(ROWS),
-    String(RUNS),
-  ]);
+/** Runs a probe for ROWS rows and RUNS runs on url; its last output line is its JSON. */
+async function runProbe(cmd: string, args: string[]): Promise<ProbeOut> {
+  const out = await command(cmd, [...args, url, String(ROWS), String(RUNS)]);
   const lines = out.trim().split("\n");
   return JSON.parse(lines[lines.length - 1]);
+}
+
+function probe(method: string): Promise<ProbeOut> {
+  return runProbe(Deno.execPath(), ["run", "-A", "--no-lock", join(probes, "bulk.ts"), method]);
 }
 
 /** asyncpg's figures, or why they are missing (one line in the notes). */
@@ -68,15 +64,7 @@ async function asyncpg(mode: "load" | "read"): Promise<ProbeOut | string> {
   } catch {
     return "asyncpg skipped: python3 or its asyncpg package is missing (pip3 install asyncpg)";
   }
-  const out = await command("python3", [
-    join(probes, "bulk_asyncpg.py"),
-    mode,
-    url,
-    String(ROWS),
-    String(RUNS),
-  ]);
-  const lines = out.trim().split("\n");
-  return JSON.parse(lines[lines.length - 1]);
+  return await runProbe("python3", [join(probes, "bulk_asyncpg.py"), mode]);
 }
 
 /** psql's \copy of a binary file, timed around the whole psql process. */
