@@ -51,6 +51,15 @@ export type {
   SslOption,
 } from "./src/client/options.ts";
 export type { PasswordSource } from "./src/connection/startup.ts";
+export type {
+  ObservableCallback,
+  OtelContext,
+  OtelContextManager,
+  OtelMeterProvider,
+  OtelSpan,
+  OtelTracerProvider,
+  TelemetryOptions,
+} from "./src/client/telemetry.ts";
 export type { ListenHandle, NotifyHandler } from "./src/client/listen.ts";
 export type {
   SubscribeHandler,

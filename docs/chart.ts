@@ -52,7 +52,7 @@ export function proxyTable(markdown: string): Table {
 
 const COLORS = ["#0f766e", "#9ca3af", "#d97706", "#6366f1"];
 
-const escape = (s: string) =>
+export const escape = (s: string): string =>
   s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 
 const fmt = (ms: number) =>
@@ -136,7 +136,7 @@ export function render(table: Table): string {
 }
 
 /** The text as `deno fmt` would format an SVG file. */
-async function formatted(svg: string): Promise<string> {
+export async function formatted(svg: string): Promise<string> {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["fmt", "--quiet", "--ext=svg", "-"],
     stdin: "piped",

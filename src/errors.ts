@@ -332,7 +332,11 @@ export class ConnectionError extends Error {
   readonly address?: string;
   /** TCP port, when there is one. */
   readonly port?: number;
-  /** For a query that was in flight: could it have run on the server? */
+  /**
+   * For a query that was in flight: could it have run on the server? For a transaction
+   * (`sql.begin`, `tx.commit()`): `"not-sent"` when its COMMIT was never written, so nothing
+   * committed; `"unknown"` when COMMIT was written and its answer never came.
+   */
   outcome?: "unknown" | "not-sent";
 
   /** Builds the error; `cause` keeps the underlying error (e.g. a FATAL from the server). */

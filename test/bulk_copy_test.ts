@@ -53,7 +53,7 @@ const COLUMNS = `id int4 primary key,
   t text, vc varchar(20), bp char(5), by bytea, d date, ts timestamp, tstz timestamptz, u uuid,
   j json, jb jsonb, i4a int4[], i8a int8[], ta text[], numa numeric[], ba bool[], f8a float8[],
   tstza timestamptz[], ua uuid[], jba jsonb[], bya bytea[], i4aa int4[][], da date[], i2a int2[],
-  f4a float4[], vca varchar[], tsa timestamp[]`;
+  f4a float4[], vca varchar[], tsa timestamp[], o oid, nm name`;
 
 const day = (y: number, m: number, d: number) => new Date(Date.UTC(y, m - 1, d));
 
@@ -95,6 +95,8 @@ function typedRows(): Record<string, unknown>[] {
     f4a: [0.5, 3.4028234663852886e38],
     vca: ["x y", "z"],
     tsa: [new Date(2000, 0, 1, 0, 0, 0, 1)],
+    o: 4294967295,
+    nm: "pg_class",
   };
   const nulls = Object.fromEntries(Object.keys(full).map((k) => [k, null]));
   const second = {
@@ -119,6 +121,8 @@ function typedRows(): Record<string, unknown>[] {
     j: { k: [] },
     jb: "[1, 2]",
     i4a: [],
+    o: 0,
+    nm: "",
   };
   return [full, { ...nulls, id: 3 }, second];
 }
@@ -177,6 +181,155 @@ Deno.test("copyFrom: every type stores exactly what a plain insert stores, and r
     values.sort((a, b) => (a[0] as number) - (b[0] as number)),
     [...expected].sort((a, b) => (a[0] as number) - (b[0] as number)),
   );
+});
+
+Deno.test("copyFrom/copyTo: NULL in every column position, alone and as the only value missing", async () => {
+  await using sql = client();
+  await sql.unsafe(
+    `create temp table nulls_insert (${COLUMNS}); create temp table nulls_copy (${COLUMNS})`,
+  );
+  const full = typedRows()[0];
+  const keys = Object.keys(full).filter((k) => k !== "id");
+  const rows: Record<string, unknown>[] = [];
+  keys.forEach((k, i) => {
+    rows.push({ ...full, id: 2 * i + 10, [k]: null }); // only this one NULL
+    rows.push({ ...Object.fromEntries(keys.map((c) => [c, null])), id: 2 * i + 11, [k]: full[k] });
+  });
+  await sql`insert into nulls_insert ${sql(rows)}`;
+  assert.equal(await sql.copyFrom("nulls_copy", rows), rows.length);
+  // Outside UTC a Date cast on the server (the insert) takes the session zone's day and clock;
+  // binary COPY stores the UTC day and the local wall clock. Those columns are left out there.
+  const zoned = ["d", "ts", "da", "tsa"];
+  const compared = utcProcess ? keys : keys.filter((k) => !zoned.includes(k));
+  const list = (alias: string) => compared.map((k) => `${alias}.${k}`).join(", ");
+  const differing = await sql.unsafe(`select i.id from nulls_insert i full join nulls_copy c
+    using (id) where row(${list("i")})::text is distinct from row(${list("c")})::text`);
+  assert.deepEqual([...differing], []);
+  const selected = await sql`select * from nulls_copy order by id`;
+  assert.deepEqual(await collect(sql.copyTo(sql`select * from nulls_copy order by id`)), [
+    ...selected,
+  ]);
+  const values = await collect(sql.copyTo(sql`select * from nulls_copy order by id`, {
+    values: true,
+  }));
+  assert.deepEqual(values, [...await sql`select * from nulls_copy order by id`.values()]);
+  // Each column is NULL exactly where it was given as null.
+  for (const row of selected) {
+    const i = Math.floor((row.id - 10) / 2);
+    const alone = row.id % 2 === 0;
+    for (const [j, k] of keys.entries()) {
+      assert.equal(row[k] === null, alone ? j === i : j !== i, `row ${row.id} column ${k}`);
+    }
+  }
+});
+
+Deno.test("copyFrom/copyTo: numeric edge cases store and read back as a plain insert and select do", async () => {
+  await using sql = client();
+  const version = await serverVersion(sql);
+  // Infinity is a numeric from PostgreSQL 14, a negative scale from 15.
+  const negativeScale = version >= 150000 ? ", ns numeric(5,-2)" : "";
+  await sql.unsafe(`create temp table num_insert (id int4, n numeric, na numeric[]${negativeScale});
+    create temp table num_copy (like num_insert)`);
+  let seed = 3;
+  const digits = (n: number) =>
+    Array.from({ length: n }, () => (seed = (seed * 1103515245 + 12345) % 2147483648) % 10)
+      .join("");
+  const long = "7" + digits(999);
+  const values: unknown[] = [
+    "NaN",
+    "nan",
+    long,
+    `-${long}.${digits(1000)}`,
+    `0.${"0".repeat(500)}${digits(500)}1`,
+    "-0.000",
+    " 12.50 ",
+    "1e5",
+    "1.5E-7",
+    1e-7,
+    0.1 + 0.2,
+    2 ** 53,
+    -(2 ** 53) + 1,
+    1e21,
+    12345678901234567890123456789n,
+    -42n,
+    0,
+  ];
+  if (version >= 140000) values.push("Infinity", "-inf", Infinity, -Infinity);
+  const rows = values.map((n, id) => ({
+    id,
+    n,
+    na: [n, null],
+    ...(negativeScale ? { ns: id % 3 === 0 ? null : (id * 12345) % 99999 } : {}),
+  }));
+  // A bigint parameter is sent as int8; its decimal text is the same numeric.
+  const text = (n: unknown) => typeof n === "bigint" ? String(n) : n;
+  await sql`insert into num_insert ${
+    sql(rows.map((r) => ({ ...r, n: text(r.n), na: r.na.map(text) })))
+  }`;
+  assert.equal(await sql.copyFrom("num_copy", rows), rows.length);
+  const differing = await sql`select i.id from num_insert i full join num_copy c using (id)
+    where i::text is distinct from c::text`;
+  assert.deepEqual([...differing], []);
+  const selected = await sql`select * from num_copy order by id`;
+  assert.deepEqual(await collect(sql.copyTo(sql`select * from num_copy order by id`)), [
+    ...selected,
+  ]);
+  assert.equal(selected[2].n, long);
+  if (negativeScale) {
+    assert.equal(selected[1].ns, String(Math.round(12345 / 100) * 100), "rounded to hundreds");
+  }
+});
+
+Deno.test("copyFrom: a value only the client can see is wrong (a look-alike uuid digit, a numeric out of range, a ragged array) rejects with CopyRowError; nothing stored", async () => {
+  await using sql = client();
+  await sql`create temp table checked (id int4, u uuid, n numeric, t text[])`;
+  const good = { id: 1, u: "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", n: "1.5", t: ["a"] };
+  const cases: [Record<string, unknown>, string, RegExp][] = [
+    [{ u: "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1\u00e1" }, "u", /a uuid string/],
+    [{ n: "1e131072" }, "n", /numeric's range/],
+    [{ n: "12abc" }, "n", /decimal number/],
+    [{ t: ["a", ["b"]] }, "t", /rectangular/],
+    [{ t: ["a", 5n, {}] }, "t", /array element 2: expected a string/],
+  ];
+  for (const [bad, column, pattern] of cases) {
+    await assert.rejects(
+      sql.copyFrom("checked", [good, good, { ...good, ...bad }]),
+      (e) =>
+        e instanceof CopyRowError && e.row === 2 && e.column === column && pattern.test(e.message),
+      column,
+    );
+  }
+  assert.equal(await count(sql, "checked"), 0);
+  await usable(sql);
+});
+
+Deno.test("copyFrom/copyTo: without code generation (a restrictive embedder) the fallback loops store and read the same rows", async () => {
+  await using sql = client();
+  await sql.unsafe(`create temp table gen_on (${COLUMNS}); create temp table gen_off (${COLUMNS})`);
+  const rows = typedRows();
+  await sql.copyFrom("gen_on", rows);
+  const selected = [...await sql`select * from gen_on order by id`];
+  // The row encoders and decoders are compiled with `new Function`; where that throws, loops
+  // over the columns' codecs do the same work.
+  const original = globalThis.Function;
+  globalThis.Function = function () {
+    throw new EvalError("code generation from strings disallowed");
+  } as unknown as FunctionConstructor;
+  let copied: unknown[];
+  try {
+    assert.equal(await sql.copyFrom("gen_off", rows), rows.length);
+    await assert.rejects(
+      sql.copyFrom("gen_off", [{ ...rows[0], i4: "x" }]),
+      (e) => e instanceof CopyRowError && e.row === 0 && e.column === "i4",
+    );
+    copied = await collect(sql.copyTo(sql`select * from gen_on order by id`));
+  } finally {
+    globalThis.Function = original;
+  }
+  const differing = await sql`select i.id from gen_on i full join gen_off c using (id)
+    where i::text is distinct from c::text`;
+  assert.deepEqual([...differing], []);
+  assert.deepEqual(copied, selected.map((r) => ({ ...r })));
 });
 
 Deno.test("copyFrom: array rows in table order, a column list, ReadableStream and iterable sources", async () => {
@@ -651,12 +804,15 @@ Deno.test("copyFrom then copyTo: 2,000,000 rows streamed from an async generator
   assert.ok(mib(r.loadPeakRss) < 150, `load peak RSS ${mib(r.loadPeakRss)} MiB (${samples})`);
   assert.ok(mib(r.peakRss) < 256, `peak RSS ${mib(r.peakRss)} MiB (${samples})`);
   // Flat, not growing with the rows: V8 sizes its heap up early on, then the second half of
-  // each phase (another million rows) adds next to nothing. Buffering would add ~100 MB there.
+  // each phase (another million rows) adds next to nothing. Buffering would add ~100 MB there
+  // (the read's million rows are ~100 MB of COPY data, more decoded). One doubling of V8's young
+  // generation (+32 MiB at once, 16 to 32 MiB halves) sometimes lands after the midpoint on a
+  // loaded machine, so the bound sits above that and well below buffering.
   for (const samples of [r.loadRss, r.readRss]) {
     const half = samples[Math.floor(samples.length / 2)];
     const growth = mib(samples[samples.length - 1] - half);
     assert.ok(
-      growth < 16,
+      growth < 40,
       `RSS grew ${growth.toFixed(1)} MiB in the second half: ${samples.map(mib)}`,
     );
   }

@@ -5,7 +5,13 @@
  */
 import assert from "node:assert/strict";
 import * as net from "node:net";
-import postgres, { ConnectionError, type Options, PostgresError, type UserSocket } from "../mod.ts";
+import postgres, {
+  ConnectionError,
+  type Options,
+  PostgresError,
+  type Sql,
+  type UserSocket,
+} from "../mod.ts";
 import { databaseUrl, plainCluster, tlsCluster } from "./harness/env.ts";
 import { assertConnectionError, clusterTest, quiet } from "./harness/connect.ts";
 import { within } from "./harness/util.ts";
@@ -136,6 +142,74 @@ Deno.test("socket: whatever the function throws or rejects with rejects the quer
     } finally {
       await sql.end();
     }
+  }
+});
+
+/**
+ * A client (max 1) whose first connection reaches the server and whose later ones are whatever
+ * `later` opens; resolves once idle_timeout closed the first, so the next caller must reconnect.
+ */
+async function afterFirstConnection(later: () => unknown, connectTimeout: number): Promise<Sql> {
+  let calls = 0;
+  const sql = postgres(url, {
+    ...quiet,
+    max: 1,
+    idle_timeout: 0.05,
+    connect_timeout: connectTimeout,
+    socket: (() => calls++ === 0 ? net.connect(target.port, target.host) : later()) as Options[
+      "socket"
+    ],
+  });
+  await sql`select 1`;
+  await new Promise((r) => setTimeout(r, 300));
+  return sql;
+}
+
+/** What a query, reserve() and begin() issued together reject with; fails if one hangs. */
+function rejections(sql: Sql): Promise<unknown[]> {
+  return within(
+    Promise.all([
+      sql`select 1`.then(() => null, (e) => e),
+      sql.reserve().then(() => null, (e) => e),
+      sql.begin(() => 1).then(() => null, (e) => e),
+    ]),
+    5000,
+    "a query, reserve() and begin()",
+  );
+}
+
+Deno.test("socket: after a first connection, a value it throws still rejects query, reserve() and begin() at once, alike", async () => {
+  // postgres.js's 'Ensure reserve on connection throws proper error' with a pool that was
+  // connected: the thrown value was taken for an outage and retried, so reserve() hung.
+  for (const thrown of ["wat", new Error("own error")]) {
+    const sql = await afterFirstConnection(() => {
+      throw thrown;
+    }, 30);
+    try {
+      for (const e of await rejections(sql)) {
+        if (thrown instanceof Error) assert.equal(e, thrown, "the user's own error, unwrapped");
+        else {
+          assertConnectionError(e, "CONNECT_FAILED");
+          assert.equal((e as Error).message, "wat");
+        }
+      }
+    } finally {
+      await sql.end();
+    }
+  }
+});
+
+Deno.test("an outage: reserve() and begin() give up at connect_timeout as queries do, never hang", async () => {
+  // The server "goes away" after the first connection: every later attempt is refused.
+  const closed = freePort();
+  const sql = await afterFirstConnection(() => net.connect(closed, target.host), 0.5);
+  try {
+    for (const e of await rejections(sql)) {
+      assertConnectionError(e, "CONNECT_TIMEOUT");
+      assert.equal((e as ConnectionError).outcome, "not-sent");
+    }
+  } finally {
+    await sql.end();
   }
 });
 

@@ -513,3 +513,107 @@ Deno.test("begin(): a COPY the callback finished before returning still commits"
   assert.equal(result, "done");
   assert.equal((await sql`select count(*)::int as n from copy_closed_return`)[0].n, 3);
 });
+
+// ---------------------------------------------------------------------------
+// Queries issued while a COPY or a cursor holds a connection (issue: `await sql\`select 1\``
+// while a COPY FROM STDIN was open waited for the COPY to end, for ever, whatever max was)
+
+Deno.test("postgres.js 'query during copy error': max 1, a COPY FROM STDIN open: queries, reserve() and begin() reject at once with COPY_IN_PROGRESS", async () => {
+  const sql = postgres(url, { max: 1, ...quiet });
+  await sql`create table copy_busy_one (x int)`;
+  try {
+    const writable = await sql`copy copy_busy_one from stdin`.writable();
+    const refused = (e: unknown) => e instanceof QueryError && e.code === "COPY_IN_PROGRESS";
+    assert.ok(refused(await settles(sql`select 1`.then(() => null, (e) => e), "the query")));
+    assert.ok(refused(await settles(sql.reserve().then(() => null, (e) => e), "reserve()")));
+    assert.ok(refused(await settles(sql.begin(() => 1).then(() => null, (e) => e), "begin()")));
+    await new Promise<void>((resolve, reject) => {
+      writable.on("finish", resolve).on("error", reject);
+      writable.end("1\n2\n");
+    });
+    assert.equal((await sql`select count(*)::int as n from copy_busy_one`)[0].n, 2);
+  } finally {
+    await sql.end({ timeout: 1 });
+    await using admin = postgres(url, { max: 1, ...quiet });
+    await admin`drop table copy_busy_one`;
+  }
+});
+
+Deno.test("a COPY FROM STDIN open on one connection: queries and transactions go to another (max 2, and max 10)", async () => {
+  for (const max of [2, 10]) {
+    const sql = postgres(url, { max, ...quiet });
+    await sql`create table copy_busy_many (x int)`;
+    try {
+      await sql`select 1`; // one connection open, idle: the COPY takes it
+      const writable = await sql`copy copy_busy_many from stdin`.writable();
+      writable.write("1\n");
+      const rows = await settles(
+        Promise.all(Array.from({ length: 20 }, (_, i) => sql`select ${i}::int as i`.execute())),
+        `queries beside the COPY (max ${max})`,
+      );
+      assert.deepEqual(rows.map((r) => r[0].i), Array.from({ length: 20 }, (_, i) => i));
+      const inTx = await settles(sql.begin((tx) => tx`select 7 as seven`), "a transaction");
+      assert.equal(inTx[0].seven, 7);
+      await new Promise<void>((resolve, reject) => {
+        writable.on("finish", resolve).on("error", reject);
+        writable.end("2\n");
+      });
+      assert.equal((await sql`select count(*)::int as n from copy_busy_many`)[0].n, 2);
+    } finally {
+      await sql.end({ timeout: 1 });
+      await using admin = postgres(url, { max: 1, ...quiet });
+      await admin`drop table copy_busy_many`;
+    }
+  }
+});
+
+Deno.test("a query awaited inside a cursor loop goes to another connection (max 2); at max 1 it runs once the cursor ends", async () => {
+  {
+    const sql = postgres(url, { max: 2, ...quiet });
+    try {
+      await sql`select 1`;
+      const seen: number[] = [];
+      const reading = (async () => {
+        for await (const rows of sql`select g from generate_series(1, 3) g`.cursor(1)) {
+          seen.push((await sql`select ${rows[0].g as number}::int * 10 as x`)[0].x as number);
+        }
+      })();
+      await settles(reading, "the cursor loop");
+      assert.deepEqual(seen, [10, 20, 30]);
+    } finally {
+      await sql.end({ timeout: 1 }); // a hung loop must not hang the suite
+    }
+  }
+  {
+    // One connection: a query issued beside a cursor (not awaited inside it) waits for it.
+    await using sql = postgres(url, { max: 1, ...quiet });
+    const cursor = sql`select g from generate_series(1, 3) g`.cursor(1);
+    const rows: number[] = [];
+    const beside = sql`select 5 as five`.execute();
+    for await (const batch of cursor) rows.push(batch[0].g as number);
+    assert.deepEqual(rows, [1, 2, 3]);
+    assert.equal((await settles(beside, "the query beside the cursor"))[0].five, 5);
+  }
+});
+
+Deno.test("sql.copyFrom whose rows come from a generator that queries the same pool (max 1): it is refused with COPY_IN_PROGRESS, not hung", async () => {
+  const sql = postgres(url, { max: 1, ...quiet });
+  await sql`create table copy_from_busy (x int)`;
+  try {
+    const rows = async function* () {
+      yield [1];
+      const [{ n }] = await sql`select 2 as n`; // needs a connection while the COPY holds it
+      yield [n];
+    };
+    const e = await settles(
+      sql.copyFrom("copy_from_busy", rows()).then(() => null, (e) => e),
+      "copyFrom",
+    );
+    assert.ok(e instanceof QueryError && e.code === "COPY_IN_PROGRESS", String(e));
+    assert.equal((await sql`select count(*)::int as n from copy_from_busy`)[0].n, 0);
+  } finally {
+    await sql.end({ timeout: 1 });
+    await using admin = postgres(url, { max: 1, ...quiet });
+    await admin`drop table copy_from_busy`;
+  }
+});

@@ -2,6 +2,8 @@
 import assert from "node:assert/strict";
 import postgres, { CLOSE, PostgresError, QueryError } from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
+import { cancelRelay, type HeldCancel } from "./harness/cancel_relay.ts";
+import { untilSleeping } from "./harness/util.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -211,6 +213,112 @@ Deno.test("AbortSignal: aborting rejects with the signal's reason, before or dur
   const timed = sql`select pg_sleep(5)`.signal(AbortSignal.timeout(100));
   await assert.rejects(timed, (e) => e instanceof DOMException && e.name === "TimeoutError");
   assert.equal((await sql`select 5 as five`)[0].five, 5);
+});
+
+// A CancelRequest's signals can land at any time until the server closes its socket (see
+// test/harness/cancel_relay.ts): on PostgreSQL up to 17 a second SIGINT may reach the backend
+// after the cancelled query failed and the next one started.
+
+/** A client (max 1) whose CancelRequests a relay holds, a client to watch it from, its pid. */
+async function relayedSession() {
+  const relay = cancelRelay();
+  const sql = postgres(url, { max: 1, socket: relay.socket, ...quiet });
+  const admin = postgres(url, { max: 1, ...quiet });
+  const [{ pid }] = await sql`select pg_backend_pid() as pid`;
+  return {
+    relay,
+    sql,
+    admin,
+    pid: pid as number,
+    /** Cancels a pg_sleep; the server gets the CancelRequest once, and it stays open. */
+    async cancelSleep(): Promise<HeldCancel> {
+      const slow = sql`select pg_sleep(30)`.execute();
+      await untilSleeping(admin, pid);
+      slow.cancel();
+      const cancel = await relay.next();
+      await cancel.deliver();
+      await assert.rejects(slow, (e) => e instanceof PostgresError && e.code === "57014");
+      return cancel;
+    },
+    async [Symbol.asyncDispose]() {
+      await Promise.all([sql.end(), admin.end()]);
+    },
+  };
+}
+
+Deno.test("cancel: a second signal of the same CancelRequest hitting the next query re-runs it", async () => {
+  await using session = await relayedSession();
+  const { relay, sql, admin, pid } = session;
+  await sql`create temp sequence stray_cancel_runs`;
+  const controller = new AbortController();
+  const running = sql`select pg_sleep(30)`.signal(controller.signal).execute();
+  await untilSleeping(admin, pid);
+  controller.abort(new Error("user left"));
+  const cancel = await relay.next();
+  await cancel.deliver(); // the first SIGINT: the query it was meant for stops
+  await assert.rejects(running, /user left/);
+  const innocent = sql`select nextval('stray_cancel_runs')::int as run, pg_sleep(0.2)`.execute();
+  await untilSleeping(admin, pid);
+  await cancel.deliver(); // the second SIGINT lands on the innocent query
+  cancel.close();
+  const [{ run }] = await innocent;
+  // At least twice: the server may itself split this delivery's signals around a run again.
+  assert.ok(run >= 2, `hit, then run again (run ${run})`);
+  assert.equal((await sql`select 5 as five`)[0].five, 5);
+});
+
+Deno.test("cancel: a stray signal inside a transaction rejects the query it hit with a clear 57014", async () => {
+  await using session = await relayedSession();
+  const { sql, admin, pid } = session;
+  const cancel = await session.cancelSleep();
+  const failed = sql.begin(async (tx) => {
+    await tx`select 1`;
+    const hit = tx`select pg_sleep(5)`.execute();
+    await untilSleeping(admin, pid);
+    await cancel.deliver();
+    await hit;
+  });
+  await assert.rejects(failed, (e) =>
+    e instanceof PostgresError && e.code === "57014" &&
+    /a cancel this connection sent for another query/.test(e.detail ?? ""));
+  cancel.close();
+  assert.equal((await sql`select 6 as six`)[0].six, 6);
+});
+
+Deno.test("cancel: a query stopped by a stray signal and cancelled before it goes again is not re-run", async () => {
+  await using session = await relayedSession();
+  const { relay, sql, admin, pid } = session;
+  const cancel = await session.cancelSleep();
+  const controller = new AbortController();
+  const innocent = sql`select pg_sleep(5)`.signal(controller.signal).execute();
+  await untilSleeping(admin, pid);
+  const pause = relay.pauseAfterCancelError();
+  await cancel.deliver(); // stops the innocent query: the driver means to send it again
+  await pause.reached; // its ErrorResponse is read, its ReadyForQuery not yet
+  controller.abort(new Error("gave up"));
+  pause.release();
+  const started = Date.now();
+  await assert.rejects(innocent, /gave up/);
+  assert.ok(Date.now() - started < 4000, "rejected at once, not after running again");
+  cancel.close();
+  assert.equal((await sql`select 7 as seven`)[0].seven, 7);
+});
+
+Deno.test("cancel: once a cancel that landed on an idle backend is done, another session's cancel still rejects", async () => {
+  await using session = await relayedSession();
+  const { relay, sql, admin, pid } = session;
+  const quick = sql`select pg_sleep(0.2) as s`.execute();
+  await untilSleeping(admin, pid);
+  quick.cancel();
+  const cancel = await relay.next();
+  await quick; // it finished before the server got the cancel
+  await cancel.deliver(); // the backend is idle: the server ignores it
+  cancel.close();
+  await cancel.finished;
+  const slow = sql`select pg_sleep(3)`.execute();
+  await untilSleeping(admin, pid);
+  await admin`select pg_cancel_backend(${pid})`;
+  await assert.rejects(slow, (e) => e instanceof PostgresError && e.code === "57014");
 });
 
 Deno.test("cursor on sql.unsafe text still reads in batches (extended protocol)", async () => {

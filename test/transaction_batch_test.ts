@@ -5,9 +5,10 @@
  * connection is lost in the middle of it.
  */
 import assert from "node:assert/strict";
-import postgres, { ConnectionError, PostgresError, type Sql } from "../mod.ts";
+import postgres, { ConnectionError, PostgresError } from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { tapProxy } from "./harness/tap_proxy.ts";
+import { untilSleeping } from "./harness/util.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -137,18 +138,6 @@ Deno.test("transaction batch: tx.savepoint inside a batch rolls back only its ow
   });
   assert.deepEqual(rows.map((r) => r.x), [1, 3]);
 });
-
-/** Waits (polling from another connection) until backend `pid` runs a pg_sleep. */
-async function untilSleeping(admin: Sql, pid: number): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    const [{ n }] = await admin`
-      select count(*)::int as n from pg_stat_activity
-      where pid = ${pid} and query like 'select pg_sleep%' and state = 'active'`;
-    if (n > 0) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`backend ${pid} never started its pg_sleep`);
-}
 
 Deno.test("transaction batch: a cancel mid-batch fails the running query with 57014 and skips the rest", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });

@@ -1,39 +1,52 @@
 // One bulk load or read method in a fresh process (so peak RSS is this method's alone):
-// `deno run -A bench/probes/bulk.ts <method> <url> <rows> <runs>`. Loads <rows> rows of
-// (int8, text, timestamptz, float8, bool, jsonb) into its own unlogged table, or reads the
-// suite's `bulk_source` table, <runs> times; checks the result each time and prints one JSON line:
-// the best time, the rows and the process's peak RSS (VmHWM). bench/suites/bulk.ts runs it.
+// `deno run -A bench/probes/bulk.ts <method> <url> <table> <rows> <runs>`. Loads <rows> rows of
+// one of the suite's tables (bench/shared/bulk_tables.ts: `events` or `mixed`) into its own
+// unlogged table, or reads the suite's `bulk_source_<table>`, <runs> times; checks the result
+// each time and prints one JSON line: the best time, the rows and the process's peak RSS
+// (VmHWM). bench/suites/bulk.ts runs it.
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import postgres from "../../mod.ts";
 import { POSTGRES_JS } from "../peers/specifiers.ts";
+import { BULK_TABLES, type BulkTable } from "../shared/bulk_tables.ts";
 
-const [method, url, rowsText, runsText] = Deno.args;
+const [method, url, tableName, rowsText, runsText] = Deno.args;
+const spec: BulkTable | undefined = BULK_TABLES[tableName as BulkTable["name"]];
+if (spec === undefined) throw new Error(`unknown table ${tableName}`);
 const total = Number(rowsText);
 const runs = Number(runsText);
 /** The table read methods read (filled by bench/suites/bulk.ts before they run). */
-export const SOURCE_TABLE = "bulk_source";
-const COLUMNS = "id int8, name text, at timestamptz, score float8, flag bool, meta jsonb";
-const BASE = Date.UTC(2024, 0, 1);
+const SOURCE_TABLE = `bulk_source_${spec.name}`;
 
-/** The rows, made one at a time as the consumer asks (the same for every method). */
-async function* rowArrays(n: number) {
+/**
+ * The rows, made one at a time as the consumer asks (the same for every method): arrays for
+ * `events`, objects for `mixed` (as issue 20's user wrote them).
+ */
+async function* rows(n: number) {
+  for (let i = 0; i < n; i++) yield rows1(i);
+}
+
+/**
+ * The driver's own pace: 1,000 rows made once and handed out in turn, each with its id set
+ * (the COPY encodes a row before it asks for the next), so the rows cost next to nothing.
+ */
+function* cycled(n: number) {
+  const pool = Array.from({ length: 1000 }, (_, i) => rows1(i));
   for (let i = 0; i < n; i++) {
-    yield [i, `name ${i}`, new Date(BASE + i * 1000), i / 4, i % 2 === 0, { n: i, tag: "x" }];
+    const row = pool[i % 1000];
+    if (Array.isArray(row)) row[0] = i;
+    else row.id = i;
+    yield row;
   }
 }
 
+/** Row `i` as the generator makes it. */
+function rows1(i: number): unknown[] | Record<string, unknown> {
+  return spec!.name === "events" ? spec!.array(i) : spec!.object(i);
+}
+
 async function* rowObjects(n: number) {
-  for (let i = 0; i < n; i++) {
-    yield {
-      id: i,
-      name: `name ${i}`,
-      at: new Date(BASE + i * 1000),
-      score: i / 4,
-      flag: i % 2 === 0,
-      meta: { n: i, tag: "x" },
-    };
-  }
+  for (let i = 0; i < n; i++) yield spec!.object(i);
 }
 
 /** Batches of `size` from an async iterable. */
@@ -49,23 +62,11 @@ async function* batches<T>(rows: AsyncIterable<T>, size: number) {
   if (batch.length > 0) yield batch;
 }
 
-/** COPY text format: escapes for backslash, tab, newline and carriage return. */
-function copyText(value: string): string {
-  return /[\\\t\n\r]/.test(value)
-    ? value.replace(
-      /[\\\t\n\r]/g,
-      (c) => ({ "\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r" })[c]!,
-    )
-    : value;
-}
-
-/** The rows as COPY text, about 1,000 rows per chunk (one write per chunk, not per row). */
+/** The rows as COPY text, about 64 KiB per chunk (one write per chunk, not per row). */
 async function* textChunks(n: number) {
   let chunk = "";
-  for await (const [id, name, at, score, flag, meta] of rowArrays(n)) {
-    chunk += `${id}\t${copyText(name as string)}\t${(at as Date).toISOString()}\t${score}\t${
-      flag ? "t" : "f"
-    }\t${copyText(JSON.stringify(meta))}\n`;
+  for (let i = 0; i < n; i++) {
+    chunk += spec!.text(i);
     if (chunk.length >= 64 * 1024) {
       yield chunk;
       chunk = "";
@@ -91,8 +92,8 @@ async function client(driver: "pgpipe" | "postgres.js"): Promise<AnySql> {
 
 /** A load method: fills `table` with `total` rows. */
 type Load = (sql: AnySql, table: string) => Promise<void>;
-/** A read method: resolves with the rows read and the last one (id, meta.n). */
-type Read = (sql: AnySql) => Promise<{ rows: number; lastId: unknown; lastMeta: unknown }>;
+/** A read method: resolves with the rows read and the last one. */
+type Read = (sql: AnySql) => Promise<{ rows: number; last?: Record<string, unknown> }>;
 
 const insertBatches: Load = async (sql, table) => {
   for await (const batch of batches(rowObjects(total), 1000)) {
@@ -101,14 +102,15 @@ const insertBatches: Load = async (sql, table) => {
 };
 
 const loads: Record<string, [driver: "pgpipe" | "postgres.js", load: Load]> = {
-  "pgpipe-copy-generator": ["pgpipe", (sql, table) => sql.copyFrom(table, rowArrays(total))],
+  "pgpipe-copy-generator": ["pgpipe", (sql, table) => sql.copyFrom(table, rows(total))],
   "pgpipe-copy-array": ["pgpipe", async (sql, table) => {
-    const rows = [];
-    for await (const row of rowArrays(total)) rows.push(row);
+    const all = [];
+    for await (const row of rows(total)) all.push(row);
     const t0 = performance.now(); // only the COPY is timed here: the rows already exist
-    await sql.copyFrom(table, rows);
+    await sql.copyFrom(table, all);
     timed = performance.now() - t0;
   }],
+  "pgpipe-copy-cycled": ["pgpipe", (sql, table) => sql.copyFrom(table, cycled(total))],
   "pgpipe-insert": ["pgpipe", insertBatches],
   "postgresjs-insert": ["postgres.js", insertBatches],
   "postgresjs-copy-text": ["postgres.js", async (sql, table) => {
@@ -125,7 +127,7 @@ const cursorRead: Read = async (sql) => {
     rows += batch.length;
     last = batch[batch.length - 1];
   }
-  return { rows, lastId: last?.id, lastMeta: (last?.meta as { n: number })?.n };
+  return { rows, last };
 };
 
 const reads: Record<string, [driver: "pgpipe" | "postgres.js", read: Read]> = {
@@ -136,7 +138,7 @@ const reads: Record<string, [driver: "pgpipe" | "postgres.js", read: Read]> = {
       rows += batch.length;
       last = batch[batch.length - 1];
     }
-    return { rows, lastId: last?.id, lastMeta: (last?.meta as { n: number })?.n };
+    return { rows, last };
   }],
   "pgpipe-cursor": ["pgpipe", cursorRead],
   "postgresjs-cursor": ["postgres.js", cursorRead],
@@ -144,12 +146,27 @@ const reads: Record<string, [driver: "pgpipe" | "postgres.js", read: Read]> = {
 
 let timed: number | null = null; // set by a method that times only part of its work
 
+/** The rows' own cost: the generator iterated with no driver (what every load pays first). */
+async function rowsAlone(): Promise<void> {
+  let kept = 0;
+  for await (const row of rows(total)) if (row !== null) kept++;
+  if (kept !== total) throw new Error(`the generator made ${kept} rows`);
+}
+
 const times: number[] = [];
-if (method in loads) {
+if (method === "rows-alone") {
+  for (let r = 0; r < runs; r++) {
+    const t0 = performance.now();
+    await rowsAlone();
+    times.push(performance.now() - t0);
+  }
+} else if (method in loads) {
   const [driver, load] = loads[method];
   const sql = await client(driver);
-  const table = `bulk_${method.replaceAll("-", "_")}`;
-  await sql.unsafe(`drop table if exists ${table}; create unlogged table ${table} (${COLUMNS})`);
+  const table = `bulk_${spec.name}_${method.replaceAll("-", "_")}`;
+  await sql.unsafe(
+    `drop table if exists ${table}; create unlogged table ${table} (${spec.columns})`,
+  );
   try {
     for (let r = 0; r < runs; r++) {
       await sql.unsafe(`truncate ${table}`);
@@ -157,11 +174,12 @@ if (method in loads) {
       const t0 = performance.now();
       await load(sql, table);
       times.push(timed ?? performance.now() - t0);
-      const [{ n, s }] = await sql.unsafe(
-        `select count(*)::int as n, sum(id)::text as s, sum((meta->>'n')::int8)::text as m from ${table}`,
-      );
+      const [{ n, s, m }] = await sql.unsafe(`${spec.check} from ${table}`);
       const sum = String(BigInt(total) * BigInt(total - 1) / 2n);
-      if (n !== total || s !== sum) throw new Error(`${method}: stored ${n} rows (sum ${s})`);
+      // Cycled rows repeat every value but the id.
+      if (n !== total || s !== sum || (m !== sum && method !== "pgpipe-copy-cycled")) {
+        throw new Error(`${method}: stored ${n} rows (sums ${s}, ${m})`);
+      }
     }
   } finally {
     await sql.unsafe(`drop table if exists ${table}`);
@@ -173,12 +191,11 @@ if (method in loads) {
   try {
     for (let r = 0; r < runs; r++) {
       const t0 = performance.now();
-      const got = await read(sql);
+      const { rows, last } = await read(sql);
       times.push(performance.now() - t0);
-      if (
-        got.rows !== total || String(got.lastId) !== String(total - 1) || got.lastMeta !== total - 1
-      ) {
-        throw new Error(`${method}: read ${got.rows} rows, last ${got.lastId} ${got.lastMeta}`);
+      const mark = last === undefined ? undefined : spec.mark(last);
+      if (rows !== total || String(last?.id) !== String(total - 1) || mark !== total - 1) {
+        throw new Error(`${method}: read ${rows} rows, last ${last?.id} ${mark}`);
       }
     }
   } finally {

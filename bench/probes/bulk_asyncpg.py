@@ -1,6 +1,6 @@
 # asyncpg, the reference from outside JavaScript, for bench/suites/bulk.ts:
 # `python3 bench/probes/bulk_asyncpg.py <load|read> <url> <rows> <runs>`. The same rows and table shape
-# as bench/probes/bulk.ts: load with copy_records_to_table from a generator, read back through a
+# as bench/probes/bulk.ts's events table: load with copy_records_to_table from a generator, read back through a
 # cursor of 1,000 in a transaction; jsonb encoded and decoded with the json module (as the
 # JavaScript drivers do), through a binary codec. Prints one JSON line: the best time in ms, the rows and peak RSS.
 import asyncio
@@ -13,7 +13,7 @@ import time
 import asyncpg
 
 COLUMNS = "id int8, name text, at timestamptz, score float8, flag bool, meta jsonb"
-SOURCE_TABLE = "bulk_source"
+SOURCE_TABLE = "bulk_source_events"
 BASE = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
 
 

@@ -91,6 +91,28 @@ export const TARGETS: readonly Target[] = [
   },
   {
     suite: "bulk",
+    applies: (l) => l.startsWith("load ") && l.includes("binary COPY vs psql's binary \\copy"),
+    peer: "psql",
+    min: 0.9,
+    text: "bulk load of either bench table (binary COPY) >= 0.9 of psql's binary \\copy of the " +
+      "same rows (the server's pace)",
+  },
+  {
+    suite: "bulk",
+    applies: (l) => l.startsWith("load ") && l.includes("binary COPY vs COPY text"),
+    peer: "postgres.js",
+    min: 2,
+    text: "bulk load of either bench table (binary COPY) >= 2x postgres.js's COPY text",
+  },
+  {
+    suite: "bulk",
+    applies: (l) => l.startsWith("read ") && l.includes("copyTo vs cursor(1000)"),
+    peer: "postgres.js",
+    min: 2,
+    text: "bulk read of either bench table (copyTo) >= 2x postgres.js's cursor(1000)",
+  },
+  {
+    suite: "bulk",
     applies: (l) => l.startsWith("load ") && l.includes("copy_records_to_table"),
     peer: "asyncpg",
     min: 1,
@@ -111,6 +133,14 @@ export interface Limit {
 }
 
 export const LIMITS: readonly Limit[] = [
+  {
+    suite: "bulk",
+    applies: (l) => l.startsWith("peak RSS, copyFrom") || l.startsWith("peak RSS, copyTo"),
+    max: 150,
+    unit: "MiB",
+    text: "peak RSS < 150 MiB (Deno's baseline included) loading or reading 500,000 rows of " +
+      "either bulk table",
+  },
   {
     suite: "latency",
     applies: (l) => l === "insert n=200 (5 ms each way), pgpipe",

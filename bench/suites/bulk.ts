@@ -1,29 +1,42 @@
-// Suite 6: bulk load and bulk read. 1,000,000 rows of (int8, text, timestamptz, float8, bool,
-// jsonb) into an unlogged table and back, each method in a fresh process (bulk_probe.ts) so its
-// peak RSS is its own: pgpipe's binary COPY (sql.copyFrom / sql.copyTo), multi-row inserts of
-// 1,000 rows with pgpipe and postgres.js, postgres.js writing COPY text to its writable(), and,
-// when installed, asyncpg's copy_records_to_table (Python) and psql's \copy of a pre-encoded
-// binary file, which costs the client nothing and so shows the server's own pace.
+// Suite 6: bulk load and bulk read, of two tables (bench/shared/bulk_tables.ts): `events`
+// (int8, text, timestamptz, float8, bool, jsonb) and `mixed` (int8, numeric, uuid, bytea, text[],
+// int4[], date, varchar, and text with 10% NULLs), 500,000 rows each into an unlogged table and
+// back. Each method runs in a fresh process (probes/bulk.ts) so its peak RSS is its own, in
+// rounds with the methods rotated: pgpipe's binary COPY (sql.copyFrom / sql.copyTo), multi-row
+// inserts of 1,000 rows with pgpipe and postgres.js (events), postgres.js writing COPY text to its
+// writable(), asyncpg's copy_records_to_table (Python, events, when installed) and psql's \copy
+// of a pre-encoded binary file, which costs the client nothing and so shows the server's own
+// pace. Then a per-type view: for every type with a binary codec, the client's encode and decode
+// cost per value (probes/bulk_codecs.ts) beside the server's pace for a one-column table of it.
 import { join } from "node:path";
 import postgres from "../../mod.ts";
 import { findPgBin } from "../../test/harness/cluster.ts";
 import { suiteDrivers } from "../peers/drivers.ts";
+import { BULK_TABLES, type BulkTable, CODEC_TYPES } from "../shared/bulk_tables.ts";
 import { benchUrl, isQuick } from "../shared/env.ts";
-import { emitReport, fmt, formatRatio, type Ratio, type Table } from "../shared/report.ts";
+import {
+  emitReport,
+  fmt,
+  formatRatio,
+  type Measure as Limited,
+  type Ratio,
+  type Table,
+} from "../shared/report.ts";
 
 const url = benchUrl();
 const quick = isQuick();
-const ROWS = quick ? 100_000 : 1_000_000;
-const RUNS = quick ? 1 : 2;
+const ROWS = quick ? 100_000 : 500_000;
+const ROUNDS = quick ? 1 : 3;
+/** Rows of each one-column table of the per-type view. */
+const TYPE_ROWS = quick ? 50_000 : 200_000;
 const probes = new URL("../probes/", import.meta.url).pathname;
-const SOURCE_TABLE = "bulk_source";
-const COLUMNS = "id int8, name text, at timestamptz, score float8, flag bool, meta jsonb";
 const peers = (await suiteDrivers()).map((d) => d.name);
 const haveJs = peers.includes("postgres.js");
 /** Peers that have no COPY at all: a row says so rather than leaving them out. */
 const NO_COPY: Record<string, string> = {
   "deno-postgres": "cannot: no COPY (binary or text) in its API",
 };
+const MIB = 1048576;
 
 /** One measured method. */
 interface Measure {
@@ -46,25 +59,30 @@ async function command(cmd: string, args: string[]): Promise<string> {
   return new TextDecoder().decode(out.stdout);
 }
 
-/** Runs a probe for ROWS rows and RUNS runs on url; its last output line is its JSON. */
-async function runProbe(cmd: string, args: string[]): Promise<ProbeOut> {
-  const out = await command(cmd, [...args, url, String(ROWS), String(RUNS)]);
+function lastLine<T>(out: string): T {
   const lines = out.trim().split("\n");
   return JSON.parse(lines[lines.length - 1]);
 }
 
-function probe(method: string): Promise<ProbeOut> {
-  return runProbe(Deno.execPath(), ["run", "-A", "--no-lock", join(probes, "bulk.ts"), method]);
+async function probe(method: string, table: BulkTable): Promise<ProbeOut> {
+  const file = join(probes, "bulk.ts");
+  const args = ["run", "-A", "--no-lock", file, method, url, table.name, String(ROWS), "1"];
+  return lastLine(await command(Deno.execPath(), args));
 }
 
-/** asyncpg's figures, or why they are missing (one line in the notes). */
-async function asyncpg(mode: "load" | "read"): Promise<ProbeOut | string> {
+/** Whether asyncpg can run, or why not (one line in the notes). */
+async function haveAsyncpg(): Promise<true | string> {
   try {
     await command("python3", ["-c", "import asyncpg"]);
+    return true;
   } catch {
     return "asyncpg skipped: python3 or its asyncpg package is missing (pip3 install asyncpg)";
   }
-  return await runProbe("python3", [join(probes, "bulk_asyncpg.py"), mode]);
+}
+
+async function asyncpg(mode: "load" | "read"): Promise<ProbeOut> {
+  const file = join(probes, "bulk_asyncpg.py");
+  return lastLine(await command("python3", [file, mode, url, String(ROWS), "1"]));
 }
 
 /** psql's \copy of a binary file, timed around the whole psql process. */
@@ -81,124 +99,38 @@ async function psqlCopy(psql: string, direction: "from" | "to", table: string, f
   return performance.now() - t0;
 }
 
-const sql = postgres(url, { max: 1, onnotice: () => {} });
-const loads: Measure[] = [];
-const reads: Measure[] = [];
-const notes: string[] = [];
-const versions: string[] = [];
-let asyncpgLoad: Measure | undefined;
-let asyncpgRead: Measure | undefined;
-let tmp: string | undefined;
-try {
-  // The table the read methods read, loaded once with pgpipe (not timed here).
-  await sql.unsafe(
-    `drop table if exists ${SOURCE_TABLE}; create unlogged table ${SOURCE_TABLE} (${COLUMNS})`,
-  );
-  const base = Date.UTC(2024, 0, 1);
-  await sql.copyFrom(
-    SOURCE_TABLE,
-    (function* () {
-      for (let i = 0; i < ROWS; i++) {
-        yield [i, `name ${i}`, new Date(base + i * 1000), i / 4, i % 2 === 0, { n: i, tag: "x" }];
-      }
-    })(),
-  );
-  await sql.unsafe(`vacuum analyze ${SOURCE_TABLE}`);
-
-  const methods: [string, string, string][] = [
-    ["pgpipe-copy-generator", "pgpipe", "binary COPY, sql.copyFrom(table, asyncGenerator)"],
-    [
-      "pgpipe-copy-array",
-      "pgpipe",
-      "binary COPY, sql.copyFrom(table, array) (rows built first, not timed)",
-    ],
-    ["pgpipe-insert", "pgpipe", "insert ${sql(rows)}, batches of 1,000"],
-  ];
-  if (haveJs) {
-    methods.push(
-      ["postgresjs-insert", "postgres.js", "insert ${sql(rows)}, batches of 1,000"],
-      ["postgresjs-copy-text", "postgres.js", "COPY text to .writable(), 64 KiB chunks"],
-    );
+/** The best time and the highest peak RSS of one method over the rounds. */
+class Method {
+  ms = Infinity;
+  peakRss: number | null = null;
+  constructor(
+    readonly method: string,
+    readonly driver: string,
+    readonly run: () => Promise<{ ms: number; peakRss: number | null }>,
+  ) {}
+  async measure(): Promise<void> {
+    const r = await this.run();
+    this.ms = Math.min(this.ms, r.ms);
+    if (r.peakRss !== null) this.peakRss = Math.max(this.peakRss ?? 0, r.peakRss);
   }
-  for (const [method, driver, label] of methods) {
-    console.error(`bulk: load ${method}...`);
-    const r = await probe(method);
-    loads.push({ method: label, driver, ms: r.ms, peakRss: r.peakRss });
-  }
-  const pyLoad = await asyncpg("load");
-  if (typeof pyLoad === "string") notes.push(pyLoad);
-  else {
-    asyncpgLoad = {
-      method: "copy_records_to_table(generator) (Python)",
-      driver: "asyncpg",
-      ms: pyLoad.ms,
-      peakRss: pyLoad.peakRss,
-    };
-    loads.push(asyncpgLoad);
-    versions.push(
-      `asyncpg ${pyLoad.version} on ${(await command("python3", ["--version"])).trim()}`,
-    );
-  }
-
-  const readMethods: [string, string, string][] = [
-    ["pgpipe-copyto", "pgpipe", "binary COPY, sql.copyTo(table), batches of 1,000"],
-    ["pgpipe-cursor", "pgpipe", "select * ... .cursor(1000)"],
-  ];
-  if (haveJs) readMethods.push(["postgresjs-cursor", "postgres.js", "select * ... .cursor(1000)"]);
-  for (const [method, driver, label] of readMethods) {
-    console.error(`bulk: read ${method}...`);
-    const r = await probe(method);
-    reads.push({ method: label, driver, ms: r.ms, peakRss: r.peakRss });
-  }
-  const pyRead = await asyncpg("read");
-  if (typeof pyRead !== "string") {
-    asyncpgRead = {
-      method: "cursor(prefetch=1000) in a transaction (Python)",
-      driver: "asyncpg",
-      ms: pyRead.ms,
-      peakRss: pyRead.peakRss,
-    };
-    reads.push(asyncpgRead);
-  }
-
-  const bin = findPgBin();
-  const psql = bin === null ? null : join(bin, "psql");
-  if (psql === null) notes.push("psql skipped: no PostgreSQL client binaries found");
-  else {
-    tmp = await Deno.makeTempFile({ prefix: "pgpipe-bulk-", suffix: ".bin" });
-    await psqlCopy(psql, "to", SOURCE_TABLE, tmp); // the pre-encoded file (not timed)
-    await sql.unsafe(
-      `drop table if exists bulk_psql; create unlogged table bulk_psql (${COLUMNS})`,
-    );
-    let loadMs = Infinity;
-    let readMs = Infinity;
-    for (let r = 0; r < RUNS; r++) {
-      await sql.unsafe("truncate bulk_psql");
-      loadMs = Math.min(loadMs, await psqlCopy(psql, "from", "bulk_psql", tmp));
-      readMs = Math.min(readMs, await psqlCopy(psql, "to", SOURCE_TABLE, "/dev/null"));
-    }
-    const [{ n }] = await sql`select count(*)::int as n from bulk_psql`;
-    if (n !== ROWS) throw new Error(`psql stored ${n} rows`);
-    await sql`drop table bulk_psql`;
-    const label = "\\copy of a pre-encoded binary file (no client work: the server's pace)";
-    loads.push({ method: label, driver: "psql (libpq)", ms: loadMs, peakRss: null });
-    reads.push({
-      method: "\\copy to /dev/null, binary (nothing decoded: the server's pace)",
-      driver: "psql (libpq)",
-      ms: readMs,
-      peakRss: null,
-    });
-  }
-} finally {
-  await sql.unsafe(`drop table if exists ${SOURCE_TABLE}`).catch(() => {});
-  await sql.end();
-  if (tmp) await Deno.remove(tmp).catch(() => {});
 }
 
+const sql = postgres(url, { max: 1, onnotice: () => {} });
+const bin = findPgBin();
+const psql = bin === null ? null : join(bin, "psql");
+const notes: string[] = [];
+const versions: string[] = [];
+const tables: Table[] = [];
+const ratios: Ratio[] = [];
+const measures: Limited[] = [];
+const pyReady = await haveAsyncpg();
+if (pyReady !== true) notes.push(pyReady);
+if (psql === null) notes.push("psql skipped: no PostgreSQL client binaries found");
+const temp: string[] = [];
 const rate = (m: Measure) => ROWS / (m.ms / 1000);
-const mib = (b: number | null) => (b === null ? "-" : fmt(b / 1048576, 1));
+const mib = (b: number | null) => (b === null ? "-" : fmt(b / MIB, 1));
 
-function table(title: string, rows: Measure[], ours: Measure): Table {
+function report(title: string, rows: Measure[], ours: Measure): Table {
   const cannot = peers.filter((p) => NO_COPY[p]).map((p) => [NO_COPY[p], p, "-", "-", "-", "-"]);
   return {
     title,
@@ -217,52 +149,292 @@ function table(title: string, rows: Measure[], ours: Measure): Table {
   };
 }
 
-const ourLoad = loads[0];
-const ourRead = reads[0];
-const ratios: Ratio[] = [];
-const jsLoads = loads.filter((m) => m.driver === "postgres.js");
-if (jsLoads.length > 0) {
-  const best = jsLoads.reduce((a, b) => (a.ms <= b.ms ? a : b));
-  ratios.push({
-    suite: "bulk",
-    label: `load ${fmt(ROWS)} rows, binary COPY vs the best other way (${
-      best.method.split(",")[0]
-    })`,
-    peer: "postgres.js",
-    value: best.ms / ourLoad.ms,
-  });
-}
-if (asyncpgLoad) {
-  ratios.push({
-    suite: "bulk",
-    label: `load ${fmt(ROWS)} rows, binary COPY vs copy_records_to_table`,
-    peer: "asyncpg",
-    value: asyncpgLoad.ms / ourLoad.ms,
-  });
-}
-const jsRead = reads.find((m) => m.driver === "postgres.js");
-if (jsRead) {
-  ratios.push({
-    suite: "bulk",
-    label: `read ${fmt(ROWS)} rows, copyTo vs cursor(1000)`,
-    peer: "postgres.js",
-    value: jsRead.ms / ourRead.ms,
-  });
-}
-if (asyncpgRead) {
-  ratios.push({
-    suite: "bulk",
-    label: `read ${fmt(ROWS)} rows, copyTo vs cursor(prefetch=1000)`,
-    peer: "asyncpg",
-    value: asyncpgRead.ms / ourRead.ms,
-  });
+/** Loads and reads one table with every method, in rotated rounds; adds its tables and ratios. */
+async function bulkTable(spec: BulkTable): Promise<void> {
+  const source = `bulk_source_${spec.name}`;
+  // The table the read methods read, loaded once with pgpipe (not timed here).
+  await sql.unsafe(
+    `drop table if exists ${source}; create unlogged table ${source} (${spec.columns})`,
+  );
+  await sql.copyFrom(
+    source,
+    (function* () {
+      for (let i = 0; i < ROWS; i++) yield spec.array(i);
+    })(),
+  );
+  await sql.unsafe(`vacuum analyze ${source}`);
+  const events = spec.name === "events";
+  const by = (method: string, driver: string, label: string) =>
+    new Method(label, driver, () => probe(method, spec));
+  const loads = [
+    by(
+      "pgpipe-copy-generator",
+      "pgpipe",
+      `binary COPY, sql.copyFrom(table, asyncGenerator) (${events ? "arrays" : "objects"})`,
+    ),
+    by(
+      "pgpipe-copy-array",
+      "pgpipe",
+      "binary COPY, sql.copyFrom(table, array) (rows built first, not timed)",
+    ),
+  ];
+  loads.push(
+    by(
+      "pgpipe-copy-cycled",
+      "pgpipe",
+      "binary COPY of 1,000 prepared rows handed out in turn (the driver's pace, rows cost ~nothing)",
+    ),
+    by("rows-alone", "-", "the same async generator iterated alone (the rows' own cost)"),
+  );
+  if (events) loads.push(by("pgpipe-insert", "pgpipe", "insert ${sql(rows)}, batches of 1,000"));
+  if (haveJs && events) {
+    loads.push(by("postgresjs-insert", "postgres.js", "insert ${sql(rows)}, batches of 1,000"));
+  }
+  if (haveJs) {
+    loads.push(
+      by("postgresjs-copy-text", "postgres.js", "COPY text to .writable(), 64 KiB chunks"),
+    );
+  }
+  if (pyReady === true && events) {
+    loads.push(
+      new Method("copy_records_to_table(generator) (Python)", "asyncpg", async () => {
+        const r = await asyncpg("load");
+        if (versions.length === 0) {
+          const python = (await command("python3", ["--version"])).trim();
+          versions.push(`asyncpg ${r.version} on ${python}`);
+        }
+        return r;
+      }),
+    );
+  }
+  const reads = [
+    by("pgpipe-copyto", "pgpipe", "binary COPY, sql.copyTo(table), batches of 1,000"),
+    by("pgpipe-cursor", "pgpipe", "select * ... .cursor(1000)"),
+  ];
+  if (haveJs) reads.push(by("postgresjs-cursor", "postgres.js", "select * ... .cursor(1000)"));
+  if (pyReady === true && events) {
+    reads.push(
+      new Method(
+        "cursor(prefetch=1000) in a transaction (Python)",
+        "asyncpg",
+        () => asyncpg("read"),
+      ),
+    );
+  }
+  if (psql !== null) {
+    const file = await Deno.makeTempFile({ prefix: "pgpipe-bulk-", suffix: ".bin" });
+    temp.push(file);
+    await psqlCopy(psql, "to", source, file); // the pre-encoded file (not timed)
+    const target = `bulk_psql_${spec.name}`;
+    await sql.unsafe(
+      `drop table if exists ${target}; create unlogged table ${target} (${spec.columns})`,
+    );
+    loads.push(
+      new Method(
+        "\\copy of a pre-encoded binary file (no client work: the server's pace)",
+        "psql (libpq)",
+        async () => {
+          await sql.unsafe(`truncate ${target}`);
+          const ms = await psqlCopy(psql, "from", target, file);
+          const [{ n }] = await sql.unsafe(`select count(*)::int as n from ${target}`);
+          if (n !== ROWS) throw new Error(`psql stored ${n} rows`);
+          return { ms, peakRss: null };
+        },
+      ),
+    );
+    reads.push(
+      new Method(
+        "\\copy to /dev/null, binary (nothing decoded: the server's pace)",
+        "psql (libpq)",
+        async () => ({ ms: await psqlCopy(psql, "to", source, "/dev/null"), peakRss: null }),
+      ),
+    );
+  }
+  // Rounds with the methods rotated, so a noisy moment does not always land on the same one.
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const list of [loads, reads]) {
+      for (let k = 0; k < list.length; k++) {
+        const m = list[(k + round) % list.length];
+        console.error(`bulk: ${spec.name} round ${round + 1}: ${m.driver} ${m.method}...`);
+        await m.measure();
+      }
+    }
+  }
+  if (psql !== null) await sql.unsafe(`drop table if exists bulk_psql_${spec.name}`);
+  await sql.unsafe(`drop table ${source}`);
+
+  const [ourLoad] = loads;
+  const [ourRead] = reads;
+  tables.push(
+    report(`Bulk load: ${fmt(ROWS)} rows of ${spec.title} into an unlogged table`, loads, ourLoad),
+    report(`Bulk read: the same ${fmt(ROWS)} rows back`, reads, ourRead),
+  );
+  const rows = `${fmt(ROWS)} rows (${spec.name})`;
+  const add = (label: string, peer: string, theirs: Measure | undefined, ours: Measure) => {
+    if (theirs !== undefined) {
+      ratios.push({ suite: "bulk", label, peer, value: theirs.ms / ours.ms });
+    }
+  };
+  const server = loads.find((m) => m.driver.startsWith("psql"));
+  add(
+    `load ${rows}, binary COPY vs psql's binary \\copy (the server's pace)`,
+    "psql",
+    server,
+    ourLoad,
+  );
+  add(
+    `load ${rows}, 1,000 prepared rows in turn (the driver's own pace) vs psql's \\copy`,
+    "psql",
+    server,
+    loads.find((m) => m.method.includes("prepared rows"))!,
+  );
+  const copyText = loads.find((m) => m.method.startsWith("COPY text"));
+  add(`load ${rows}, binary COPY vs COPY text`, "postgres.js", copyText, ourLoad);
+  const jsLoads = loads.filter((m) => m.driver === "postgres.js");
+  if (events && jsLoads.length > 0) {
+    const best = jsLoads.reduce((a, b) => (a.ms <= b.ms ? a : b));
+    add(
+      `load ${rows}, binary COPY vs the best other way (${best.method.split(",")[0]})`,
+      "postgres.js",
+      best,
+      ourLoad,
+    );
+  }
+  const py = (list: Measure[]) => list.find((m) => m.driver === "asyncpg");
+  add(`load ${rows}, binary COPY vs copy_records_to_table`, "asyncpg", py(loads), ourLoad);
+  const jsRead = reads.find((m) => m.driver === "postgres.js");
+  add(`read ${rows}, copyTo vs cursor(1000)`, "postgres.js", jsRead, ourRead);
+  add(`read ${rows}, copyTo vs cursor(prefetch=1000)`, "asyncpg", py(reads), ourRead);
+  for (const [what, m] of [["copyFrom from an async generator", ourLoad], ["copyTo", ourRead]]) {
+    const peak = (m as Measure).peakRss;
+    if (peak === null) continue;
+    measures.push({
+      suite: "bulk",
+      label: `peak RSS, ${what} of ${rows}`,
+      against: "(absolute)",
+      value: peak / MIB,
+      unit: "MiB",
+    });
+  }
+  const serverRead = reads.find((m) => m.driver.startsWith("psql"));
+  if (server && serverRead) {
+    notes.push(
+      `${spec.name}: the server alone (psql's \\copy, no client work) loads ${
+        fmt(rate(server))
+      } rows/s and reads ${fmt(rate(serverRead))} rows/s here; pgpipe loads at ${
+        fmt(100 * server.ms / ourLoad.ms)
+      }% of that pace (with rows that cost nothing to make: ${
+        fmt(100 * server.ms / (loads.find((m) => m.method.includes("prepared rows"))?.ms ?? NaN))
+      }%) and reads at ${fmt(100 * serverRead.ms / ourRead.ms)}%; the generator ${
+        spec.name === "events" ? "" : "of objects "
+      }alone takes ${
+        fmt(100 * (loads.find((m) => m.driver === "-")?.ms ?? NaN) / server.ms)
+      }% of the server's time.`,
+    );
+  }
 }
 
+/** Client codec cost per value, from a fresh process. */
+async function codecCosts(): Promise<Map<string, { encodeNs: number; decodeNs: number }>> {
+  const file = join(probes, "bulk_codecs.ts");
+  const out = await command(Deno.execPath(), ["run", "-A", "--no-lock", file, "20000"]);
+  const list = lastLine<{ type: string; encodeNs: number; decodeNs: number }[]>(out);
+  return new Map(list.map((c) => [c.type, c]));
+}
+
+/**
+ * The per-type view: the client's encode and decode ns per value beside the server's ns per
+ * value for a one-column table of the type (psql's binary \copy in and out, less a \copy of no
+ * rows: psql's own start and connect).
+ */
+async function perType(): Promise<void> {
+  const costs = await codecCosts();
+  const rows: string[][] = [];
+  const file = await Deno.makeTempFile({ prefix: "pgpipe-bulk-type-", suffix: ".bin" });
+  temp.push(file);
+  let overhead = Infinity;
+  if (psql !== null) {
+    await sql.unsafe("drop table if exists bulk_type; create unlogged table bulk_type (v int4)");
+    const empty = await Deno.makeTempFile({ prefix: "pgpipe-bulk-empty-", suffix: ".bin" });
+    temp.push(empty);
+    await psqlCopy(psql, "to", "bulk_type", empty);
+    for (let r = 0; r < 5; r++) {
+      overhead = Math.min(overhead, await psqlCopy(psql, "from", "bulk_type", empty));
+    }
+  }
+  for (const { type, value } of CODEC_TYPES) {
+    const cost = costs.get(type)!;
+    let loadNs = NaN;
+    let readNs = NaN;
+    if (psql !== null) {
+      console.error(`bulk: per-type ${type}...`);
+      await sql.unsafe(
+        `drop table if exists bulk_type; create unlogged table bulk_type (v ${type})`,
+      );
+      await sql.copyFrom(
+        "bulk_type",
+        (function* () {
+          for (let i = 0; i < TYPE_ROWS; i++) yield [value(i)];
+        })(),
+        { columns: ["v"], types: [type] },
+      );
+      await psqlCopy(psql, "to", "bulk_type", file);
+      let load = Infinity;
+      let read = Infinity;
+      for (let r = 0; r < ROUNDS; r++) {
+        await sql.unsafe("truncate bulk_type");
+        load = Math.min(load, await psqlCopy(psql, "from", "bulk_type", file));
+        read = Math.min(read, await psqlCopy(psql, "to", "bulk_type", "/dev/null"));
+      }
+      loadNs = (Math.max(0, load - overhead) * 1e6) / TYPE_ROWS;
+      readNs = (Math.max(0, read - overhead) * 1e6) / TYPE_ROWS;
+    }
+    const share = (client: number, server: number) =>
+      Number.isFinite(server) && server > 0 ? `${fmt((100 * client) / server)}%` : "-";
+    rows.push([
+      type,
+      fmt(cost.encodeNs),
+      fmt(loadNs),
+      share(cost.encodeNs, loadNs),
+      fmt(cost.decodeNs),
+      fmt(readNs),
+      share(cost.decodeNs, readNs),
+    ]);
+  }
+  await sql.unsafe("drop table if exists bulk_type");
+  tables.push({
+    title: `Per type: the client's binary codec cost per value beside the server's (${
+      fmt(TYPE_ROWS)
+    } rows of a one-column table)`,
+    head: [
+      "type",
+      "encode ns",
+      "server load ns",
+      "encode / server",
+      "decode ns",
+      "server read ns",
+      "decode / server",
+    ],
+    rows,
+  });
+  notes.push(
+    "Per type: encode and decode ns are the best of 15 rounds over 20,000 values in a fresh process (no server); server ns are psql's binary \\copy of the one-column table in and out (to /dev/null), less a \\copy of no rows (psql's start and connect), per value. A codec at a large share of the server's time is the one that would hold a load or a read below the server's pace.",
+  );
+}
+
+try {
+  await bulkTable(BULK_TABLES.events);
+  await bulkTable(BULK_TABLES.mixed);
+  await perType();
+} finally {
+  await sql.end();
+  for (const file of temp) await Deno.remove(file).catch(() => {});
+}
 for (const peer of peers.filter((p) => NO_COPY[p])) {
   for (const what of ["load", "read"]) {
     ratios.push({
       suite: "bulk",
-      label: `${what} ${fmt(ROWS)} rows, binary COPY`,
+      label: `${what}, binary COPY`,
       peer,
       value: NaN,
       cannot: NO_COPY[peer],
@@ -270,41 +442,15 @@ for (const peer of peers.filter((p) => NO_COPY[p])) {
   }
 }
 
-const verdict = (ok: boolean) => (ok ? "met" : "not met");
-const loadRate = rate(ourLoad);
-const readRate = rate(ourRead);
-const server = loads.find((m) => m.driver.startsWith("psql"));
 await emitReport({
   suite: "bulk",
-  tables: [
-    table(
-      `Bulk load: ${
-        fmt(ROWS)
-      } rows of (int8, text, timestamptz, float8, bool, jsonb) into an unlogged table`,
-      loads,
-      ourLoad,
-    ),
-    table(`Bulk read: the same ${fmt(ROWS)} rows back`, reads, ourRead),
-  ],
+  tables,
   ratios,
+  measures,
   notes: [
-    `Each method runs in a fresh process, ${RUNS} time(s); the best time is shown, peak RSS is the process's high-water mark (VmHWM) over all its runs, rows generated included.`,
-    "Rows are made one at a time by a generator as the method asks for them (except for the array case), with the same values for every driver; each load is checked (count and sums), each read checks its row count and last row.",
-    `Absolute targets: load >= 1,000,000 rows/s: ${fmt(loadRate)} (${
-      verdict(loadRate >= 1e6)
-    }); read >= 1,000,000 rows/s: ${fmt(readRate)} (${
-      verdict(readRate >= 1e6)
-    }); peak RSS loading from an async generator < 150 MiB: ${mib(ourLoad.peakRss)} MiB (${
-      verdict((ourLoad.peakRss ?? Infinity) < 150 * 1048576)
-    }).`,
-    server
-      ? `The server alone (psql's \\copy, no client work) loads ${
-        fmt(rate(server))
-      } rows/s here: binary COPY from pgpipe runs at ${
-        fmt(100 * server.ms / ourLoad.ms)
-      }% of that pace. Where that is below the targets, the server (parsing jsonb, one backend on a 2-core machine) is the limit, not the client.`
-      : "",
-    ...versions,
+    `Each method runs in a fresh process, once per round, ${ROUNDS} round(s) with the methods rotated; the best time is shown, peak RSS is the highest of the process's high-water marks (VmHWM), rows generated included.`,
+    "Rows are made one at a time by a generator as the method asks for them (except for the array case), with the same values for every driver; each load is checked (count and sums), each read checks its row count and last row. Multi-row inserts and asyncpg run on the events table only.",
     ...notes,
+    ...versions,
   ],
 });

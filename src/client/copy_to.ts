@@ -156,6 +156,27 @@ async function plan(env: CopyEnv, source: unknown, keys?: readonly string[]): Pr
   return { text: `copy ${target} (${list}) to stdout`, columns };
 }
 
+/** Decodes one binary row's fields into `vals`. */
+type RowDecoder = (buf: Uint8Array, fields: Int32Array, vals: unknown[]) => void;
+
+/**
+ * A row decoder generated for the column list, with a call site per column
+ * that V8 can inline (a loop over the decoders is one megamorphic call
+ * site), or null where the runtime refuses code generation.
+ */
+function compileRowDecoder(decoders: readonly ByteDecoderFn[]): RowDecoder | null {
+  let body = "let s;";
+  for (let i = 0; i < decoders.length; i++) {
+    body += `s=f[${2 * i}];v[${i}]=s===-1?null:d${i}(buf,s,f[${2 * i + 1}]);`;
+  }
+  const names = decoders.map((_, i) => `d${i}`);
+  try {
+    return new Function(...names, `return function(buf,f,v){${body}}`)(...decoders) as RowDecoder;
+  } catch {
+    return null; // code generation disallowed (a restrictive embedder)
+  }
+}
+
 class CopyToIterator implements AsyncIterator<unknown[]> {
   readonly #env: CopyEnv;
   readonly #source: unknown;
@@ -322,12 +343,15 @@ class CopyToIterator implements AsyncIterator<unknown[]> {
           : (buf: Uint8Array, start: number, end: number) =>
             transform(inner(buf, start, end), column);
       });
-      reader = new BinaryCopyReader(n, (buf, fields) => {
-        const vals = values ? new Array<unknown>(n) : scratch;
+      const decodeRow = compileRowDecoder(fns) ?? ((buf, fields, vals) => {
         for (let i = 0; i < n; i++) {
           const start = fields[2 * i];
           vals[i] = start === -1 ? null : fns[i](buf, start, fields[2 * i + 1]);
         }
+      });
+      reader = new BinaryCopyReader(n, (buf, fields) => {
+        const vals = values ? new Array<unknown>(n) : scratch;
+        decodeRow(buf, fields, vals);
         push(vals);
       });
     } else {

@@ -11,6 +11,7 @@ import { readPgpass } from "./pgpass.ts";
 import { type CustomTypes, customTypes, type PostgresType } from "../query/custom_types.ts";
 import { normalizeTransform, type Transform, type Transforms } from "../query/transform.ts";
 import { type Notice, noticeOf } from "../errors.ts";
+import type { TelemetryOptions } from "./telemetry.ts";
 
 /**
  * TLS settings: a mode, or a mode with trusted CA certificates.
@@ -219,6 +220,12 @@ export interface Options {
    * `"Quoted"` ones are kept). Default `alltables`.
    */
   publications?: string;
+  /**
+   * OpenTelemetry spans and metrics (see the README's Observability section).
+   * Default: on when Deno's telemetry is (`OTEL_DENO=true`, Deno Deploy), with
+   * Deno's providers; `false`: off; an object: other providers, or no query text.
+   */
+  telemetry?: TelemetryOptions | false;
 }
 
 /**
@@ -302,6 +309,8 @@ export interface ResolvedOptions {
   publications: string;
   /** The publication names it lists, as the server reads them. */
   publicationNames: string[];
+  /** The `telemetry` option as given (checked). */
+  telemetry?: TelemetryOptions | false;
 }
 
 /** `max_protocol_version`'s values and the minor version each asks for. */
@@ -740,6 +749,10 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
   ) {
     throw new TypeError(`debug must be true, false or a function; got ${typeof options.debug}`);
   }
+  const telemetry = options.telemetry;
+  if (telemetry !== undefined && telemetry !== false && typeof telemetry !== "object") {
+    throw new TypeError(`telemetry must be false or an object; got ${typeof telemetry}`);
+  }
   const maxPipeline = options.max_pipeline ?? Number(q.get("max_pipeline") ?? 1000);
   if (!(Number.isInteger(maxPipeline) && maxPipeline >= 1)) {
     throw new TypeError("max_pipeline must be a positive integer");
@@ -797,5 +810,6 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     onnotify: options.onnotify,
     publications,
     publicationNames,
+    telemetry,
   };
 }

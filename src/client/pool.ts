@@ -17,8 +17,10 @@ import type { PipelineRequest } from "../connection/request.ts";
 import { ConnectionError, isSocketErrorCode, QueryError } from "../errors.ts";
 import { QueryRequest } from "../connection/query_request.ts";
 import type { DebugHook } from "./options.ts";
+import { isUserFailure } from "../connection/transport.ts";
 import { exec } from "./exec.ts";
 import { connect, type HostOptions } from "./hosts.ts";
+import type { PoolCounts, Telemetry } from "./telemetry.ts";
 
 const IDLE = 0x49; // ReadyForQuery status outside a transaction block
 
@@ -36,6 +38,8 @@ export interface PoolOptions {
   prepare?: (c: Connection) => Promise<void>;
   /** Most requests waiting locally (here and in connection backlogs); more are refused. */
   maxQueue: number;
+  /** Spans for connecting and the connection create time, when telemetry is on. */
+  telemetry?: Telemetry | null;
 }
 
 /** Reconnect backoff while a server that was up is unreachable. */
@@ -48,6 +52,7 @@ const BACKOFF_MAX_MS = 2000;
  * A socket that could not be opened (ECONNREFUSED, ENOTFOUND, ...) counts as CONNECT_FAILED.
  */
 function transient(e: unknown): boolean {
+  if (isUserFailure(e)) return false; // what the `socket` function threw: its own, not an outage
   if (e instanceof ConnectionError) {
     return e.code === "CONNECT_FAILED" || e.code === "CONNECTION_CLOSED" ||
       e.code === "CONNECT_TIMEOUT" || e.code === "NO_MATCHING_HOST" || isSocketErrorCode(e.code);
@@ -61,6 +66,8 @@ function transient(e: unknown): boolean {
 interface Reserver {
   resolve(c: Connection): void;
   reject(e: Error): void;
+  /** When it began waiting, for connect_timeout (ms since the epoch). */
+  since: number;
 }
 
 /** A set of pipelined connections sharing one configuration. */
@@ -116,6 +123,14 @@ export class Pool {
     c.end();
   }
 
+  /** A shared connection answered its last request: waiting work takes it, else it idles. */
+  #freed(c: Connection): void {
+    if (this.#waiting.length === 0 && this.#reservers.length === 0) return this.#idle(c);
+    // Not before it joined the pool: its first query (fetching types) must not hand it out.
+    if (this.#reserved.has(c) || c.closed || !this.#open.includes(c)) return;
+    this.#available(c);
+  }
+
   #idle(c: Connection): void {
     if (this.#reserved.has(c) || c.closed) return;
     if (this.#expired(c)) return this.#retire(c);
@@ -143,11 +158,15 @@ export class Pool {
     return e;
   }
 
-  /** The open, shared (unreserved) connection with the fewest requests in flight. */
+  /**
+   * The open, shared (unreserved) connection with the fewest requests in flight. One held by a
+   * barrier (a cursor, a COPY) is never chosen: what was sent to it would wait for the barrier,
+   * and a caller awaiting it before ending its COPY or cursor would wait for ever.
+   */
   #leastBusy(): Connection | null {
     let best: Connection | null = null;
     for (const c of this.#open) {
-      if (c.closed || this.#reserved.has(c)) continue;
+      if (c.closed || c.barred || this.#reserved.has(c)) continue;
       if (this.#expired(c)) {
         if (c.inFlight === 0) this.#retire(c);
         continue;
@@ -159,6 +178,27 @@ export class Pool {
 
   #canOpen(): boolean {
     return this.#open.length + this.#opening < this.#max;
+  }
+
+  /**
+   * Nothing can take new work until a COPY FROM STDIN ends: at `max`, none opening, and every
+   * live connection shared and held by a COPY waiting for its caller's data. Waiting would
+   * deadlock a caller that awaits a query before ending its COPY, so the work is refused.
+   */
+  #copyBlocked(): QueryError | null {
+    if (this.#opening > 0 || this.#canOpen()) return null;
+    let copying = false;
+    for (const c of this.#open) {
+      if (c.closed) continue;
+      if (this.#reserved.has(c) || !c.copyInProgress) return null;
+      copying = true;
+    }
+    if (!copying) return null;
+    return new QueryError(
+      "COPY_IN_PROGRESS",
+      `a COPY FROM STDIN holds every connection (max ${this.#max}) until its data ends: ` +
+        "end the COPY's stream before awaiting another query, or raise max",
+    );
   }
 
   /** Routes a request to a shared connection, opening one if needed. */
@@ -182,6 +222,8 @@ export class Pool {
     if (best !== null && (best.inFlight === 0 || !this.#canOpen())) return this.#route(best, req);
     if (this.#canOpen()) this.#connect();
     if (best !== null) return this.#route(best, req);
+    const blocked = this.#copyBlocked();
+    if (blocked !== null) return req.fail(blocked);
     this.#wait(req);
   }
 
@@ -245,7 +287,9 @@ export class Pool {
         this.#reserved.add(best);
         return resolve(best);
       }
-      this.#reservers.push({ resolve, reject });
+      const blocked = this.#copyBlocked();
+      if (blocked !== null) return reject(blocked);
+      this.#reservers.push({ resolve, reject, since: Date.now() });
       if (this.#canOpen()) this.#connect();
     });
   }
@@ -259,30 +303,37 @@ export class Pool {
     this.#available(c);
   }
 
-  /** A connection became available: hand it to a waiting reserver, or to waiting requests. */
+  /**
+   * A connection became available: waiting requests take it, then a waiting reserver. Both, in
+   * that order: the requests are answered before the reserver's BEGIN on the same connection,
+   * so a pool kept busy by transactions never starves plain queries (nor the reverse).
+   */
   #available(c: Connection): void {
+    // Connections still opening will take their share of what waits.
+    const share = Math.ceil(this.#waiting.length / (this.#opening + 1));
+    for (const req of this.#takeWaiting(share)) this.#route(c, req);
     const reserver = this.#reservers.shift();
     if (reserver !== undefined) {
       this.#reserved.add(c);
       return reserver.resolve(c);
     }
-    // Connections still opening will take their share of what waits.
-    const share = Math.ceil(this.#waiting.length / (this.#opening + 1));
-    for (const req of this.#takeWaiting(share)) this.#route(c, req);
     if (c.inFlight === 0) this.#idle(c);
   }
 
   #connect(): void {
     this.#opening++;
     let self: Connection | null = null;
+    const trace = this.#pool.telemetry?.connect();
     const opening = connect({
       ...this.#options,
+      onstage: trace?.stage,
       onparameter: (name, value) => {
         this.parameters[name] = value;
         this.#options.onparameter?.(name, value);
       },
       onclose: () => this.#forget(),
-      onidle: () => self !== null && this.#idle(self),
+      // Idle: it may have been held by a barrier that work waited behind.
+      onidle: () => self !== null && this.#freed(self),
       onorphans: (reqs) => this.#adopt(self, reqs),
     }).then(async (c) => {
       self = c;
@@ -299,6 +350,7 @@ export class Pool {
       return c;
     }).then(
       (c) => {
+        trace?.done(c, null);
         this.#opening--;
         if (this.#destroyed) return c.destroy(); // too late: sql.end({ timeout }) ran out
         this.#everConnected = true;
@@ -319,7 +371,10 @@ export class Pool {
         this.#open.push(c);
         this.#available(c);
       },
-      (err: Error) => this.#connectFailed(err),
+      (err: Error) => {
+        trace?.done(null, err);
+        this.#connectFailed(err);
+      },
     ).finally(() => this.#openings.delete(opening));
     this.#openings.add(opening);
   }
@@ -365,7 +420,11 @@ export class Pool {
     }, delay);
   }
 
-  /** Fails waiting requests that have waited longer than connect_timeout for a connection. */
+  /**
+   * Fails waiting requests and reservers (sql.begin, sql.reserve) that have waited longer than
+   * connect_timeout for a connection: one rule for every caller, so none waits through an
+   * outage for ever.
+   */
   #expire(): void {
     let limit: number;
     try {
@@ -375,15 +434,17 @@ export class Pool {
     }
     if (limit <= 0) return;
     const now = Date.now();
+    const timedOut = () => {
+      const e = connectTimeoutError(this.#options.endpoint, this.#lastError ?? undefined);
+      e.outcome = "not-sent";
+      return e;
+    };
     let n = 0;
     while (n < this.#waitingSince.length && now - this.#waitingSince[n] >= limit) n++;
-    if (n === 0) return;
-    const cause = this.#lastError;
-    for (const req of this.#takeWaiting(n)) {
-      const e = connectTimeoutError(this.#options.endpoint, cause ?? undefined);
-      e.outcome = "not-sent";
-      req.fail(e);
-    }
+    for (const req of this.#takeWaiting(n)) req.fail(timedOut());
+    n = 0;
+    while (n < this.#reservers.length && now - this.#reservers[n].since >= limit) n++;
+    for (const r of this.#reservers.splice(0, n)) r.reject(timedOut());
   }
 
   /**
@@ -416,6 +477,18 @@ export class Pool {
     if (stranded && this.#opening === 0 && this.#retry === undefined && this.#canOpen()) {
       if (this.#ended === null) this.#connect();
     }
+  }
+
+  /** Connections idle and in use, and requests waiting for one (telemetry's gauges). */
+  counts(): PoolCounts {
+    let idle = 0;
+    let used = 0;
+    for (const c of this.#open) {
+      if (c.closed) continue;
+      if (c.inFlight === 0 && !this.#reserved.has(c)) idle++;
+      else used++;
+    }
+    return { idle, used, pending: this.#queued() + this.#reservers.length };
   }
 
   /** Open connections (for tests and stats). */

@@ -53,6 +53,14 @@ import { Listener, type ListenHandle, type NotifyHandler } from "./listen.ts";
 import { type LargeObject, openLargeObject } from "./large_object.ts";
 import { type SubscribeHandler, Subscriber, type SubscriptionHandle } from "./subscribe.ts";
 import { type BulkCopy, bulkCopy } from "./bulk_copy.ts";
+import {
+  type OperationTrace,
+  type OtelContext,
+  QueryTrace,
+  Telemetry,
+  tracedBulkCopy,
+  type TransactionTrace,
+} from "./telemetry.ts";
 
 /** The most parameters one query may carry (a 16-bit count in Bind; postgres.js's limit). */
 const MAX_PARAMETERS = 65534;
@@ -443,13 +451,17 @@ function controlsTransaction(text: string): boolean {
  * catch unrelated queries pipelined on its connection, so it is refused
  * (postgres.js's UNSAFE_TRANSACTION). `transaction`: the sink is a
  * transaction's connection, where queries written together share one Sync.
+ * `telemetry`: the client's, or null when it records nothing; `parent`: the span context of
+ * the transaction whose queries these are.
  */
 function makeRunner(
   sink: Sink,
   prepare: boolean,
   config: QueryConfig,
+  telemetry: Telemetry | null,
   shared = false,
   transaction = false,
+  parent?: OtelContext,
 ): QueryRunner {
   const undef = config.undefinedValue;
   const debug = config.debug;
@@ -596,27 +608,40 @@ function makeRunner(
           const target = newResult();
           const each = control?.each;
           if (each !== undefined) target.push = (row: unknown) => (each(row, target), 0);
+          const settle = {
+            resolve: resolve as (r: ResultTarget) => void,
+            reject: (e: Error) => reject(fail(e)),
+          };
+          // Telemetry off: one null check, nothing allocated.
+          const trace = telemetry === null
+            ? null
+            : telemetry.query(spec.text, spec.simple !== true, settle, parent);
           const req = new QueryRequest(
             spec,
             target,
-            { resolve: resolve as (r: ResultTarget) => void, reject: (e) => reject(fail(e)) },
+            trace ?? settle,
             spec.simple ? newResult : undefined,
           );
+          if (trace !== null) trace.request = req;
           sink.send(req);
+          if (trace !== null) trace.sent(sink);
           if (control !== undefined) control.request = req;
         }));
     },
     cancel(control: RunControl, reason: Error): void {
       const req = control.request as PipelineRequest | null;
       if (req === null) return;
+      if (req instanceof QueryRequest && req.settle instanceof QueryTrace) req.settle.cancelled();
       // A COPY already on its connection ends through the protocol (CopyFail, or cancel/drain).
       if (req instanceof CopyRequest && req.sent) req.cancel(reason);
       else sink.cancel(req, reason);
     },
     cursor(query: Query<readonly unknown[]>, rows: number): CursorSource {
       let fail = (e: unknown) => failure(query, null, e);
+      let trace: OperationTrace | null = null;
       const request = withSpec(query, (spec, failWith) => {
         fail = failWith;
+        if (telemetry !== null) trace = telemetry.operation(spec.text, "cursor", parent);
         // A cursor needs a portal with a row limit: the extended protocol, even for `unsafe` text.
         const req = new CursorRequest({ ...spec, simple: false }, rows, newResult);
         sink.send(req);
@@ -625,12 +650,22 @@ function makeRunner(
       return {
         next: async () => {
           try {
-            return (await (await request).next()) as unknown as unknown[] | null;
+            const batch = (await (await request).next()) as unknown as unknown[] | null;
+            if (trace !== null) {
+              if (batch === null) trace.done(null);
+              else trace.rows += batch.length;
+            }
+            return batch;
           } catch (e) {
-            throw fail(e);
+            const err = fail(e);
+            trace?.done(err);
+            throw err;
           }
         },
-        close: async () => await (await request.catch(() => null))?.close(),
+        close: async () => {
+          await (await request.catch(() => null))?.close();
+          trace?.done(null);
+        },
       };
     },
     describe(query: Query<readonly unknown[]>): Promise<DescribedStatement> {
@@ -666,6 +701,7 @@ function makeRunner(
         const req = into ? new CopyInRequest(text, fail) : new CopyOutRequest(text, fail);
         control.request = req;
         done = req.done.then(copyResult);
+        if (telemetry !== null) traceCopy(telemetry.operation(text, "copy", parent), done);
         done.catch(ignore); // when the stream rejects, `result` rejects with that instead
         return startStream(sink, kind, req);
       });
@@ -674,6 +710,11 @@ function makeRunner(
       return { stream, result };
     },
   };
+}
+
+/** Ends a COPY's span when it ends (its own function: nothing here may reach the stream). */
+function traceCopy(trace: OperationTrace, done: Promise<Result<unknown>>): void {
+  done.then((r) => trace.done(null, r.count), (e) => trace.done(e));
 }
 
 /** The stream of each kind over a COPY request of the matching direction. */
@@ -710,8 +751,11 @@ function copyResult(r: CopyResult): Result<unknown> {
   return result;
 }
 
-/** Builds the tagged template over a runner; `sink` is where its requests go (COPY streams, bulk COPY). */
-function makeTag(runner: QueryRunner, sink: Sink): SqlTag {
+/**
+ * Builds the tagged template over a runner; `sink` is where its requests go (COPY streams, bulk
+ * COPY), `telemetry` gives bulk COPY its spans.
+ */
+function makeTag(runner: QueryRunner, sink: Sink, telemetry: Telemetry | null): SqlTag {
   const { columnTo, typed, debug } = runner.config;
   const sql = function sql(first: unknown, ...rest: unknown[]) {
     if (isTemplate(first)) {
@@ -750,7 +794,8 @@ function makeTag(runner: QueryRunner, sink: Sink): SqlTag {
     query.origin = originOf(String(path), file, debug);
     return query;
   };
-  const bulk = bulkCopy({ sink, config: runner.config });
+  const plain = bulkCopy({ sink, config: runner.config });
+  const bulk = telemetry === null ? plain : tracedBulkCopy(telemetry, plain);
   return Object.defineProperties(sql, {
     unsafe: { value: unsafe },
     file: { value: file },
@@ -812,7 +857,48 @@ function copyInProgress(): QueryError {
   );
 }
 
-function transactionSql(prepare: boolean, config: QueryConfig, conn: Connection): TransactionSql {
+/** Failures already said in a transaction's terms (so a rethrow is not wrapped twice). */
+const transactionErrors = new WeakSet<ConnectionError>();
+
+/**
+ * What a transaction's failure says when its connection died: whether it can have committed.
+ * `ending` is true when the failure is the COMMIT's (or PREPARE TRANSACTION's) own. Until that
+ * statement is written nothing can commit (the server rolls back a transaction whose session
+ * ends), so the outcome is `"not-sent"`, the retry rule's "nothing took effect"; once it was
+ * written and its answer never came, `"unknown"`. Any other failure (the server refused a
+ * statement, the callback threw its own error) is returned unchanged.
+ */
+function transactionFailure(
+  e: unknown,
+  conn: Connection,
+  tx: TransactionSql,
+  ending: boolean,
+): unknown {
+  if (!(e instanceof ConnectionError) || transactionErrors.has(e)) return e;
+  if (!ending && conn.closedReason === null) return e; // the connection lives: rolled back
+  const written = ending && e.outcome !== "not-sent";
+  const statement = preparedAs.has(tx) ? "PREPARE TRANSACTION" : "COMMIT";
+  const err = new ConnectionError(
+    e.code,
+    written
+      ? `the transaction's connection closed after ${statement} was sent, before its answer: ` +
+        `it may have committed (${e.message})`
+      : `the transaction's connection closed before ${statement} was sent: nothing was ` +
+        `committed (${e.message})`,
+    { address: e.address, port: e.port, cause: e },
+  );
+  err.outcome = written ? "unknown" : "not-sent";
+  transactionErrors.add(err);
+  return err;
+}
+
+function transactionSql(
+  prepare: boolean,
+  config: QueryConfig,
+  conn: Connection,
+  telemetry: Telemetry | null,
+  parent: OtelContext | undefined,
+): TransactionSql {
   let savepoints = 0;
   const copies = new Set<CopyInRequest>();
   const sink: Sink = {
@@ -825,7 +911,11 @@ function transactionSql(prepare: boolean, config: QueryConfig, conn: Connection)
     },
     cancel: (req, reason) => conn.cancel(req, reason),
   };
-  const tx = makeTag(makeRunner(sink, prepare, config, false, true), sink) as TransactionSql;
+  const tx = makeTag(
+    makeRunner(sink, prepare, config, telemetry, false, true, parent),
+    sink,
+    telemetry,
+  ) as TransactionSql;
   copiesOf.set(tx, copies);
   Object.defineProperty(tx, "prepare", {
     value: (name: string): Promise<void> => {
@@ -867,9 +957,17 @@ async function settleAll<T>(value: T): Promise<T> {
     : value;
 }
 
+/** Clients created in this process: numbers each one's pool name in telemetry. */
+let clients = 0;
+
 /** Creates a client; see {@link Options} and the README for the URL and environment rules. */
 export function createSql(url?: string, options?: Options): Sql {
   const resolved = resolveOptions(url, options);
+  const telemetry = Telemetry.of(resolved.telemetry, {
+    database: resolved.database,
+    host: resolved.host,
+    port: resolved.port,
+  });
   const decode = clientDecode({ ...resolved, debug: resolved.debugStacks });
   const config = queryConfig(decode);
   const pool = new Pool({
@@ -904,6 +1002,7 @@ export function createSql(url?: string, options?: Options): Sql {
     idleTimeout: resolved.idleTimeout,
     maxLifetime: resolved.maxLifetime,
     debug: resolved.debug,
+    telemetry,
     prepare: resolved.fetchTypes
       ? (c) =>
         fetched ??= fetchArrayTypes(c, decode).catch((e) => {
@@ -913,8 +1012,17 @@ export function createSql(url?: string, options?: Options): Sql {
       : undefined,
   });
   let fetched: Promise<void> | undefined; // once per client, shared by concurrent first connects
+  telemetry?.observePool(
+    `${resolved.user}@${resolved.host}:${resolved.port}/${resolved.database}#${++clients}`,
+    () => pool.counts(),
+    () => pool.connections,
+  );
   const prepare = resolved.prepare;
-  const sql = makeTag(makeRunner(pool, prepare, config, resolved.max > 1), pool) as Sql;
+  const sql = makeTag(
+    makeRunner(pool, prepare, config, telemetry, resolved.max > 1),
+    pool,
+    telemetry,
+  ) as Sql;
   const listener = new Listener(pool.options);
   const subscriber = new Subscriber({
     connection: pool.options,
@@ -923,46 +1031,55 @@ export function createSql(url?: string, options?: Options): Sql {
     publicationNames: resolved.publicationNames,
   });
 
-  async function open(modes: string): Promise<{ conn: Connection; tx: TransactionSql }> {
+  async function open(
+    modes: string,
+    trace: TransactionTrace | null,
+  ): Promise<{ conn: Connection; tx: TransactionSql }> {
     if (!TRANSACTION_MODES.test(modes)) {
       throw new QueryError("INVALID_TRANSACTION_MODE", `invalid transaction modes: ${modes}`);
     }
     const conn = await pool.reserve();
-    const tx = transactionSql(prepare, config, conn);
+    const tx = transactionSql(prepare, config, conn, telemetry, trace?.context);
     try {
       await run(tx, modes ? `begin ${modes}` : "begin");
     } catch (e) {
       pool.release(conn);
-      throw e;
+      throw transactionFailure(e, conn, tx, false);
     }
     return { conn, tx };
   }
 
-  async function begin<T>(
+  function begin<T>(
     a?: string | ((sql: TransactionSql) => T | Promise<T>),
     b?: (sql: TransactionSql) => T | Promise<T>,
   ): Promise<unknown> {
     const fn = typeof a === "function" ? a : b;
-    const { conn, tx } = await open(typeof a === "string" ? a : "");
-    if (fn === undefined) return handle(conn, tx);
+    if (telemetry === null) return transaction(a, fn, null);
+    // One span for the transaction, the parent of its queries; with a callback it is active
+    // while the callback runs, so what else the callback does is under it too.
+    const trace = telemetry.transaction();
+    if (fn === undefined) {
+      const opened = transaction(a, fn, trace); // the span ends at commit() or rollback()
+      opened.catch((e) => trace.end(e));
+      return opened;
+    }
+    return trace.settle(trace.run(() => transaction(a, fn, trace)));
+  }
+
+  async function transaction<T>(
+    a: string | ((sql: TransactionSql) => T | Promise<T>) | undefined,
+    fn: ((sql: TransactionSql) => T | Promise<T>) | undefined,
+    trace: TransactionTrace | null,
+  ): Promise<unknown> {
+    const { conn, tx } = await open(typeof a === "string" ? a : "", trace);
+    if (fn === undefined) return handle(conn, tx, trace);
     try {
       let result;
       // If the connection goes away while the callback runs (even between its queries), the
       // transaction is over: reject at once rather than when the callback next uses it.
       let lost!: (e: ConnectionError) => void;
       const closed = new Promise<never>((_, reject) => {
-        lost = (e) =>
-          reject(
-            new ConnectionError(
-              "CONNECTION_CLOSED",
-              `the transaction's connection closed: ${e.message}`,
-              {
-                address: e.address,
-                port: e.port,
-                cause: e,
-              },
-            ),
-          );
+        lost = (e) => reject(transactionFailure(e, conn, tx, false));
       });
       const stopWatching = conn.onClose(lost);
       try {
@@ -970,7 +1087,7 @@ export function createSql(url?: string, options?: Options): Sql {
       } catch (e) {
         endCopies(tx, "the transaction failed while this COPY was open");
         await run(tx, "rollback").catch(() => {}); // the connection may be gone; the cause matters
-        throw e;
+        throw transactionFailure(e, conn, tx, false);
       } finally {
         stopWatching();
       }
@@ -979,18 +1096,25 @@ export function createSql(url?: string, options?: Options): Sql {
         throw copyInProgress();
       }
       // A failing commit (deferred constraint) rejects with its error; no rollback follows it.
-      await run(tx, commitText(tx));
+      await run(tx, commitText(tx)).catch((e) => {
+        throw transactionFailure(e, conn, tx, true);
+      });
       return result;
     } finally {
       pool.release(conn);
     }
   }
 
-  function handle(conn: Connection, tx: TransactionSql): Transaction {
+  function handle(
+    conn: Connection,
+    tx: TransactionSql,
+    trace: TransactionTrace | null,
+  ): Transaction {
     let done = false;
     const finish = async (text: string) => {
       if (done) return;
       done = true;
+      let failure: unknown = null;
       try {
         if (
           endCopies(tx, "the transaction ended while this COPY was open") && text !== "rollback"
@@ -998,8 +1122,14 @@ export function createSql(url?: string, options?: Options): Sql {
           await run(tx, "rollback").catch(() => {});
           throw copyInProgress();
         }
-        await run(tx, text);
+        await run(tx, text).catch((e) => {
+          throw transactionFailure(e, conn, tx, text !== "rollback");
+        });
+      } catch (e) {
+        failure = e;
+        throw e;
       } finally {
+        trace?.end(failure);
         pool.release(conn);
       }
     };
@@ -1018,13 +1148,21 @@ export function createSql(url?: string, options?: Options): Sql {
       released = true;
       pool.release(conn);
     };
-    return Object.defineProperties(makeTag(makeRunner(conn, prepare, config), conn), {
-      release: { value: release },
-      [Symbol.asyncDispose]: { value: () => Promise.resolve(release()) },
-    }) as ReservedSql;
+    return Object.defineProperties(
+      makeTag(
+        makeRunner(conn, prepare, config, telemetry),
+        conn,
+        telemetry,
+      ),
+      {
+        release: { value: release },
+        [Symbol.asyncDispose]: { value: () => Promise.resolve(release()) },
+      },
+    ) as ReservedSql;
   }
 
   async function end(o?: { timeout?: number }): Promise<void> {
+    telemetry?.close();
     await Promise.all([pool.end(o?.timeout), listener.end(), subscriber.end()]);
   }
 
@@ -1076,7 +1214,10 @@ export function createSql(url?: string, options?: Options): Sql {
     end: { value: end },
     close: { value: end },
     [Symbol.asyncDispose]: {
-      value: () => Promise.all([pool.end(), listener.end(), subscriber.end()]),
+      value: () => {
+        telemetry?.close();
+        return Promise.all([pool.end(), listener.end(), subscriber.end()]);
+      },
     },
   });
   return sql;

@@ -112,6 +112,11 @@ export class CopyFromRequest extends BulkCopyRequest {
     this.#start.resolve();
   }
 
+  /** Fed from the caller's rows until CopyDone or CopyFail: nothing may queue behind it. */
+  get awaitsInput(): boolean {
+    return !this.#closed && !this.settled;
+  }
+
   protected finish(): void {
     if (!this.#copying) {
       this.#start.reject(

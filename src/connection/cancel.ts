@@ -32,3 +32,42 @@ export async function sendCancel(endpoint: Endpoint, pid: number, key: Uint8Arra
     clearTimeout(timer);
   }
 }
+
+/**
+ * Which requests a CancelRequest of ours may still hit. Its signal lands whenever the server
+ * gets to it: it stops whatever the backend then runs, and is dropped if the backend is idle
+ * (PostgresMain discards a cancel that arrives while it reads a command). PostgreSQL up to 17
+ * even signals twice (the backend's pid, then its process group), and the process doing so can
+ * be descheduled in between, so one cancel may stop its target and then the query after it. So
+ * counting cancels against errors drifts both ways; what holds is that the server closes the
+ * cancel socket only after signalling. While one of ours is open any request may be hit; once the
+ * last closes, only the requests already written then (`closed`) may still be. (A cancel the
+ * server has not taken within CANCEL_TIMEOUT_MS counts as closed: past that, a bound is a guess.)
+ */
+export class StrayCancels {
+  #open = 0;
+  #exposed: WeakSet<object> | null = null; // written before the last cancel closed
+
+  /** A CancelRequest is on its way: it is open until `sendCancel` resolves. */
+  sent(): void {
+    this.#open++;
+  }
+
+  /** A CancelRequest's socket closed; `queue[from, to)` were written (or queued) by then. */
+  closed(queue: readonly object[], from: number, to: number): void {
+    if (--this.#open > 0) return; // the requests still queued are marked when the last closes
+    if (from === to) return;
+    const exposed = this.#exposed ??= new WeakSet();
+    for (let i = from; i < to; i++) if (queue[i] !== undefined) exposed.add(queue[i]);
+  }
+
+  /** Whether a "canceling statement due to user request" on `req` may be one of ours gone astray. */
+  mayHit(req: object): boolean {
+    return this.#open > 0 || this.#exposed?.has(req) === true;
+  }
+
+  /** `req` is sent again: from now on only a cancel still open, or sent later, can hit it. */
+  resent(req: object): void {
+    this.#exposed?.delete(req);
+  }
+}

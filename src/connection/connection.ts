@@ -28,7 +28,7 @@ import type { EncodeContext, PipelineRequest, RequestIO } from "./request.ts";
 import type { ConnectionState } from "./query_request.ts";
 import { type PasswordSource, startup } from "./startup.ts";
 import { StatementCache } from "./statement.ts";
-import { sendCancel } from "./cancel.ts";
+import { sendCancel, StrayCancels } from "./cancel.ts";
 import {
   type Endpoint,
   openTransport,
@@ -77,6 +77,11 @@ export interface ConnectionOptions {
    */
   onorphans?: (requests: PipelineRequest[]) => void;
   /**
+   * Called as the startup goes (for telemetry): the socket is open (TLS or not), then the server
+   * accepted the session.
+   */
+  onstage?: (stage: "transport" | "authenticated", encrypted: boolean) => void;
+  /**
    * Milliseconds without any answer while the server owes one before the
    * statement running is cancelled; as long again and the connection is
    * destroyed (a server that went silent). 0: no limit.
@@ -89,10 +94,11 @@ const IDLE = 0x49; // ReadyForQuery status outside a transaction block
 const COMPACT_AFTER = 4096;
 
 /**
- * The error of a query the server skipped because `cause` aborted its batch, in the server's own
- * terms (`code`, `message`), with `detail` saying why it never ran and `cause` attached.
+ * The error of a query that `cause` failed though it was not its own (an error that aborted its
+ * batch, a cancel meant for another query), in the server's own terms (`code`, `message`), with
+ * `detail` saying what happened and `cause` attached.
  */
-function batchError(code: string, message: string, detail: string, cause: PostgresError) {
+function derivedError(code: string, message: string, detail: string, cause: PostgresError) {
   const err = new PostgresError({
     S: "ERROR",
     V: "ERROR",
@@ -109,7 +115,7 @@ function batchError(code: string, message: string, detail: string, cause: Postgr
  * own (a statement in an aborted transaction).
  */
 const skippedInBatch = (cause: PostgresError): PostgresError =>
-  batchError(
+  derivedError(
     "25P02",
     "current transaction is aborted, commands ignored until end of transaction block",
     "not run: an earlier query written in the same batch of this transaction failed",
@@ -122,10 +128,23 @@ const skippedInBatch = (cause: PostgresError): PostgresError =>
  * 57014, as a cancel gives.
  */
 const cancelledInBatch = (cause: PostgresError): PostgresError =>
-  batchError(
+  derivedError(
     "57014",
     "canceling statement due to user request",
     "cancelled: the server stopped its batch while an earlier query of it ran",
+    cause,
+  );
+
+/**
+ * A CancelRequest sent for another query stopped this one (the server stops whatever runs when
+ * the signal lands), and it cannot simply run again (inside a transaction block, a cursor, a
+ * COPY, a multi-statement simple query): 57014, and why.
+ */
+const strayCancel = (cause: PostgresError): PostgresError =>
+  derivedError(
+    "57014",
+    "canceling statement due to user request",
+    "stopped: a cancel this connection sent for another query landed while it ran",
     cause,
   );
 
@@ -220,6 +239,8 @@ export class Connection implements EncodeContext {
   #backlog: PipelineRequest[] = []; // waiting for room in the pipeline
   #backlogHead = 0;
   #barriers = 0; // barrier requests in the queue: while any is, nothing else is written
+  #barrier: PipelineRequest | null = null; // the barrier in the queue (there is at most one)
+  #backlogBarriers = 0; // barrier requests waiting in the backlog
   #paused: (() => void) | null = null; // resolves a paused read loop
   #pausing = false;
   #flushWaiters: (() => void)[] = [];
@@ -250,8 +271,9 @@ export class Connection implements EncodeContext {
   };
   #cancelWhenHead = new Set<PipelineRequest>(); // cancel asked while others ran ahead of it
   #cancelled = new Set<PipelineRequest>(); // requests a CancelRequest was sent for
-  #cancelsPending = 0; // CancelRequests sent whose effect has not been seen
+  #strays = new StrayCancels(); // our CancelRequests that may yet stop a request they were not for
   #resend: PipelineRequest | null = null; // re-sent at its ReadyForQuery (late cancel, stale statement)
+  #resendCancelled: Error | null = null; // its user cancelled it before it went again
   #lastRead = 0; // ms timestamps for the query_timeout watchdog
   #lastWrite = 0;
   #watchdog: ReturnType<typeof setInterval> | undefined;
@@ -296,6 +318,7 @@ export class Connection implements EncodeContext {
       c.#transport = await openTransport(options.endpoint, tryTls, abort.signal);
       opened = true;
       if (timedOut) c.#transport.close();
+      options.onstage?.("transport", c.#transport.encrypted);
       const result = await startup(
         c.#startupIO(),
         options.params,
@@ -305,6 +328,7 @@ export class Connection implements EncodeContext {
       c.pid = result.pid;
       c.secret = result.secret;
       c.cancelKey = result.key;
+      options.onstage?.("authenticated", c.#transport.encrypted);
     })();
     try {
       if (timeoutMs > 0) {
@@ -427,6 +451,11 @@ export class Connection implements EncodeContext {
     return () => this.#closeListeners.delete(fn);
   }
 
+  /** Where this connection went (the host of a list that it reached). */
+  get endpoint(): Endpoint {
+    return this.#options.endpoint;
+  }
+
   /** Requests sent and not yet answered, plus those waiting for room. */
   get inFlight(): number {
     return this.#tail - this.#head + this.#backlog.length - this.#backlogHead;
@@ -440,6 +469,19 @@ export class Connection implements EncodeContext {
   /** Requests waiting locally for room in this connection's pipeline. */
   get waiting(): number {
     return this.#backlog.length - this.#backlogHead;
+  }
+
+  /**
+   * Whether a barrier (a cursor, a COPY) holds the connection or waits in it: whatever is sent
+   * now waits until it ends, so the pool sends shared work elsewhere.
+   */
+  get barred(): boolean {
+    return this.#barriers > 0 || this.#backlogBarriers > 0;
+  }
+
+  /** Whether a COPY FROM STDIN holds the connection and waits for its caller's data. */
+  get copyInProgress(): boolean {
+    return this.#barrier?.awaitsInput === true;
   }
 
   /** Whether the connection is closed (or closing). */
@@ -457,6 +499,7 @@ export class Connection implements EncodeContext {
     }
     if (this.#backlogHead < this.#backlog.length || !this.#hasRoom()) {
       this.#backlog.push(req);
+      if (req.barrier) this.#backlogBarriers++;
       return;
     }
     this.#enqueue(req);
@@ -484,7 +527,10 @@ export class Connection implements EncodeContext {
     this.#synced[at] = !batchable;
     this.#batchOpen = batchable;
     this.#queue[at] = req;
-    if (req.barrier) this.#barriers++;
+    if (req.barrier) {
+      this.#barriers++;
+      this.#barrier = req;
+    }
     req.attach?.(this.#io);
     this.#scheduleFlush();
   }
@@ -585,8 +631,14 @@ export class Connection implements EncodeContext {
         this.#shift(req);
         if (req === this.#resend) {
           this.#resend = null;
-          this.status = before;
-          this.#enqueue(req);
+          const cancelled = this.#resendCancelled;
+          if (cancelled !== null) {
+            this.#resendCancelled = null;
+            req.fail(cancelled);
+          } else {
+            this.status = before;
+            this.#enqueue(req);
+          }
         } else {
           req.ready();
           if (req.shared === true && this.status !== IDLE) return this.#leaveTransaction();
@@ -617,23 +669,24 @@ export class Connection implements EncodeContext {
           this.#fatal = err;
           return;
         }
-        const cancelled = err.code === "57014" && this.#cancelsPending > 0 &&
-          /user request/.test(err.message);
+        // A cancel of ours sent for another request stopped this one (see StrayCancels).
+        const stray = err.code === "57014" && !this.#cancelled.has(req) &&
+          /user request/.test(err.message) && this.#strays.mayHit(req);
         if (!this.#synced[this.#head]) {
           // Mid-batch: the server now skips the rest of the batch up to its Sync.
-          if (cancelled) this.#cancelsPending--;
-          req.error(err);
-          this.#aborted = err;
+          const failure = stray ? strayCancel(err) : err;
+          req.error(failure);
+          this.#aborted = failure;
           return this.#batchedDone(req);
         }
-        if (cancelled) {
-          this.#cancelsPending--;
-          // A cancel that arrived after its target finished hit this request instead: outside
-          // a transaction block it is safe to run it again.
-          if (!this.#cancelled.has(req) && this.status === IDLE && req.restart?.() === true) {
+        if (stray) {
+          // Outside a transaction block it is safe to run it again.
+          if (this.status === IDLE && req.restart?.() === true) {
+            this.#strays.resent(req);
             this.#resend = req;
             return;
           }
+          return req.error(strayCancel(err));
         }
         if (req.retryable?.(err, this.status === IDLE) === true) {
           this.#resend = req;
@@ -671,7 +724,10 @@ export class Connection implements EncodeContext {
   /** Pops the answered head request off the FIFO. */
   #shift(req: PipelineRequest): void {
     this.#queuedBytes -= this.#sizes[this.#head];
-    if (req.barrier) this.#barriers--;
+    if (req.barrier) {
+      this.#barriers--;
+      if (this.#barrier === req) this.#barrier = null;
+    }
     this.#queue[this.#head++] = undefined!;
     if (this.#head === this.#tail) {
       this.#head = this.#tail = 0;
@@ -771,13 +827,21 @@ export class Connection implements EncodeContext {
 
   /**
    * Cancels a request: one still waiting locally is dropped (rejected with
-   * `reason`); one in the pipeline gets a CancelRequest when it is the one the
-   * server is running, so the cancel does not hit its neighbours.
+   * `reason`), as is one the server stopped that waits to be sent again; one in
+   * the pipeline gets a CancelRequest when it is the one the server is running,
+   * so the cancel does not hit its neighbours.
    */
   cancel(req: PipelineRequest, reason: Error): void {
+    if (req === this.#resend) {
+      // The server already stopped it, and it waits for its ReadyForQuery to go again: it stays
+      // stopped. A CancelRequest now would land on an idle backend, or on the next query.
+      this.#resendCancelled = reason;
+      return;
+    }
     const waiting = this.#backlog.indexOf(req, this.#backlogHead);
     if (waiting !== -1) {
       this.#backlog.splice(waiting, 1);
+      if (req.barrier) this.#backlogBarriers--;
       return req.fail(reason);
     }
     const at = this.#queue.indexOf(req, this.#head);
@@ -798,8 +862,10 @@ export class Connection implements EncodeContext {
 
   #cancelNow(req: PipelineRequest): void {
     this.#cancelled.add(req);
-    this.#cancelsPending++;
-    sendCancel(this.#options.endpoint, this.pid, this.cancelKey);
+    this.#strays.sent();
+    sendCancel(this.#options.endpoint, this.pid, this.cancelKey).then(() =>
+      this.#strays.closed(this.#queue, this.#head, this.#tail)
+    );
   }
 
   /** Moves waiting requests into the pipeline as answers make room. */
@@ -807,6 +873,7 @@ export class Connection implements EncodeContext {
     while (this.#backlogHead < this.#backlog.length && this.#hasRoom()) {
       const req = this.#backlog[this.#backlogHead];
       this.#backlog[this.#backlogHead++] = undefined!;
+      if (req.barrier) this.#backlogBarriers--;
       this.#enqueue(req);
     }
     if (this.#backlogHead === this.#backlog.length) {
@@ -840,6 +907,8 @@ export class Connection implements EncodeContext {
     const backlog = this.#backlog.slice(this.#backlogHead);
     this.#queue = [];
     this.#barriers = 0;
+    this.#barrier = null;
+    this.#backlogBarriers = 0;
     this.#io.resumeReading();
     for (const wake of this.#flushWaiters.splice(0)) wake();
     this.#sizes = [];
@@ -860,9 +929,9 @@ export class Connection implements EncodeContext {
     orphans.push(...backlog);
     clearInterval(this.#watchdog);
     this.#drained?.();
-    this.#options.onclose?.(err);
-    for (const fn of this.#closeListeners) fn(err);
-    this.#closeListeners.clear();
+    // Orphans first: whoever adopts them must still see how this connection was held (a
+    // reserved one's requests must fail, not run elsewhere outside their transaction), and
+    // onclose lets the pool forget that.
     const adopt = this.#options.onorphans;
     if (adopt !== undefined && orphans.length > 0 && err.code !== "CONNECTION_ENDED") {
       adopt(orphans);
@@ -871,6 +940,9 @@ export class Connection implements EncodeContext {
         req.fail(Object.assign(clone(err), { outcome: "not-sent" as const }));
       }
     }
+    this.#options.onclose?.(err);
+    for (const fn of this.#closeListeners) fn(err);
+    this.#closeListeners.clear();
   }
 
   /** Sends Terminate after everything in flight is answered, then closes. */

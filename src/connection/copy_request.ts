@@ -169,6 +169,11 @@ export class CopyInRequest extends CopyRequest {
     return !this.#ended && !this.finished;
   }
 
+  /** The caller feeds it until CopyDone or CopyFail: nothing may queue behind it meanwhile. */
+  get awaitsInput(): boolean {
+    return this.open;
+  }
+
   copyIn(): void {
     this.begin();
     if (this.#stopWhenStarted !== null) this.stop(this.#stopWhenStarted);

@@ -160,6 +160,20 @@ export class QueryRequest implements PipelineRequest {
     return this.restart();
   }
 
+  /**
+   * How the query used a statement (for telemetry): `prepared` sent the Parse of a named one,
+   * `cached` reused one, `unnamed` parsed the unnamed statement.
+   */
+  get statementUse(): "prepared" | "cached" | "unnamed" {
+    if (this.#cache === null) return "unnamed";
+    return this.#owner ? "prepared" : "cached";
+  }
+
+  /** Whether it ran again with a fresh statement after its cached one went stale. */
+  get retried(): boolean {
+    return this.#retried;
+  }
+
   /** Sent on a shared connection of a pool of several (no transaction may stay open). */
   get shared(): boolean {
     return this.spec.shared === true;

@@ -67,6 +67,12 @@ export interface PipelineRequest {
    */
   readonly barrier?: boolean;
   /**
+   * A barrier fed by its caller (a COPY FROM STDIN whose data phase is open): true until the
+   * caller ends it. Nothing may wait behind it, since a caller who awaits a query before ending
+   * the COPY would wait for ever: the pool sends elsewhere or refuses with COPY_IN_PROGRESS.
+   */
+  readonly awaitsInput?: boolean;
+  /**
    * Inside a transaction: encoded without a Sync of its own, so queries written together share
    * one (the connection adds it). An error aborts the transaction anyway; the server then skips
    * the rest of the batch, and those requests get `error(…, true)`.

@@ -490,7 +490,21 @@ export function thrownText(value: unknown): string {
  */
 function userFailure(value: unknown, where: { address: string; port: number }): unknown {
   if (value instanceof Error) return value;
-  return new ConnectionError("CONNECT_FAILED", thrownText(value), { ...where, cause: value });
+  const e = new ConnectionError("CONNECT_FAILED", thrownText(value), { ...where, cause: value });
+  userFailures.add(e);
+  return e;
+}
+
+/** The ConnectionErrors that wrap a value the user's `socket` function threw. */
+const userFailures = new WeakSet<object>();
+
+/**
+ * Whether `e` is what the user's `socket` function threw (wrapped when it was not an Error):
+ * the pool does not retry it as an outage, so every caller gets it at once, the same way.
+ * An Error carrying a socket code (`ECONNREFUSED` from their `net.connect`) is an outage.
+ */
+export function isUserFailure(e: unknown): boolean {
+  return typeof e === "object" && e !== null && userFailures.has(e);
 }
 
 /**

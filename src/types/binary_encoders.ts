@@ -19,6 +19,7 @@ import type { Writer } from "../protocol/writer.ts";
 import { QueryError } from "../errors.ts";
 import { Oid } from "./oids.ts";
 import { Parameter } from "./encode.ts";
+import { NumericError, writeNumeric } from "./binary_numeric.ts";
 
 /** Appends one field (length, then bytes) for a non-null value; throws {@linkcode EncodeError}. */
 export type BinaryEncoder = (w: Writer, value: unknown) => void;
@@ -158,9 +159,6 @@ const encodeOid: BinaryEncoder = (w, value) => {
   put(w, 4, n);
 };
 
-/** Decimal integer text: an optional sign and digits, as int8's decimal strings are. */
-const INTEGER_TEXT = /^[+-]?\d+$/;
-
 function writeInt64(w: Writer, value: number): void {
   const hi = Math.floor(value / TWO_32); // exact: value is an integer and 2^32 a power of two
   put(w, 8, hi, value - hi * TWO_32);
@@ -170,6 +168,37 @@ function writeBigInt64(w: Writer, value: bigint): void {
   put(w, 8, Number(value >> 32n), Number(BigInt.asUintN(32, value)));
 }
 
+/**
+ * int8 from decimal text (an optional sign and digits, as int8's strings are):
+ * up to 15 digits, which a double holds exactly, by arithmetic; longer ones
+ * through BigInt. False when the text is not an integer.
+ */
+function writeInt8Text(w: Writer, text: string): boolean {
+  const n = text.length;
+  const sign = text.charCodeAt(0);
+  const negative = sign === 45; // -
+  let i = negative || sign === 43 ? 1 : 0;
+  if (i === n) return false;
+  if (n - i <= 15) {
+    let v = 0;
+    for (; i < n; i++) {
+      const d = text.charCodeAt(i) - 48;
+      if (d < 0 || d > 9) return false;
+      v = v * 10 + d;
+    }
+    writeInt64(w, negative ? -v : v);
+    return true;
+  }
+  for (; i < n; i++) {
+    const d = text.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return false;
+  }
+  const big = BigInt(text);
+  if (BigInt.asIntN(64, big) !== big) throw invalid("an integer in int8's range", text);
+  writeBigInt64(w, big);
+  return true;
+}
+
 const encodeInt8: BinaryEncoder = (w, value) => {
   if (typeof value === "number") {
     if (Number.isInteger(value) && value >= INT64_MIN && value < -INT64_MIN) {
@@ -177,13 +206,7 @@ const encodeInt8: BinaryEncoder = (w, value) => {
     }
   } else if (typeof value === "bigint") {
     if (BigInt.asIntN(64, value) === value) return writeBigInt64(w, value);
-  } else if (typeof value === "string" && INTEGER_TEXT.test(value)) {
-    // Up to 15 digits a double holds exactly; longer ones go through BigInt.
-    if (value.length <= 15) return writeInt64(w, +value);
-    const big = BigInt(value);
-    if (BigInt.asIntN(64, big) === big) return writeBigInt64(w, big);
-    throw invalid("an integer in int8's range", value);
-  }
+  } else if (typeof value === "string" && writeInt8Text(w, value)) return;
   return retry(
     w,
     value,
@@ -246,109 +269,15 @@ const encodeBool: BinaryEncoder = (w, value) => {
 // ---------------------------------------------------------------------------------------
 // numeric
 
-const NUMERIC_POS = 0x0000;
-const NUMERIC_NEG = 0x4000;
-const NUMERIC_NAN = 0xc000;
-const NUMERIC_PINF = 0xd000;
-const NUMERIC_NINF = 0xf000;
-/** numeric's display scale is 14 bits. */
-const NUMERIC_MAX_DSCALE = 0x3fff;
-
-function writeNumericSpecial(w: Writer, sign: number): void {
-  w.i32(8).i16(0).i16(0).i16(sign).i16(0);
-}
-
-/**
- * Writes decimal text as numeric's binary form: base-10000 digits aligned on
- * the decimal point, the weight of the first, a sign and the display scale,
- * which is what numeric_in keeps (digits after the point, less the exponent).
- */
-function writeNumericText(w: Writer, text: string, original: unknown): void {
-  const n = text.length;
-  let i = 0;
-  let negative = false;
-  const first = text.charCodeAt(0);
-  if (first === 45 || first === 43) { // - +
-    negative = first === 45;
-    i = 1;
-  }
-  const rest = text.slice(i);
-  if (rest === "Infinity" || rest === "infinity") {
-    return writeNumericSpecial(w, negative ? NUMERIC_NINF : NUMERIC_PINF);
-  }
-  if (i === 0 && (text === "NaN" || text === "nan")) return writeNumericSpecial(w, NUMERIC_NAN);
-
-  const digits: number[] = [];
-  let intDigits = 0;
-  let fracDigits = 0;
-  let seenPoint = false;
-  for (; i < n; i++) {
-    const c = text.charCodeAt(i);
-    if (c >= 48 && c <= 57) {
-      digits.push(c - 48);
-      if (seenPoint) fracDigits++;
-      else intDigits++;
-    } else if (c === 46 && !seenPoint) seenPoint = true;
-    else break;
-  }
-  if (digits.length === 0) throw invalid("a decimal number (string, number or bigint)", original);
-  let exponent = 0;
-  if (i < n) {
-    const e = text.charCodeAt(i);
-    if (e !== 101 && e !== 69) throw invalid("a decimal number", original); // e E
-    const exp = text.slice(i + 1);
-    if (!INTEGER_TEXT.test(exp) || exp.length > 7) throw invalid("a decimal number", original);
-    exponent = +exp;
-  }
-  const dscale = Math.max(0, fracDigits - exponent);
-  if (dscale > NUMERIC_MAX_DSCALE) throw invalid("a number in numeric's range", original);
-
-  // Significant digits only: `point` is how many of them stand before the decimal point.
-  let start = 0;
-  let end = digits.length;
-  let point = intDigits + exponent;
-  while (start < end && digits[start] === 0) {
-    start++;
-    point--;
-  }
-  while (end > start && digits[end - 1] === 0) end--;
-  if (start === end) { // zero keeps its scale ("0.00"); numeric has no negative zero
-    w.i32(8).i16(0).i16(0).i16(NUMERIC_POS).i16(dscale);
-    return;
-  }
-  // The digit at index k stands for 10^(point - 1 - k + start); base-10000 group = floor(power / 4).
-  const topPower = point - 1;
-  const bottomPower = point - (end - start);
-  const weight = Math.floor(topPower / 4);
-  const lastGroup = Math.floor(bottomPower / 4);
-  const ndigits = weight - lastGroup + 1;
-  if (weight > 32767 || weight < -32768 || ndigits > 32767) {
-    throw invalid("a number in numeric's range", original);
-  }
-  w.i32(8 + 2 * ndigits).i16(ndigits).i16(weight).i16(negative ? NUMERIC_NEG : NUMERIC_POS)
-    .i16(dscale);
-  let k = start;
-  for (let g = weight; g >= lastGroup; g--) {
-    let group = 0;
-    for (let p = g * 4 + 3; p >= g * 4; p--) {
-      const power = point - 1 - (k - start);
-      group *= 10;
-      if (k < end && power === p) group += digits[k++];
-    }
-    w.i16(group);
-  }
-}
-
 const encodeNumeric: BinaryEncoder = (w, value) => {
-  if (typeof value === "string") return writeNumericText(w, value, value);
-  if (typeof value === "number") {
-    if (value !== value) return writeNumericSpecial(w, NUMERIC_NAN);
-    if (value === Infinity) return writeNumericSpecial(w, NUMERIC_PINF);
-    if (value === -Infinity) return writeNumericSpecial(w, NUMERIC_NINF);
-    return writeNumericText(w, String(value), value); // the same text a parameter sends
+  let written: boolean;
+  try {
+    written = writeNumeric(w, value);
+  } catch (e) {
+    if (e instanceof NumericError) throw invalid(e.message, value);
+    throw e;
   }
-  if (typeof value === "bigint") return writeNumericText(w, String(value), value);
-  retry(w, value, encodeNumeric, "a decimal number (string, number or bigint)");
+  if (!written) retry(w, value, encodeNumeric, "a decimal number (string, number or bigint)");
 };
 
 // ---------------------------------------------------------------------------------------
@@ -411,11 +340,40 @@ const encodeJsonb: BinaryEncoder = (w, value) => {
   put32(w.buf, at, n + 1);
 };
 
+/** Hex digit values by character code (ASCII), -1 for anything else. */
+const HEX_VALUE = new Int8Array(128).fill(-1);
+for (let c = 0; c < 10; c++) HEX_VALUE[48 + c] = c;
+for (let c = 0; c < 6; c++) HEX_VALUE[65 + c] = HEX_VALUE[97 + c] = 10 + c;
+
+/** Where each byte's two hex digits start in the canonical form `8-4-4-4-12`. */
+const CANONICAL = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+
+/** The canonical form, read with one table lookup per digit; false when it is not that form. */
+function writeCanonicalUuid(w: Writer, text: string): boolean {
+  if (
+    text.length !== 36 || text.charCodeAt(8) !== 45 || text.charCodeAt(13) !== 45 ||
+    text.charCodeAt(18) !== 45 || text.charCodeAt(23) !== 45
+  ) return false;
+  w.ensure(20);
+  const b = w.buf;
+  const p = w.length;
+  let seen = 0; // every character code or-ed, and every digit value: negative or > 127 is bad
+  for (let k = 0; k < 16; k++) {
+    const c1 = text.charCodeAt(CANONICAL[k]);
+    const c2 = text.charCodeAt(CANONICAL[k] + 1);
+    const hi = HEX_VALUE[c1 & 127];
+    const lo = HEX_VALUE[c2 & 127];
+    seen |= c1 | c2 | hi | lo;
+    b[p + 4 + k] = (hi << 4) | lo;
+  }
+  if (seen < 0 || seen > 127) return false;
+  put32(b, p, 16);
+  w.length = p + 20;
+  return true;
+}
+
 function hexValue(c: number): number {
-  if (c >= 48 && c <= 57) return c - 48;
-  const lower = c | 32;
-  if (lower >= 97 && lower <= 102) return lower - 87;
-  return -1;
+  return c < 128 ? HEX_VALUE[c] : -1;
 }
 
 /**
@@ -424,17 +382,19 @@ function hexValue(c: number): number {
  */
 const encodeUuid: BinaryEncoder = (w, value) => {
   if (typeof value !== "string") return retry(w, value, encodeUuid, "a uuid string");
+  if (writeCanonicalUuid(w, value)) return;
   const n = value.length;
   let i = 0;
   const braced = value.charCodeAt(0) === 123; // {
   if (braced) i = 1;
-  w.i32(16);
-  w.ensure(16);
+  w.ensure(20);
+  const b = w.buf;
+  const p = w.length;
   for (let byte = 0; byte < 16; byte++) {
     const hi = hexValue(value.charCodeAt(i));
     const lo = hexValue(value.charCodeAt(i + 1));
     if (hi < 0 || lo < 0) throw invalid("a uuid string", value);
-    w.buf[w.length++] = (hi << 4) | lo;
+    b[p + 4 + byte] = (hi << 4) | lo;
     i += 2;
     if (byte % 2 === 1 && byte < 15 && value.charCodeAt(i) === 45) i++; // -
   }
@@ -443,6 +403,8 @@ const encodeUuid: BinaryEncoder = (w, value) => {
     i++;
   }
   if (i !== n) throw invalid("a uuid string", value);
+  put32(b, p, 16);
+  w.length = p + 20;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -512,6 +474,9 @@ export function arrayEncoder(
 ): BinaryEncoder {
   const encode: BinaryEncoder = (w, value) => {
     if (!Array.isArray(value)) return retry(w, value, encode, "an array");
+    if (value.length > 0 && !Array.isArray(value[0])) {
+      return writeFlat(w, value, elementOid, element, undef);
+    }
     const dims: number[] = [];
     let empty = false;
     for (let a: unknown = value; Array.isArray(a); a = a[0]) {
@@ -541,6 +506,37 @@ export function arrayEncoder(
   return encode;
 }
 
+/**
+ * A one-dimensional array, the common case: the header, then each element
+ * straight into the chunk, with no walk over dimensions.
+ */
+function writeFlat(
+  w: Writer,
+  a: readonly unknown[],
+  elementOid: number,
+  element: BinaryEncoder,
+  undef: unknown,
+): void {
+  const n = a.length;
+  w.ensure(24);
+  const at = w.length;
+  const b = w.buf;
+  put32(b, at + 4, 1); // dimensions
+  put32(b, at + 8, 0); // flags: no NULLs (set below if there are)
+  put32(b, at + 12, elementOid);
+  put32(b, at + 16, n);
+  put32(b, at + 20, 1); // lower bound
+  w.length = at + 24;
+  if (writeLeaves(w, a, element, undef)) put32(w.buf, at + 8, 1);
+  put32(w.buf, at, w.length - at - 4);
+}
+
+/** An element's EncodeError, saying which element. */
+function elementError(err: unknown, i: number): unknown {
+  if (!(err instanceof EncodeError)) return err;
+  return new EncodeError(err.code as "INVALID_VALUE", `array element ${i}: ${err.message}`);
+}
+
 /** Every sub-array of an empty multi-dimensional array must be empty too. */
 function checkEmpty(value: readonly unknown[], depth: number): void {
   for (const a of value) {
@@ -562,15 +558,25 @@ function writeElements(
   if (a.length !== dims[depth]) {
     throw invalid("a rectangular array (sub-arrays of equal length)", a);
   }
+  if (depth === dims.length - 1) return writeLeaves(w, a, element, undef);
   let nulls = false;
-  const leaf = depth === dims.length - 1;
+  for (const e of a) {
+    if (!Array.isArray(e)) throw invalid("a rectangular array (sub-arrays of equal length)", e);
+    if (writeElements(w, e, dims, depth + 1, element, undef)) nulls = true;
+  }
+  return nulls;
+}
+
+/** Writes the elements of an array's last dimension; true if any was NULL. */
+function writeLeaves(
+  w: Writer,
+  a: readonly unknown[],
+  element: BinaryEncoder,
+  undef: unknown,
+): boolean {
+  let nulls = false;
   for (let i = 0; i < a.length; i++) {
     let e = a[i];
-    if (!leaf) {
-      if (!Array.isArray(e)) throw invalid("a rectangular array (sub-arrays of equal length)", e);
-      if (writeElements(w, e, dims, depth + 1, element, undef)) nulls = true;
-      continue;
-    }
     if (e === undefined) {
       if (undef === undefined) {
         throw new EncodeError(
@@ -589,8 +595,7 @@ function writeElements(
       try {
         element(w, e);
       } catch (err) {
-        if (!(err instanceof EncodeError)) throw err;
-        throw new EncodeError(err.code as "INVALID_VALUE", `array element ${i}: ${err.message}`);
+        throw elementError(err, i);
       }
     }
   }

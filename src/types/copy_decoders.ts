@@ -11,10 +11,12 @@
  * @module
  */
 import { Buffer } from "node:buffer";
-import { i16, i32, ProtocolViolation, utf8 } from "../protocol/backend.ts";
+import { i32, ProtocolViolation } from "../protocol/backend.ts";
 import { binaryDecoderFor } from "./binary_decoders.ts";
 import type { ByteDecoderFn } from "./byte_decoders.ts";
 import { elementOf, Oid } from "./oids.ts";
+import { readNumeric } from "./binary_numeric.ts";
+import { asciiText, text } from "./utf8_text.ts";
 import type { DecodeOptions } from "./text_decoders.ts";
 
 const TWO_32 = 4294967296;
@@ -54,72 +56,42 @@ const f32 = new Float32Array(1);
 const f32Bytes = new Uint8Array(f32.buffer);
 const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
+/** Significant digits of a number's shortest text (`-0.00125` has 3, `1.5e-7` 2). */
+function significantDigits(t: string): number {
+  let count = 0;
+  let leading = true;
+  for (let i = 0; i < t.length; i++) {
+    const c = t.charCodeAt(i);
+    if (c === 101) break; // e: the exponent is not a digit of the value
+    if (c < 48 || c > 57 || (leading && c === 48)) continue; // sign, point, leading zeros
+    leading = false;
+    count++;
+  }
+  return count;
+}
+
 /** float4 as the shortest decimal that is the same float32 (float4out's output, as a number). */
 const decodeFloat4: ByteDecoderFn = (buf, start, end) => {
   width(start, end, 4, "float4");
   if (littleEndian) { for (let i = 0; i < 4; i++) f32Bytes[i] = buf[start + 3 - i]; }
   else for (let i = 0; i < 4; i++) f32Bytes[i] = buf[start + i];
   const v = f32[0];
-  if (!Number.isFinite(v) || v === 0) return v;
-  for (let digits = 1; digits < 9; digits++) {
-    const shortest = +v.toPrecision(digits);
-    if (Math.fround(shortest) === v) return shortest;
+  // Integers of up to 7 digits are their own shortest form.
+  if (!Number.isFinite(v) || (Number.isInteger(v) && v < 1e7 && v > -1e7)) return v;
+  // A double's shortest form of at most 7 significant digits is also the float32's: every
+  // shorter decimal is further away than half a float32 ulp (2^-24 relative, under 1e-7).
+  if (significantDigits(String(v)) <= 7) return v;
+  // Else the fewest digits (1 to 9) that read back as this float32: more digits never
+  // round-trip worse, so a binary search needs 3 or 4 toPrecision calls instead of up to 9.
+  let lo = 1;
+  let hi = 9;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (Math.fround(+v.toPrecision(mid)) === v) hi = mid;
+    else lo = mid + 1;
   }
-  return +v.toPrecision(9);
+  return +v.toPrecision(lo);
 };
-
-const NUMERIC_NEG = 0x4000;
-const NUMERIC_NAN = 0xc000;
-const NUMERIC_PINF = 0xd000;
-const NUMERIC_NINF = 0xf000;
-
-function fourDigits(n: number): string {
-  return n >= 1000 ? String(n) : n >= 100 ? "0" + n : n >= 10 ? "00" + n : "000" + n;
-}
-
-/** numeric as numeric_out writes it: every digit of its display scale, no exponent. */
-const decodeNumeric: ByteDecoderFn = (buf, start, end) => {
-  if (end - start < 8) throw new ProtocolViolation("binary numeric is shorter than its header");
-  const ndigits = i16(buf, start);
-  const weight = i16(buf, start + 2);
-  const sign = (buf[start + 4] << 8) | buf[start + 5];
-  const dscale = (buf[start + 6] << 8) | buf[start + 7];
-  if (ndigits < 0 || end - start !== 8 + 2 * ndigits) {
-    throw new ProtocolViolation("binary numeric length does not match its digit count");
-  }
-  if (sign === NUMERIC_NAN) return "NaN";
-  if (sign === NUMERIC_PINF) return "Infinity";
-  if (sign === NUMERIC_NINF) return "-Infinity";
-  const digit = (d: number) => d >= 0 && d < ndigits ? i16(buf, start + 8 + 2 * d) : 0;
-  let out = sign === NUMERIC_NEG ? "-" : "";
-  if (weight < 0) out += "0";
-  else {
-    for (let d = 0; d <= weight; d++) out += d === 0 ? String(digit(d)) : fourDigits(digit(d));
-  }
-  if (dscale > 0) {
-    let fraction = "";
-    for (let d = weight + 1; fraction.length < dscale; d++) fraction += fourDigits(digit(d));
-    out += "." + fraction.slice(0, dscale);
-  }
-  return out;
-};
-
-/** A node Buffer over the last buffer read from, whose `toString` decodes UTF-8 fastest. */
-let viewed: Uint8Array | null = null;
-let view: Buffer = Buffer.alloc(0);
-
-/**
- * UTF-8 text from the read buffer. `Buffer#toString` takes about a third of
- * TextDecoder's time on the short values COPY rows are made of.
- */
-function text(buf: Uint8Array, start: number, end: number): string {
-  if (end - start < 8) return utf8(buf, start, end);
-  if (buf !== viewed) {
-    viewed = buf;
-    view = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
-  }
-  return view.toString("utf8", start, end);
-}
 
 /** The character types, enums and anything else whose binary form is its UTF-8 text. */
 export const decodeText: ByteDecoderFn = text;
@@ -134,17 +106,31 @@ const decodeJsonb: ByteDecoderFn = (buf, start, end) => {
   return JSON.parse(text(buf, start + 1, end));
 };
 
-const HEX: string[] = [];
-for (let i = 0; i < 256; i++) HEX.push((i < 16 ? "0" : "") + i.toString(16));
+/** Each byte's two lowercase hex digits, as character codes (high digit in the top byte). */
+const HEX_CODES = new Uint16Array(256);
+for (let i = 0; i < 256; i++) {
+  const digits = (i < 16 ? "0" : "") + i.toString(16);
+  HEX_CODES[i] = (digits.charCodeAt(0) << 8) | digits.charCodeAt(1);
+}
+/** The text form is written here, then made into one string. */
+const uuidChars = Buffer.alloc(36);
+uuidChars[8] =
+  uuidChars[13] =
+  uuidChars[18] =
+  uuidChars[23] =
+    45; // -
 
 const decodeUuid: ByteDecoderFn = (buf, start, end) => {
   width(start, end, 16, "uuid");
-  let out = "";
+  let p = 0;
   for (let i = 0; i < 16; i++) {
-    if (i === 4 || i === 6 || i === 8 || i === 10) out += "-";
-    out += HEX[buf[start + i]];
+    if (i === 4 || i === 6 || i === 8 || i === 10) p++; // over a hyphen
+    const h = HEX_CODES[buf[start + i]];
+    uuidChars[p] = h >>> 8;
+    uuidChars[p + 1] = h & 255;
+    p += 2;
   }
-  return out;
+  return asciiText(uuidChars, 0, 36);
 };
 
 /** array_send writes at most 6 dimensions (MAXDIM). */
@@ -163,6 +149,7 @@ export function arrayDecoder(element: ByteDecoderFn): ByteDecoderFn {
     if (ndim < 0 || ndim > MAX_DIMENSIONS || end - start < 12 + 8 * ndim) {
       throw new ProtocolViolation(`binary array with ${ndim} dimensions`);
     }
+    if (ndim === 1) return readFlat(buf, start + 20, end, i32(buf, start + 12), element);
     const dims: number[] = [];
     for (let d = 0; d < ndim; d++) dims.push(i32(buf, start + 12 + 8 * d));
     const at = [start + 12 + 8 * ndim];
@@ -170,6 +157,31 @@ export function arrayDecoder(element: ByteDecoderFn): ByteDecoderFn {
     if (at[0] !== end) throw new ProtocolViolation("binary array has bytes after its elements");
     return out;
   };
+}
+
+/** The elements of a one-dimensional array, read in one loop. */
+function readFlat(
+  buf: Uint8Array,
+  p: number,
+  end: number,
+  n: number,
+  element: ByteDecoderFn,
+): unknown[] {
+  if (n < 0) throw new ProtocolViolation(`binary array dimension of ${n}`);
+  const out = new Array<unknown>(n);
+  for (let i = 0; i < n; i++) {
+    if (end - p < 4) throw new ProtocolViolation("binary array is truncated");
+    const len = i32(buf, p);
+    p += 4;
+    if (len === -1) out[i] = null;
+    else {
+      if (len < 0 || len > end - p) throw new ProtocolViolation("binary array is truncated");
+      out[i] = element(buf, p, p + len);
+      p += len;
+    }
+  }
+  if (p !== end) throw new ProtocolViolation("binary array has bytes after its elements");
+  return out;
 }
 
 function readLevel(
@@ -212,7 +224,7 @@ function scalarDecoder(oid: number, opts: DecodeOptions): ByteDecoderFn | null {
     case Oid.float4:
       return decodeFloat4;
     case Oid.numeric:
-      return decodeNumeric;
+      return readNumeric;
     case Oid.text:
     case Oid.varchar:
     case Oid.bpchar:

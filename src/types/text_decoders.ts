@@ -223,6 +223,36 @@ export function localDate(
 }
 
 /**
+ * The instant whose local wall clock reads what `wall` (ms since 1970 on a
+ * UTC clock) reads: the date and time fields of `wall` by arithmetic, then
+ * {@linkcode localDate}, which is what placing them in local time costs
+ * (reading them back through seven `getUTC*` calls cost as much again).
+ */
+export function wallClockDate(wall: number): Date {
+  if (!(wall >= -MAX_TIME && wall <= MAX_TIME)) return new Date(NaN); // beyond JS's range
+  const days = Math.floor(wall / 864e5);
+  // From here every quantity is a non-negative int32, so `/ n | 0` is an exact floor.
+  let rest = wall - days * 864e5; // ms into the day, 0..86399999
+  // The civil date of a day count (proleptic Gregorian, March-based 400-year eras).
+  const shifted = days + 719468; // days since 0000-03-01
+  const era = Math.floor(shifted / 146097);
+  const dayOfEra = shifted - era * 146097; // 0..146096
+  const yearOfEra = (dayOfEra - (dayOfEra / 1460 | 0) + (dayOfEra / 36524 | 0) -
+        (dayOfEra / 146096 | 0)) / 365 | 0; // 0..399
+  const dayOfYear = dayOfEra - (365 * yearOfEra + (yearOfEra / 4 | 0) - (yearOfEra / 100 | 0));
+  const marchMonth = (5 * dayOfYear + 2) / 153 | 0; // March = 0 ... February = 11
+  const day = dayOfYear - ((153 * marchMonth + 2) / 5 | 0) + 1;
+  const month = marchMonth < 10 ? marchMonth + 2 : marchMonth - 10; // 0-based
+  const year = yearOfEra + era * 400 + (month < 2 ? 1 : 0);
+  const hour = rest / 3600000 | 0;
+  rest -= hour * 3600000;
+  const minute = rest / 60000 | 0;
+  rest -= minute * 60000;
+  const second = rest / 1000 | 0;
+  return localDate(year, month, day, hour, minute, second, rest - second * 1000);
+}
+
+/**
  * Days since 1970-01-01 of a proleptic Gregorian date (`month` 0-based, any year).
  * Counts in 400-year eras starting on March 1st, so the leap day ends each era-year.
  */

@@ -1,9 +1,10 @@
 /**
  * A loopback proxy between a client and the test server that lets a test see and steer the
  * wire: while `state.recording` it counts the chunks the driver writes and keeps their bytes,
- * and while `state.gate` is set it holds the server's answers back.
+ * while `state.gate` is set it holds the server's answers back, while `state.swallow` is set it
+ * drops what the driver writes (counting it), and `drop()` cuts every connection at once.
  */
-import postgres, { type Sql } from "../../mod.ts";
+import postgres, { type Options, type Sql } from "../../mod.ts";
 import { quiet } from "./connect.ts";
 
 /** What the test reads and sets while the proxy runs. */
@@ -15,6 +16,10 @@ export interface TapState {
   bytes: Uint8Array[];
   /** While set, answers wait for it. */
   gate: Promise<void> | null;
+  /** While true, what the driver writes is counted in `swallowed` and never reaches the server. */
+  swallow: boolean;
+  /** Chunks swallowed. */
+  swallowed: number;
 }
 
 /** A running proxy and a client (max 1) connected through it. */
@@ -23,18 +28,36 @@ export interface TapProxy {
   state: TapState;
   /** The type letter of each frontend message recorded (recording starts between messages). */
   types(): string[];
+  /** Closes every connection through the proxy (both sides) now; new ones are still accepted. */
+  drop(): void;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** Starts a proxy in front of the server `url` points at, and a client through it. */
-export function tapProxy(url: string): TapProxy {
+export function tapProxy(url: string, options: Options = {}): TapProxy {
   const target = new URL(url.replace(/^postgres(ql)?:/, "http:"));
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const state: TapState = { recording: false, chunks: 0, bytes: [], gate: null };
+  const state: TapState = {
+    recording: false,
+    chunks: 0,
+    bytes: [],
+    gate: null,
+    swallow: false,
+    swallowed: 0,
+  };
   const pumps: Promise<void>[] = [];
+  const open = new Set<Deno.Conn>();
+  const close = (c: Deno.Conn) => {
+    open.delete(c);
+    try {
+      c.close();
+    } catch { /* already closed */ }
+  };
   const accept = (async () => {
     for await (const client of listener) {
       const server = await Deno.connect({ hostname: target.hostname, port: Number(target.port) });
+      open.add(client);
+      open.add(server);
       const up = async () => {
         const buf = new Uint8Array(1 << 20);
         for (;;) {
@@ -44,9 +67,13 @@ export function tapProxy(url: string): TapProxy {
             state.chunks++;
             state.bytes.push(buf.slice(0, n));
           }
+          if (state.swallow) {
+            state.swallowed++;
+            continue;
+          }
           await server.write(buf.subarray(0, n)).catch(() => {});
         }
-        server.close();
+        close(server);
       };
       const down = async () => {
         const buf = new Uint8Array(1 << 20);
@@ -57,7 +84,7 @@ export function tapProxy(url: string): TapProxy {
           const sent = await client.write(buf.subarray(0, n)).catch(() => null);
           if (sent === null) break;
         }
-        client.close();
+        close(client);
       };
       pumps.push(up(), down());
     }
@@ -67,6 +94,7 @@ export function tapProxy(url: string): TapProxy {
     max: 1,
     ssl: false,
     ...quiet,
+    ...options,
   });
   return {
     sql,
@@ -82,8 +110,11 @@ export function tapProxy(url: string): TapProxy {
       }
       return out;
     },
+    drop() {
+      for (const c of [...open]) close(c);
+    },
     async [Symbol.asyncDispose]() {
-      await sql.end();
+      await sql.end({ timeout: 5 });
       listener.close();
       await accept.catch(() => {});
       await Promise.allSettled(pumps);

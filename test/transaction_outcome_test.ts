@@ -1,0 +1,249 @@
+/**
+ * A transaction whose connection dies says whether it can have committed: `outcome` is
+ * "not-sent" (nothing committed) until its COMMIT (or PREPARE TRANSACTION) was written, and
+ * "unknown" once it was and its answer never came. Each test kills the connection at one point
+ * and checks the outcome against what the table holds.
+ */
+import assert from "node:assert/strict";
+import postgres, { ConnectionError, type Sql } from "../mod.ts";
+import { databaseUrl } from "./harness/env.ts";
+import { quiet } from "./harness/connect.ts";
+import { type TapProxy, tapProxy } from "./harness/tap_proxy.ts";
+import { within } from "./harness/util.ts";
+
+const url = databaseUrl();
+
+/** A fresh table for one test, dropped afterwards. */
+async function withTable(name: string, fn: (admin: Sql) => Promise<void>): Promise<void> {
+  await using admin = postgres(url, { max: 1, ...quiet });
+  await admin`drop table if exists ${admin(name)}`;
+  await admin`create table ${admin(name)} (id int primary key)`;
+  try {
+    await fn(admin);
+  } finally {
+    await admin`drop table if exists ${admin(name)}`;
+  }
+}
+
+async function ids(admin: Sql, table: string): Promise<number[]> {
+  return (await admin`select id from ${admin(table)} order by id`).map((r) => r.id as number);
+}
+
+/** The rejection of `p`, which must be a ConnectionError with `outcome`. */
+async function lostWith(
+  p: Promise<unknown>,
+  outcome: "not-sent" | "unknown",
+): Promise<ConnectionError> {
+  const e = await within(p.then(() => null, (e) => e), 10_000, "the transaction");
+  assert.ok(e instanceof ConnectionError, `expected a ConnectionError, got ${e}`);
+  assert.equal(e.outcome, outcome, e.message);
+  return e;
+}
+
+/** Waits until `check` holds (the server did something the client cannot see yet). */
+async function until(check: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) assert.fail(`${what} did not happen within 10 s`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Terminates backend `pid` once it is running pg_sleep (so the kill lands mid-statement). */
+async function killWhenSleeping(admin: Sql, pid: number): Promise<void> {
+  await until(
+    async () =>
+      (await admin`
+        select 1 from pg_stat_activity
+        where pid = ${pid} and state = 'active' and query like '%pg_sleep%'`).length === 1,
+    "the statement to start",
+  );
+  await admin`select pg_terminate_backend(${pid})`;
+}
+
+/** A gate that holds the server's answers in the proxy until released. */
+function hold(proxy: TapProxy): () => void {
+  let release!: () => void;
+  proxy.state.gate = new Promise<void>((r) => release = r);
+  return () => {
+    proxy.state.gate = null;
+    release();
+  };
+}
+
+Deno.test("begin(fn): the backend killed inside the callback: not-sent, nothing committed", async () => {
+  await withTable("tx_inside", async (admin) => {
+    await using sql = postgres(url, { max: 1, ...quiet });
+    const e = await lostWith(
+      sql.begin(async (tx) => {
+        await tx`insert into tx_inside values (1)`;
+        const [{ pid }] = await tx`select pg_backend_pid() as pid`;
+        await admin`select pg_terminate_backend(${pid})`;
+        await tx`select pg_sleep(5)`;
+      }),
+      "not-sent",
+    );
+    assert.match(e.message, /before COMMIT was sent: nothing was committed/);
+    assert.deepEqual(await ids(admin, "tx_inside"), []);
+    assert.equal((await sql`select 1 as one`)[0].one, 1, "the client works again");
+  });
+});
+
+Deno.test("begin(fn) returning an array of queries: killed while they run: not-sent, nothing committed", async () => {
+  await withTable("tx_array", async (admin) => {
+    await using sql = postgres(url, { max: 1, ...quiet });
+    const [{ pid }] = await sql`select pg_backend_pid() as pid`; // the connection begin reserves
+    const killing = killWhenSleeping(admin, pid);
+    await lostWith(
+      sql.begin((tx) => [tx`insert into tx_array values (2)`, tx`select pg_sleep(5)`]),
+      "not-sent",
+    );
+    await killing;
+    assert.deepEqual(await ids(admin, "tx_array"), []);
+  });
+});
+
+Deno.test("await using tx: killed between the last statement and commit(): not-sent, nothing committed", async () => {
+  await withTable("tx_between", async (admin) => {
+    await using sql = postgres(url, { max: 1, ...quiet });
+    {
+      await using tx = await sql.begin();
+      await tx`insert into tx_between values (3)`;
+      const [{ pid }] = await tx`select pg_backend_pid() as pid`;
+      await admin`select pg_terminate_backend(${pid})`;
+      // A statement after the kill fails with its own outcome; then the connection is known gone.
+      const stmt = await tx`select 1`.then(() => null, (e) => e);
+      assert.ok(stmt instanceof ConnectionError, String(stmt));
+      assert.ok(stmt.outcome === "unknown" || stmt.outcome === "not-sent");
+      await lostWith(tx.commit(), "not-sent");
+    }
+    assert.deepEqual(await ids(admin, "tx_between"), []);
+  });
+});
+
+Deno.test("begin(fn): the connection lost after COMMIT was written, its answer held back: unknown, and it did commit", async () => {
+  await withTable("tx_after", async (admin) => {
+    await using proxy = tapProxy(url);
+    let release = () => {};
+    const committing = proxy.sql.begin(async (tx) => {
+      await tx`insert into tx_after values (4)`;
+      release = hold(proxy); // from here the server's answers stop at the proxy: COMMIT's too
+    });
+    await until(async () => (await ids(admin, "tx_after")).length === 1, "the commit");
+    proxy.drop();
+    release();
+    const e = await lostWith(committing, "unknown");
+    assert.match(e.message, /after COMMIT was sent, before its answer: it may have committed/);
+    assert.deepEqual(await ids(admin, "tx_after"), [4], "unknown: here it did commit");
+  });
+});
+
+Deno.test("await using tx: COMMIT written but lost on the way: unknown, and it did not commit", async () => {
+  await withTable("tx_swallowed", async (admin) => {
+    await using proxy = tapProxy(url);
+    {
+      await using tx = await proxy.sql.begin();
+      await tx`insert into tx_swallowed values (5)`;
+      proxy.state.swallow = true; // COMMIT leaves the client but never reaches the server
+      const committing = tx.commit();
+      await until(() => Promise.resolve(proxy.state.swallowed > 0), "the COMMIT write");
+      proxy.drop();
+      await lostWith(committing, "unknown");
+      proxy.state.swallow = false;
+    }
+    assert.deepEqual(await ids(admin, "tx_swallowed"), [], "unknown: here it did not commit");
+  });
+});
+
+Deno.test("two-phase: PREPARE TRANSACTION and COMMIT PREPARED each lost after being written: unknown", async () => {
+  await withTable("tx_2pc", async (admin) => {
+    await using proxy = tapProxy(url);
+    const gid = `pgpipe-outcome-${Date.now()}`;
+    let release = () => {};
+    const preparing = proxy.sql.begin(async (tx) => {
+      await tx`insert into tx_2pc values (6)`;
+      await tx.prepare(gid);
+      release = hold(proxy);
+    });
+    const prepared = async () =>
+      (await admin`select 1 from pg_prepared_xacts where gid = ${gid}`).length === 1;
+    try {
+      await until(prepared, "the PREPARE TRANSACTION");
+      proxy.drop();
+      release();
+      const e = await lostWith(preparing, "unknown");
+      assert.match(e.message, /after PREPARE TRANSACTION was sent/);
+
+      // COMMIT PREPARED is one query: its own outcome says the same.
+      await proxy.sql`select 1`; // a new connection, before the answers are held
+      release = hold(proxy);
+      const committing = proxy.sql.unsafe(`commit prepared '${gid}'`).execute();
+      await until(async () => (await ids(admin, "tx_2pc")).length === 1, "the COMMIT PREPARED");
+      proxy.drop();
+      release();
+      await lostWith(committing, "unknown");
+      assert.deepEqual(await ids(admin, "tx_2pc"), [6]);
+    } finally {
+      release();
+      if (await prepared()) await admin.unsafe(`rollback prepared '${gid}'`);
+    }
+  });
+});
+
+Deno.test("two-phase: killed before PREPARE TRANSACTION was written: not-sent, nothing prepared", async () => {
+  await withTable("tx_2pc_before", async (admin) => {
+    await using sql = postgres(url, { max: 1, ...quiet });
+    const gid = `pgpipe-outcome-before-${Date.now()}`;
+    const e = await lostWith(
+      sql.begin(async (tx) => {
+        await tx`insert into tx_2pc_before values (7)`;
+        await tx.prepare(gid);
+        const [{ pid }] = await tx`select pg_backend_pid() as pid`;
+        await admin`select pg_terminate_backend(${pid})`;
+        await tx`select pg_sleep(5)`;
+      }),
+      "not-sent",
+    );
+    assert.match(e.message, /before PREPARE TRANSACTION was sent/);
+    assert.equal((await admin`select 1 from pg_prepared_xacts where gid = ${gid}`).length, 0);
+    assert.deepEqual(await ids(admin, "tx_2pc_before"), []);
+  });
+});
+
+Deno.test("a transaction's statements not yet written when its connection dies fail; they never run outside it", async () => {
+  await withTable("tx_orphans", async (admin) => {
+    // max_pipeline 1: the insert waits locally behind the sleep, so it is never written.
+    await using sql = postgres(url, { max: 1, max_pipeline: 1, ...quiet });
+    const [{ pid }] = await sql`select pg_backend_pid() as pid`;
+    let insert: Promise<unknown> | undefined;
+    const killing = killWhenSleeping(admin, pid);
+    await lostWith(
+      sql.begin(async (tx) => {
+        const sleep = tx`select pg_sleep(5)`.execute();
+        insert = tx`insert into tx_orphans values (8)`.execute();
+        await Promise.all([sleep, insert]);
+      }),
+      "not-sent",
+    );
+    await killing;
+    const orphan = await insert!.then(() => null, (e) => e);
+    assert.ok(orphan instanceof ConnectionError, String(orphan));
+    assert.equal(orphan.outcome, "not-sent");
+    await sql`select 1`; // max 1: had the insert been re-sent, it ran before this on the new connection
+    assert.deepEqual(await ids(admin, "tx_orphans"), [], "the insert did not run in autocommit");
+  });
+});
+
+Deno.test("sql.reserve(): a query in flight when the backend dies is unknown, later ones not-sent", async () => {
+  await withTable("tx_reserved", async (admin) => {
+    await using sql = postgres(url, { max: 2, ...quiet });
+    await using reserved = await sql.reserve();
+    const [{ pid }] = await reserved`select pg_backend_pid() as pid`;
+    const running = reserved`select pg_sleep(5)`.execute();
+    await killWhenSleeping(admin, pid);
+    await lostWith(running, "unknown");
+    await lostWith(reserved`insert into tx_reserved values (9)`.execute(), "not-sent");
+    assert.deepEqual(await ids(admin, "tx_reserved"), []);
+    assert.equal((await sql`select 1 as one`)[0].one, 1, "the pool works again");
+  });
+});
