@@ -162,13 +162,16 @@ async function probeDrivers(): Promise<
   return { names: out.drivers.map((d) => d.name), drivers: out.drivers, skipped: out.skipped };
 }
 
-/** Time allowed per suite; generous against the usual durations, so only a hang hits it. */
+/**
+ * Time allowed per suite; generous against the usual durations, so only a hang hits it (a
+ * driver without pipelining, deno-postgres, makes the first three take minutes longer).
+ */
 function suiteTimeout(suite: Suite, quick: boolean): number {
   const minutes: Record<string, number> = {
-    driver: quick ? 1 : 4,
-    throughput: quick ? 1 : 4,
-    latency: quick ? 1 : 3,
-    memory: quick ? 2 : 2,
+    driver: quick ? 3 : 10,
+    throughput: quick ? 3 : 8,
+    latency: quick ? 3 : 8,
+    memory: quick ? 2 : 3,
     cold: quick ? 1 : 3,
     bulk: quick ? 3 : 8,
     http: quick ? 4 : 12,

@@ -63,8 +63,13 @@ Deno.test({
           tx`select txid_current()::text as t`,
           tx`select txid_current()::text as t, ${i}::int as i`,
         ]));
-      const outcomes = await Promise.allSettled(queries);
-      for (const [i, [[a], [b]]] of (await Promise.all(transactions)).entries()) {
+      // Both awaited at once, so a transaction that fails while the queries run is this test's
+      // failure, not an unhandled rejection that takes the whole file down.
+      const [outcomes, done] = await Promise.all([
+        Promise.allSettled(queries),
+        Promise.all(transactions),
+      ]);
+      for (const [i, [[a], [b]]] of done.entries()) {
         assert.equal(a.t, b.t, "both statements of a transaction ran on one server connection");
         assert.equal(b.i, i);
       }

@@ -29,7 +29,7 @@ Deno.test("frontend: fixed messages", () => {
   fe.sslRequest(w);
   assert.deepEqual(bytes(w), [0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]);
   w.reset();
-  fe.cancelRequest(w, 1234, -5);
+  fe.cancelRequest(w, 1234, Uint8Array.of(0xff, 0xff, 0xff, 0xfb)); // the key -5 of protocol 3.0
   assert.deepEqual(bytes(w), [
     0,
     0,

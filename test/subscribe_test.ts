@@ -29,6 +29,7 @@ import {
 } from "../src/protocol/replication.ts";
 import { Writer } from "../src/protocol/writer.ts";
 import { databaseUrl } from "./harness/env.ts";
+import { serverVersion } from "./harness/util.ts";
 import {
   commandComplete,
   concat,
@@ -370,6 +371,43 @@ Deno.test("subscribe: values go through the type parsers; truncate info says cas
     await a.unsubscribe();
     await b.unsubscribe();
   });
+});
+
+Deno.test("subscribe: rows arrive as the publication picks them: column lists and row filters from PostgreSQL 15, stored generated columns from 18", async () => {
+  await using sql = postgres(url, { ...quiet, publications: "sub_pick_pub" });
+  const version = await serverVersion(sql);
+  await sql`create table sub_pick (id int primary key, name text, secret text, n int,
+    twice int generated always as (n * 2) stored)`;
+  try {
+    // 18 publishes a generated column it is asked for; 15 to 17 refuse it in a column list.
+    const pick = version >= 180000
+      ? "(id, name, n, twice) where (n > 0)"
+      : version >= 150000
+      ? "(id, name, n) where (n > 0)"
+      : "";
+    await sql.unsafe(`create publication sub_pick_pub for table sub_pick ${pick}
+      with (publish = 'insert')`);
+    const rows: Record<string, unknown>[] = [];
+    const { unsubscribe } = await sql.subscribe("insert:sub_pick", (row) => rows.push(row!));
+    await sql`insert into sub_pick (id, name, secret, n) values
+      (1, 'kept', 'x', 1), (2, 'filtered', 'y', 0), (3, 'last', 'z', 5)`;
+    await until("the last insert", () => rows.some((r) => r.id === 3));
+    const expected = version >= 180000
+      ? [{ id: 1, name: "kept", n: 1, twice: 2 }, { id: 3, name: "last", n: 5, twice: 10 }]
+      : version >= 150000
+      ? [{ id: 1, name: "kept", n: 1 }, { id: 3, name: "last", n: 5 }]
+      // No column lists or row filters, and generated columns are never published, before 15.
+      : [
+        { id: 1, name: "kept", secret: "x", n: 1 },
+        { id: 2, name: "filtered", secret: "y", n: 0 },
+        { id: 3, name: "last", secret: "z", n: 5 },
+      ];
+    assert.deepEqual(rows, expected);
+    await unsubscribe();
+  } finally {
+    await sql`drop publication if exists sub_pick_pub`;
+    await sql`drop table if exists sub_pick`;
+  }
 });
 
 Deno.test("subscribe: what a handler or onsubscribe throws goes to its onerror; the stream goes on", async () => {

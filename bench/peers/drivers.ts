@@ -5,7 +5,13 @@
 // bench/run.ts probes in a child process so its own process never writes a deno.lock.
 import postgres from "../../mod.ts";
 import { benchCa, isTls } from "../shared/env.ts";
-import { DENO_POSTGRES, PGLUE, POSTGRES_JS } from "./specifiers.ts";
+import {
+  DENO_POSTGRES,
+  DENO_POSTGRES_COPY_ENV,
+  denoPostgresCopy,
+  PGLUE,
+  POSTGRES_JS,
+} from "./specifiers.ts";
 
 export { DENO_POSTGRES, PGLUE, POSTGRES_JS };
 
@@ -54,6 +60,14 @@ export interface Driver {
   name: string;
   /** What was loaded (file or package specifier), for the report. */
   source: string;
+  /** The module specifier it was loaded from, for probes that import it in a fresh process. */
+  specifier: string;
+  /**
+   * Whether it sends a query while others are unanswered. deno-postgres does not (a client
+   * queues its queries and sends the next once the last is answered): the pipelining tables
+   * say so instead of timing a queue.
+   */
+  pipelines: boolean;
   /** Opens a client and runs one warm-up query, so suites never time connection set-up. */
   connect(url: string, options?: ConnectOptions): Promise<Adapter>;
 }
@@ -119,12 +133,15 @@ const benchSsl = (): unknown => isTls() ? "require" : false;
 function postgresJsApi(
   name: string,
   source: string,
+  specifier: string,
   factory: PgJsFactory,
   ssl: () => unknown = benchSsl,
 ): Driver {
   return {
     name,
     source,
+    specifier,
+    pipelines: true,
     async connect(url, options = {}) {
       const sql = factory(url, {
         max: options.connections ?? 1,
@@ -190,6 +207,7 @@ function postgresJsApi(
 const pgpipe = postgresJsApi(
   "pgpipe",
   "mod.ts (this repository)",
+  new URL("../../mod.ts", import.meta.url).href,
   postgres as unknown as PgJsFactory,
 );
 
@@ -198,12 +216,13 @@ export const PGPIPE_NATIVE = "pgpipe (CA: native TLS)";
 const pgpipeNative = postgresJsApi(
   PGPIPE_NATIVE,
   'mod.ts (this repository), ssl: { mode: "require", ca }',
+  new URL("../../mod.ts", import.meta.url).href,
   postgres as unknown as PgJsFactory,
   () => ({ mode: "require", ca: benchCa() }),
 );
 
 function postgresJs(factory: PgJsFactory): Driver {
-  return postgresJsApi("postgres.js", POSTGRES_JS, factory);
+  return postgresJsApi("postgres.js", POSTGRES_JS, POSTGRES_JS, factory);
 }
 
 // ---------------------------------------------------------------- deno-postgres
@@ -223,10 +242,14 @@ function withApplicationName(url: string, name: string | undefined): string {
   return u.toString();
 }
 
-function denoPostgres(Client: DpClientClass): Driver {
+function denoPostgres(Client: DpClientClass, specifier: string): Driver {
   return {
     name: "deno-postgres",
-    source: DENO_POSTGRES,
+    source: specifier === DENO_POSTGRES
+      ? DENO_POSTGRES
+      : `${new URL(specifier).pathname} (${DENO_POSTGRES_COPY_ENV}, a copy of ${DENO_POSTGRES})`,
+    specifier,
+    pipelines: false,
     async connect(url, options = {}) {
       // A deno-postgres Client is one connection; several are used round-robin.
       const clients: DpClient[] = [];
@@ -270,7 +293,9 @@ function denoPostgres(Client: DpClientClass): Driver {
         },
         async selectTyped(rows) {
           const result = (await next().queryArray(TYPED_ROWS_SQL, [rows])).rows;
-          checkTypedRow("deno-postgres", rows, result[result.length - 1]);
+          // deno-postgres leaves float8 as its text (a string), by design: compare its number.
+          const [i, ts, f, b, d] = result[result.length - 1];
+          checkTypedRow("deno-postgres", rows, [i, ts, Number(f), b, d]);
           return result.length;
         },
         async selectInt(v) {
@@ -313,6 +338,8 @@ function pglue(connectWire: PgConnect): Driver {
   return {
     name: "pglue",
     source: PGLUE,
+    specifier: PGLUE,
+    pipelines: true,
     async connect(url, options = {}) {
       const wires: PgWire[] = [];
       try {
@@ -393,8 +420,20 @@ async function loadPeer(name: string): Promise<Driver> {
     return postgresJs(mod.default as PgJsFactory);
   }
   if (name === "deno-postgres") {
-    const mod = await load(DENO_POSTGRES);
-    return denoPostgres(mod.Client as DpClientClass);
+    // The local copy first, then JSR; when neither loads, one error says why for each.
+    const sources = denoPostgresSources();
+    const failures: string[] = [];
+    for (const specifier of sources) {
+      try {
+        const mod = await load(specifier);
+        if (typeof mod.Client !== "function") throw new Error("it exports no Client");
+        return denoPostgres(mod.Client as DpClientClass, specifier);
+      } catch (e) {
+        const reason = (e as Error).message.split("\n")[0];
+        failures.push(sources.length > 1 ? `${specifier}: ${reason}` : reason);
+      }
+    }
+    throw new Error(failures.join("; "));
   }
   if (name === "pglue") {
     const mod = await load(PGLUE);
@@ -405,21 +444,36 @@ async function loadPeer(name: string): Promise<Driver> {
   throw new Error(`unknown driver ${name}`);
 }
 
-/** Where each peer is loaded from. */
-const SOURCES: Record<string, string> = {
-  "postgres.js": POSTGRES_JS,
-  "deno-postgres": DENO_POSTGRES,
-  "pglue": PGLUE,
-};
+/** Where deno-postgres is tried from, in order: the local copy if one is named, then JSR. */
+function denoPostgresSources(): string[] {
+  const copy = denoPostgresCopy();
+  return copy ? [copy, DENO_POSTGRES] : [DENO_POSTGRES];
+}
+
+/** Where each peer is loaded from (for its skip line). */
+function sourceOf(name: string): string {
+  if (name === "deno-postgres") {
+    const copy = denoPostgresCopy();
+    return copy
+      ? `neither ${new URL(copy).pathname} (${DENO_POSTGRES_COPY_ENV}) nor ${DENO_POSTGRES}`
+      : DENO_POSTGRES;
+  }
+  return name === "postgres.js" ? POSTGRES_JS : PGLUE;
+}
 
 /** The bench's one line for a peer that did not load. */
 export function skipLine(s: Skipped): string {
-  const hint = s.source.startsWith("jsr:")
-    ? " (JSR unreachable?)"
+  const hint = s.source.includes("jsr:")
+    ? ` (JSR unreachable?${
+      s.name === "deno-postgres" && !s.source.startsWith("neither")
+        ? ` ${DENO_POSTGRES_COPY_ENV}=<path to a copy's mod.ts> loads a local copy`
+        : ""
+    })`
     : s.source.startsWith("https:")
     ? " (host unreachable?)"
     : "";
-  return `skipped ${s.name}: ${s.source} could not be loaded${hint}: ${s.reason}`;
+  const failed = s.source.startsWith("neither") ? "could be loaded" : "could not be loaded";
+  return `skipped ${s.name}: ${s.source} ${failed}${hint}: ${s.reason}`;
 }
 
 /**
@@ -441,7 +495,7 @@ export async function loadDrivers(
     // Both verify the server's certificate whenever they encrypt: against the bench's private
     // CA they cannot take part in `sslmode=require`.
     if (isTls() && (name === "deno-postgres" || name === "pglue")) continue;
-    const source = SOURCES[name];
+    const source = sourceOf(name);
     try {
       drivers.push(await loadPeer(name));
     } catch (e) {

@@ -3,8 +3,19 @@
 
 /** postgres.js from npm, pinned. */
 export const POSTGRES_JS = "npm:postgres@3.4.9";
-/** deno-postgres from JSR, pinned (skipped where JSR is unreachable). */
+/** deno-postgres from JSR, pinned (the fallback when no local copy is given or loads). */
 export const DENO_POSTGRES = "jsr:@db/postgres@0.19.5";
+/**
+ * The variable naming a local copy of deno-postgres (the path of its mod.ts), loaded before JSR:
+ * where JSR is unreachable, a copy with its imports rewritten to relative paths stands in.
+ */
+export const DENO_POSTGRES_COPY_ENV = "PGPIPE_BENCH_DENO_POSTGRES";
+
+/** The local copy's mod.ts as a file URL (a relative path is from the working directory). */
+export function denoPostgresCopy(): string | undefined {
+  const path = Deno.env.get(DENO_POSTGRES_COPY_ENV);
+  return path ? new URL(path, `file://${Deno.cwd()}/`).href : undefined;
+}
 /**
  * pglue, a Deno pipelining driver published only as source on GitHub, pinned to a tag (skipped
  * where GitHub is unreachable).

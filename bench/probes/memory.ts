@@ -1,11 +1,10 @@
 // One memory measurement in a fresh process (so peak RSS is this case's alone):
-// `deno run -A --v8-flags=--expose-gc bench/probes/memory.ts <pgpipe|postgres.js> <case> <url>`.
+// `deno run -A --v8-flags=--expose-gc bench/probes/memory.ts <driver> <case> <url> <module>`,
+// where <driver> is pgpipe, postgres.js or deno-postgres and <module> what to import it from.
 // Prints one JSON line: peak RSS (VmHWM) and, for full results, the heap retained per row.
-import postgres from "../../mod.ts";
-import { POSTGRES_JS } from "../peers/specifiers.ts";
 import { sslOf } from "../shared/env.ts";
 
-const [driver, kase, url] = Deno.args;
+const [driver, kase, url, specifier] = Deno.args;
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
 
 /** The rows every case reads: four columns of common types. */
@@ -19,9 +18,10 @@ interface Client {
   end(): Promise<void>;
 }
 
-/** Both drivers share the postgres.js API used here, so one client serves either. */
+/** pgpipe and postgres.js share the API used here, so one client serves either. */
 async function client(): Promise<Client> {
-  const make = driver === "pgpipe" ? postgres : (await import(POSTGRES_JS)).default;
+  if (driver === "deno-postgres") return await denoPostgres();
+  const make = (await import(specifier)).default;
   const sql = make(url, { max: 1, ssl: sslOf(url), onnotice: () => {} });
   return {
     all: async (n) => await sql.unsafe(text(n)),
@@ -31,6 +31,37 @@ async function client(): Promise<Client> {
       return rows;
     },
     end: () => sql.end(),
+  };
+}
+
+/** The slice of deno-postgres's Client used here. */
+interface DpClient {
+  connect(): Promise<void>;
+  queryObject(text: string): Promise<{ rows: unknown[] }>;
+  end(): Promise<void>;
+}
+
+async function denoPostgres(): Promise<Client> {
+  const { Client } = await import(specifier);
+  const c: DpClient = new Client(url);
+  await c.connect();
+  return {
+    all: async (n) => (await c.queryObject(text(n))).rows,
+    // deno-postgres has no cursor API: SQL's DECLARE and FETCH in a transaction read the same
+    // batches, one round trip each, as the other drivers' cursors do.
+    cursor: async (n, batch) => {
+      await c.queryObject("begin");
+      await c.queryObject(`declare bench_cursor no scroll cursor for ${text(n)}`);
+      let rows = 0;
+      for (;;) {
+        const got = (await c.queryObject(`fetch ${batch} from bench_cursor`)).rows.length;
+        if (got === 0) break;
+        rows += got;
+      }
+      await c.queryObject("commit");
+      return rows;
+    },
+    end: () => c.end(),
   };
 }
 

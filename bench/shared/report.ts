@@ -15,6 +15,8 @@ export interface Ratio {
   label: string;
   peer: string;
   value: number;
+  /** Why there is no value: the peer cannot do this at all (the summary says so, not "-"). */
+  cannot?: string;
 }
 
 /** A measured amount of pgpipe's that has an absolute goal (see LIMITS in targets.ts). */
@@ -87,7 +89,7 @@ export function summaryTable(ratios: readonly Ratio[], measures: readonly Measur
     return [
       `${r.suite}: ${r.label}`,
       r.peer,
-      formatRatio(r.value),
+      r.cannot ?? formatRatio(r.value),
       target ? `>= ${target.min}x` : "",
       verdict,
     ];

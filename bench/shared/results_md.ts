@@ -50,6 +50,16 @@ export function resultsMarkdown(
     "cases, and compare ratios within one run rather than absolute numbers across runs.",
     "- postgres.js keeps at most `max_pipeline` (default 100) queries in flight per connection " +
     "and queues the rest; pgpipe's default `max_pipeline` is 1000.",
+    ...(drivers.some((d) => d.name === "deno-postgres")
+      ? [
+        "- deno-postgres sends a client's queries one at a time (no pipelining) and has no COPY: " +
+        'those cells say "cannot", and its concurrent-query benches run fewer iterations ' +
+        "(at least 3); it returns float8 as a string (the typed rows). It writes each message of a query with parameters separately and leaves " +
+        "Nagle's algorithm on, so on Linux such a query waits about 40 ms for the delayed ACK " +
+        "(queries without parameters do not: see its serial latency beside its ping-pong " +
+        "`select 1`); that is what its users get, so it is measured as is.",
+      ]
+      : []),
     "",
     "## Summary",
     "",

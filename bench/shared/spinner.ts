@@ -28,17 +28,19 @@ export async function startSpinner(maxMs: number): Promise<Spinner> {
   const url = URL.createObjectURL(new Blob([SOURCE], { type: "text/javascript" }));
   const worker = new Worker(url, { type: "module" });
   const flag = new SharedArrayBuffer(4);
-  const messages: ((m: string) => void)[] = [];
-  worker.onmessage = (e) => messages.shift()?.(e.data);
-  const next = () => new Promise<string>((r) => messages.push(r));
-  const spinning = next();
+  // The worker says "spinning", then "stopped" once stopped or past its time limit, which may
+  // come before stop() is called (a measurement that outlasts maxMs): remember it.
+  let spinning!: () => void;
+  let stopped!: () => void;
+  const started = new Promise<void>((r) => spinning = r);
+  const ended = new Promise<void>((r) => stopped = r);
+  worker.onmessage = (e) => (e.data === "spinning" ? spinning() : stopped());
   worker.postMessage({ flag, maxMs });
-  await spinning;
+  await started;
   return {
     async stop() {
-      const stopped = next();
       Atomics.store(new Int32Array(flag), 0, 1);
-      await stopped;
+      await ended;
       worker.terminate();
       URL.revokeObjectURL(url);
     },

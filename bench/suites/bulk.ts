@@ -30,7 +30,12 @@ const ROUNDS = quick ? 1 : 3;
 /** Rows of each one-column table of the per-type view. */
 const TYPE_ROWS = quick ? 50_000 : 200_000;
 const probes = new URL("../probes/", import.meta.url).pathname;
-const haveJs = (await suiteDrivers()).some((d) => d.name === "postgres.js");
+const peers = (await suiteDrivers()).map((d) => d.name);
+const haveJs = peers.includes("postgres.js");
+/** Peers that have no COPY at all: a row says so rather than leaving them out. */
+const NO_COPY: Record<string, string> = {
+  "deno-postgres": "cannot: no COPY (binary or text) in its API",
+};
 const MIB = 1048576;
 
 /** One measured method. */
@@ -126,17 +131,21 @@ const rate = (m: Measure) => ROWS / (m.ms / 1000);
 const mib = (b: number | null) => (b === null ? "-" : fmt(b / MIB, 1));
 
 function report(title: string, rows: Measure[], ours: Measure): Table {
+  const cannot = peers.filter((p) => NO_COPY[p]).map((p) => [NO_COPY[p], p, "-", "-", "-", "-"]);
   return {
     title,
     head: ["method", "driver", "rows/s", "time", "peak RSS MiB", "pgpipe binary COPY speed-up"],
-    rows: rows.map((m) => [
-      m.method,
-      m.driver,
-      fmt(rate(m)),
-      `${fmt(m.ms / 1000, 2)} s`,
-      mib(m.peakRss),
-      m === ours ? "baseline" : formatRatio(m.ms / ours.ms),
-    ]),
+    rows: [
+      ...rows.map((m) => [
+        m.method,
+        m.driver,
+        fmt(rate(m)),
+        `${fmt(m.ms / 1000, 2)} s`,
+        mib(m.peakRss),
+        m === ours ? "baseline" : formatRatio(m.ms / ours.ms),
+      ]),
+      ...cannot,
+    ],
   };
 }
 
@@ -420,6 +429,17 @@ try {
 } finally {
   await sql.end();
   for (const file of temp) await Deno.remove(file).catch(() => {});
+}
+for (const peer of peers.filter((p) => NO_COPY[p])) {
+  for (const what of ["load", "read"]) {
+    ratios.push({
+      suite: "bulk",
+      label: `${what}, binary COPY`,
+      peer,
+      value: NaN,
+      cannot: NO_COPY[peer],
+    });
+  }
 }
 
 await emitReport({

@@ -22,9 +22,11 @@ const runs = isQuick() ? 5 : 20;
 const startRuns = isQuick() ? 3 : 10;
 const delay = numberFlag("delay", "PGPIPE_BENCH_DELAY", 5);
 const probes = new URL("../probes/", import.meta.url).pathname;
-const names: string[] = (await suiteDrivers()).map((d) => d.name).filter((n) =>
-  n === "pgpipe" || n === "postgres.js"
-);
+/** The drivers the probe knows, and where each is imported from. */
+const PROBED = ["pgpipe", "postgres.js", "deno-postgres"];
+const drivers = (await suiteDrivers()).filter((d) => PROBED.includes(d.name));
+const names = drivers.map((d) => d.name);
+const specifiers = new Map(drivers.map((d) => [d.name, d.specifier]));
 
 interface Sample {
   /** From process start to the answer (Deno's own start-up excluded). */
@@ -37,7 +39,7 @@ interface Sample {
 
 const bun = await findBun((line) => console.log(`cold: ${line}`));
 
-/** One fresh process: `client` is pgpipe, pgpipe-ca, postgres.js or Bun.sql. */
+/** One fresh process: `client` is pgpipe, pgpipe-ca, postgres.js, deno-postgres or Bun.sql. */
 async function once(client: string, target: string): Promise<Sample> {
   const t0 = performance.now();
   const command = client === "Bun.sql"
@@ -47,7 +49,15 @@ async function once(client: string, target: string): Promise<Sample> {
       stderr: "piped",
     })
     : new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--no-lock", `${probes}cold.ts`, client, target],
+      args: [
+        "run",
+        "-A",
+        "--no-lock",
+        `${probes}cold.ts`,
+        client,
+        target,
+        specifiers.get(client === "pgpipe-ca" ? "pgpipe" : client)!,
+      ],
       stdout: "piped",
       stderr: "piped",
     });
@@ -73,14 +83,15 @@ const ratios: Ratio[] = [];
 const measures: Measure[] = [];
 const tables: Table[] = [];
 const notes: string[] = [
-  "Both drivers use their default options with the same URL (sslmode=disable), so both fetch array types on connect.",
+  "Every driver uses its default options with the same URL (sslmode=disable); pgpipe and postgres.js fetch array types on connect.",
 ];
-if (names.includes("pgpipe") && names.includes("postgres.js")) {
+for (const peer of names) {
+  if (peer === "pgpipe" || !names.includes("pgpipe")) continue;
   ratios.push({
     suite: "cold",
     label: "cold start: import, connect, first query (in process)",
-    peer: "postgres.js",
-    value: med("postgres.js").inner / med("pgpipe").inner,
+    peer,
+    value: med(peer).inner / med("pgpipe").inner,
   });
 }
 tables.push({

@@ -16,30 +16,72 @@ const url = benchUrl();
 // The row count `select * from pg_type` must return, asked once with count(*).
 const expectedTypes = await pgTypeCount(url);
 
+/** Milliseconds of one query, by kind, for a driver that runs its queries one at a time. */
+type SerialCost = Record<"select" | "insert", number>;
+
 // One connection per driver, opened (and warmed up) before any bench runs.
-const clients: { name: string; adapter: Adapter }[] = [];
+const clients: { name: string; adapter: Adapter; serial: SerialCost | null }[] = [];
 for (const driver of await suiteDrivers()) {
-  clients.push({ name: driver.name, adapter: await driver.connect(url) });
+  const adapter = await driver.connect(url);
+  clients.push({
+    name: driver.name,
+    adapter,
+    serial: driver.pipelines ? null : await serialCost(adapter),
+  });
 }
+
+/** The mean ms of a few serial `select * from pg_type` and `select $1::int` (as an insert). */
+async function serialCost(adapter: Adapter): Promise<SerialCost> {
+  const mean = async (once: () => Promise<unknown>) => {
+    await once();
+    const t0 = performance.now();
+    for (let i = 0; i < 5; i++) await once();
+    return (performance.now() - t0) / 5;
+  };
+  return {
+    select: await mean(() => adapter.selectPgType()),
+    insert: await mean(() => adapter.selectInt(1)),
+  };
+}
+
+/** Time one bench of a driver that runs its n queries one after another may take (ms). */
+const SERIAL_BUDGET_MS = quick ? 1_500 : 6_000;
 
 /**
  * Warm-up and measured iterations per bench. With explicit timers (b.start/b.end) deno bench
  * runs about this many (it may add a few), so they size the run: cheap cases get many
  * iterations to average out the noise of a shared machine, costly ones (n x 600 rows) fewer.
+ * A driver without pipelining pays n round trips per iteration (deno-postgres, whose extended
+ * queries also wait ~40 ms each for the kernel's delayed ACK): its iterations are cut to what
+ * SERIAL_BUDGET_MS allows, at least 3 (1 in a quick run).
  */
-function iterations(kind: "select" | "insert", n: number): { warmup: number; n: number } {
-  if (quick) return { warmup: 2, n: 3 };
-  if (kind === "insert") return { warmup: 20, n: 200 };
-  return n <= 10 ? { warmup: 10, n: 100 } : n <= 50 ? { warmup: 3, n: 20 } : { warmup: 2, n: 10 };
+function iterations(
+  kind: "select" | "insert",
+  n: number,
+  serial: SerialCost | null,
+): { warmup: number; n: number } {
+  const usual = quick
+    ? { warmup: 2, n: 3 }
+    : kind === "insert"
+    ? { warmup: 20, n: 200 }
+    : n <= 10
+    ? { warmup: 10, n: 100 }
+    : n <= 50
+    ? { warmup: 3, n: 20 }
+    : { warmup: 2, n: 10 };
+  if (serial === null) return usual;
+  const fits = Math.floor(SERIAL_BUDGET_MS / (n * serial[kind]));
+  const least = quick ? 1 : 3;
+  return { warmup: Math.min(usual.warmup, 1), n: Math.max(least, Math.min(usual.n, fits)) };
 }
 
 for (const n of SELECT_NS) {
-  for (const [i, { name, adapter }] of clients.entries()) {
+  for (const [i, { name, adapter, serial }] of clients.entries()) {
     Deno.bench({
       name,
       group: `select n=${n}`,
       baseline: i === 0,
-      ...iterations("select", n),
+      ...iterations("select", n, serial),
       async fn(b) {
         b.start();
         const counts = await Promise.all(Array.from({ length: n }, () => adapter.selectPgType()));
@@ -71,12 +113,12 @@ for (const [i, { name, adapter }] of clients.entries()) {
 }
 
 for (const n of INSERT_NS) {
-  for (const [i, { name, adapter }] of clients.entries()) {
+  for (const [i, { name, adapter, serial }] of clients.entries()) {
     Deno.bench({
       name,
       group: `insert n=${n}`,
       baseline: i === 0,
-      ...iterations("insert", n),
+      ...iterations("insert", n, serial),
       async fn(b) {
         // begin, create table, the count and the rollback happen outside the timed part.
         await adapter.rolledBack(async (tx) => {

@@ -1,15 +1,18 @@
 // Suite 4: memory. Each case runs in a fresh process per driver: peak RSS while reading a
 // 100,000-row result (and the heap it retains per row), and peak RSS while reading 1,000,000
-// rows through a cursor in batches of 1,000, which should stay flat however large the result.
+// rows through a cursor in batches of 1,000, which should stay flat however large the result
+// (deno-postgres, which has no cursor API, with SQL's DECLARE and FETCH).
 import { suiteDrivers } from "../peers/drivers.ts";
 import { benchUrl } from "../shared/env.ts";
 import { emitReport, fmt, type Ratio, type Table } from "../shared/report.ts";
 
 const url = benchUrl();
 const probes = new URL("../probes/", import.meta.url).pathname;
-const names = (await suiteDrivers()).map((d) => d.name).filter((n) =>
-  n === "pgpipe" || n === "postgres.js"
-);
+/** The drivers the probe knows (pglue has no cursor), and where each is imported from. */
+const PROBED = ["pgpipe", "postgres.js", "deno-postgres"];
+const drivers = (await suiteDrivers()).filter((d) => PROBED.includes(d.name));
+const names = drivers.map((d) => d.name);
+const specifiers = new Map(drivers.map((d) => [d.name, d.specifier]));
 
 async function probe(driver: string, kase: string): Promise<Record<string, number>> {
   const out = await new Deno.Command(Deno.execPath(), {
@@ -22,6 +25,7 @@ async function probe(driver: string, kase: string): Promise<Record<string, numbe
       driver,
       kase,
       url,
+      specifiers.get(driver)!,
     ],
     stdout: "piped",
     stderr: "piped",
@@ -60,18 +64,18 @@ const table: Table = {
 };
 const ratios: Ratio[] = [];
 const ours = results.get("pgpipe");
-const theirs = results.get("postgres.js");
-if (ours && theirs) {
+for (const [peer, theirs] of results) {
+  if (!ours || peer === "pgpipe") continue;
   ratios.push({
     suite: "memory",
     label: "peak RSS, 100k-row result (lower is better)",
-    peer: "postgres.js",
+    peer,
     value: theirs.result.peakRss / ours.result.peakRss,
   });
   ratios.push({
     suite: "memory",
     label: "peak RSS, 1M rows via cursor (lower is better)",
-    peer: "postgres.js",
+    peer,
     value: theirs.cursor.peakRss / ours.cursor.peakRss,
   });
 }
@@ -82,5 +86,10 @@ await emitReport({
   notes: [
     "Heap kept per row: heap used after a full GC with the result held, minus before, divided by rows.",
     "Peak RSS is the process's high-water mark (VmHWM), including the runtime itself (about 40-60 MiB).",
+    ...(names.includes("deno-postgres")
+      ? [
+        "deno-postgres has no cursor API: its 1M rows are read with DECLARE ... CURSOR and FETCH 1000 in a transaction.",
+      ]
+      : []),
   ],
 });

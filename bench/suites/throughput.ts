@@ -99,13 +99,19 @@ async function backends(applicationName: string): Promise<number> {
   }
 }
 
+/** What a table shows for a driver that does not pipeline (Driver.pipelines). */
+const CANNOT = "cannot (no pipelining)";
+
 interface DriverResult {
   name: string;
-  one: Rate;
-  /** The same on one connection inside a transaction (where pgpipe shares one Sync per batch). */
-  inTx: Rate;
-  four: Rate;
-  fourBackends: number;
+  /** The pipelined runs; null for a driver that sends one query at a time. */
+  pipelined: {
+    one: Rate;
+    /** The same on one connection inside a transaction (where pgpipe shares one Sync per batch). */
+    inTx: Rate;
+    four: Rate;
+    fourBackends: number;
+  } | null;
   latency: number[];
   /** The same serial run with one core kept busy (see spinner.ts). */
   latencyBusy: number[];
@@ -114,21 +120,24 @@ interface DriverResult {
 async function measure(driver: Driver): Promise<DriverResult> {
   const log = (s: string) => console.log(`throughput: ${driver.name}: ${s}`);
   const one = await driver.connect(url);
-  let result: DriverResult;
   try {
-    await pipelined(one, WINDOW * 2, WINDOW); // warm-up: prepares the statement, grows buffers
-    const r1 = await pipelined(one, TOTAL, WINDOW);
-    log(`1 connection: ${fmt(r1.qps)} q/s`);
-    let inTx!: Rate;
-    await one.rolledBack(async (tx) => {
-      await pipelined(tx, WINDOW * 2, WINDOW);
-      inTx = await pipelined(tx, TOTAL, WINDOW);
-    });
-    log(`1 connection, in a transaction: ${fmt(inTx.qps)} q/s`);
+    let r1: Rate | undefined;
+    let inTx: Rate | undefined;
+    if (driver.pipelines) {
+      await pipelined(one, WINDOW * 2, WINDOW); // warm-up: prepares the statement, grows buffers
+      r1 = await pipelined(one, TOTAL, WINDOW);
+      log(`1 connection: ${fmt(r1.qps)} q/s`);
+      await one.rolledBack(async (tx) => {
+        await pipelined(tx, WINDOW * 2, WINDOW);
+        inTx = await pipelined(tx, TOTAL, WINDOW);
+      });
+      log(`1 connection, in a transaction: ${fmt(inTx!.qps)} q/s`);
+    } else log(`pipelined runs: ${CANNOT}`);
     await serial(one, 100);
     const latency = await serial(one, SERIAL);
     log(`serial: mean ${fmt(mean(latency), 1)} µs`);
-    const spinner = await startSpinner(DEADLINE_MS);
+    // Long enough for a driver whose warm-up and run both take long (deno-postgres).
+    const spinner = await startSpinner(DEADLINE_MS * 2);
     let latencyBusy: number[];
     try {
       await serial(one, 100);
@@ -137,6 +146,7 @@ async function measure(driver: Driver): Promise<DriverResult> {
       await spinner.stop();
     }
     log(`serial, one core kept busy: mean ${fmt(mean(latencyBusy), 1)} µs`);
+    if (!r1 || !inTx) return { name: driver.name, pipelined: null, latency, latencyBusy };
     const app = `pgpipe_bench_${driver.name.replace(/\W/g, "_")}_4`;
     const four = await driver.connect(url, { connections: 4, applicationName: app });
     try {
@@ -144,12 +154,9 @@ async function measure(driver: Driver): Promise<DriverResult> {
       const r4 = await pipelined(four, TOTAL, WINDOW);
       const n = await backends(app);
       log(`4 connections (${n} open): ${fmt(r4.qps)} q/s`);
-      result = {
+      return {
         name: driver.name,
-        one: r1,
-        inTx,
-        four: r4,
-        fourBackends: n,
+        pipelined: { one: r1, inTx, four: r4, fourBackends: n },
         latency,
         latencyBusy,
       };
@@ -159,7 +166,6 @@ async function measure(driver: Driver): Promise<DriverResult> {
   } finally {
     await one.close();
   }
-  return result;
 }
 
 /** One client of the ping-pong comparison: the raw socket or a driver. */
@@ -616,23 +622,32 @@ async function main(): Promise<void> {
   const share = tls ? await tlsShare(drivers) : undefined;
 
   const base = results[0];
+  const ours = base.pipelined;
+  if (!ours) throw new Error("pgpipe must pipeline: it is the baseline");
   const peers = results.slice(1);
   const ratios: Ratio[] = [];
   const ratio = (label: string, value: (r: DriverResult) => number, higherIsBetter: boolean) => {
     for (const p of peers) {
       const v = higherIsBetter ? value(base) / value(p) : value(p) / value(base);
-      ratios.push({ suite: "throughput", label, peer: p.name, value: v });
+      const cannot = Number.isFinite(v) ? undefined : CANNOT;
+      ratios.push({
+        suite: "throughput",
+        label,
+        peer: p.name,
+        value: v,
+        ...(cannot && { cannot }),
+      });
     }
   };
-  ratio("pipelined q/s, 1 connection", (r) => r.one.qps, true);
-  ratio("pipelined q/s, 4 connections", (r) => r.four.qps, true);
-  ratio("pipelined q/s in a transaction, 1 connection", (r) => r.inTx.qps, true);
+  ratio("pipelined q/s, 1 connection", (r) => r.pipelined?.one.qps ?? NaN, true);
+  ratio("pipelined q/s, 4 connections", (r) => r.pipelined?.four.qps ?? NaN, true);
+  ratio("pipelined q/s in a transaction, 1 connection", (r) => r.pipelined?.inTx.qps ?? NaN, true);
   if (limit.qps) {
     ratios.push({
       suite: "throughput",
       label: "pipelined q/s in a transaction, share of libpq's pipeline",
       peer: "pgbench",
-      value: base.inTx.qps / limit.qps,
+      value: ours.inTx.qps / limit.qps,
     });
   }
   ratio("serial latency (mean)", (r) => mean(r.latency), false);
@@ -651,24 +666,28 @@ async function main(): Promise<void> {
       "backends",
       "pgpipe vs it",
     ],
-    rows: results.map((r) => [
-      r.name,
-      fmt(r.one.qps),
-      formatRatio(base.one.qps / r.one.qps),
-      fmt(r.inTx.qps),
-      formatRatio(base.inTx.qps / r.inTx.qps),
-      fmt(r.four.qps),
-      String(r.fourBackends),
-      formatRatio(base.four.qps / r.four.qps),
-    ]),
+    rows: results.map(({ name, pipelined: p }) =>
+      p
+        ? [
+          name,
+          fmt(p.one.qps),
+          formatRatio(ours.one.qps / p.one.qps),
+          fmt(p.inTx.qps),
+          formatRatio(ours.inTx.qps / p.inTx.qps),
+          fmt(p.four.qps),
+          String(p.fourBackends),
+          formatRatio(ours.four.qps / p.four.qps),
+        ]
+        : [name, CANNOT, "", CANNOT, "", CANNOT, "", ""]
+    ),
   };
   if (limit.qps) {
     rates.rows.push([
       `libpq pipeline (pgbench, ${limit.lines} per pipeline)`,
       fmt(limit.qps),
-      `pgpipe at ${fmt((100 * base.one.qps) / limit.qps)}%`,
+      `pgpipe at ${fmt((100 * ours.one.qps) / limit.qps)}%`,
       "",
-      `pgpipe at ${fmt((100 * base.inTx.qps) / limit.qps)}%`,
+      `pgpipe at ${fmt((100 * ours.inTx.qps) / limit.qps)}%`,
       "",
       "",
       "",
@@ -678,7 +697,7 @@ async function main(): Promise<void> {
     rates.rows.push([
       "libpq pipeline (1 Sync per query, pgpipe's shape)",
       fmt(same.qps),
-      `pgpipe at ${fmt((100 * base.one.qps) / same.qps)}%`,
+      `pgpipe at ${fmt((100 * ours.one.qps) / same.qps)}%`,
       "",
       "",
       "",
@@ -719,10 +738,16 @@ async function main(): Promise<void> {
   ];
   for (const r of results) {
     if (
-      r.one.queries < TOTAL || r.four.queries < TOTAL ||
+      (r.pipelined && (r.pipelined.one.queries < TOTAL || r.pipelined.four.queries < TOTAL)) ||
       Math.min(r.latency.length, r.latencyBusy.length) < SERIAL
     ) {
       notes.push(`${r.name} hit the ${DEADLINE_MS / 1000} s cap; its rates cover what it did.`);
+    }
+    if (!r.pipelined) {
+      notes.push(
+        `${r.name} ${CANNOT}: a client sends its next query only once the last is answered, ` +
+          "so it has no pipelined rate; its serial latency is measured as everyone's.",
+      );
     }
   }
   ratios.push(...bun.ratios, ...(share?.ratios ?? []));

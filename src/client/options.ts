@@ -116,6 +116,20 @@ export interface Options {
    * spreads connections over them (libpq 16). Default: `PGLOADBALANCEHOSTS` or `disable`.
    */
   load_balance_hosts?: "disable" | "random";
+  /**
+   * The newest protocol version to ask for, as libpq 18: `3.0`, or `3.2` (`latest`), in which
+   * PostgreSQL 18 gives each connection a 32-byte cancel key instead of 4 bytes; an older server
+   * answers that it speaks 3.0 and the connection goes on with it. Default:
+   * `PGMAXPROTOCOLVERSION` or `3.0`, because some poolers and proxies close a connection that
+   * asks for 3.2 instead of answering.
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres("postgres://app@db.internal/app", { max_protocol_version: "3.2" });
+   * ```
+   */
+  max_protocol_version?: "3.0" | "3.2" | "latest";
   /** Unix socket directory (alternative to a `/`-host). */
   path?: string;
   /** Database. Default: `PGDATABASE` or the user name. */
@@ -276,6 +290,8 @@ export interface ResolvedOptions {
   hosts: HostTarget[];
   targetSessionAttrs: TargetSessionAttrs;
   loadBalanceHosts: LoadBalanceHosts;
+  /** The protocol minor version to ask for (0 or 2), from `max_protocol_version`. */
+  protocolMinor: number;
   sslmode: SslMode;
   ca?: string[];
   sslnegotiation: SslNegotiation;
@@ -309,6 +325,9 @@ export interface ResolvedOptions {
   /** The `telemetry` option as given (checked). */
   telemetry?: TelemetryOptions | false;
 }
+
+/** `max_protocol_version`'s values and the minor version each asks for. */
+const PROTOCOL_MINORS: Readonly<Record<string, number>> = { "3.0": 0, "3.2": 2, latest: 2 };
 
 const TARGET_SESSION_ATTRS: readonly TargetSessionAttrs[] = [
   "any",
@@ -542,6 +561,7 @@ const DRIVER_KEYS = new Set([
   "max_pipeline",
   "target_session_attrs",
   "load_balance_hosts",
+  "max_protocol_version",
   "publications",
 ]);
 
@@ -683,6 +703,14 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
   if (balance !== "disable" && balance !== "random") {
     throw new TypeError(`invalid load_balance_hosts "${balance}": use disable or random`);
   }
+  const protocol = options.max_protocol_version ?? q.get("max_protocol_version") ??
+    env("PGMAXPROTOCOLVERSION") ?? "3.0";
+  const protocolMinor = typeof protocol === "string" && Object.hasOwn(PROTOCOL_MINORS, protocol)
+    ? PROTOCOL_MINORS[protocol]
+    : undefined;
+  if (protocolMinor === undefined) {
+    throw new TypeError(`invalid max_protocol_version "${protocol}": use 3.0, 3.2 or latest`);
+  }
   const ssl = parseSsl(options.ssl ?? q.get("sslmode") ?? env("PGSSLMODE"));
   const rootCert = q.get("sslrootcert") ?? env("PGSSLROOTCERT");
   if (rootCert !== undefined && ssl.ca === undefined) {
@@ -781,6 +809,7 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     hosts,
     targetSessionAttrs: target as TargetSessionAttrs,
     loadBalanceHosts: balance,
+    protocolMinor,
     sslmode,
     ca: ssl.ca,
     sslnegotiation: negotiation,

@@ -994,6 +994,7 @@ export function createSql(url?: string, options?: Options): Sql {
     },
     params: resolved.params,
     password: resolved.password,
+    protocolMinor: resolved.protocolMinor,
     connectTimeout: resolved.connectTimeout,
     maxPipeline: resolved.maxPipeline,
     maxPipelineBytes: resolved.maxPipelineBytes,

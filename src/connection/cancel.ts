@@ -11,7 +11,7 @@ import { type Endpoint, openTransport } from "./transport.ts";
 const CANCEL_TIMEOUT_MS = 5000;
 
 /** Asks the server to cancel what backend `pid` is running. Never throws. */
-export async function sendCancel(endpoint: Endpoint, pid: number, secret: number): Promise<void> {
+export async function sendCancel(endpoint: Endpoint, pid: number, key: Uint8Array): Promise<void> {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), CANCEL_TIMEOUT_MS);
   try {
@@ -19,7 +19,7 @@ export async function sendCancel(endpoint: Endpoint, pid: number, secret: number
     abort.signal.addEventListener("abort", () => transport.close(), { once: true });
     try {
       const w = new Writer(16);
-      cancelRequest(w, pid, secret);
+      cancelRequest(w, pid, key);
       await transport.write(w.buf.subarray(0, w.length));
       // The server closes the socket once it has the request.
       await transport.read(new Uint8Array(1)).catch(() => null);

@@ -46,6 +46,8 @@ export interface ConnectionOptions {
   params: Record<string, string>;
   /** The password, if the server asks for one. */
   password: PasswordSource;
+  /** The protocol minor version to ask for: 0 (3.0) or 2 (3.2, PostgreSQL 18's longer cancel key). */
+  protocolMinor?: number;
   /**
    * Milliseconds allowed for connect, TLS and startup; 0 for no limit. A
    * function is called at each attempt (the `connect_timeout` option is read
@@ -207,6 +209,8 @@ export class Connection implements EncodeContext {
   /** Backend process ID and secret key, for CancelRequest. */
   pid = 0;
   secret = 0;
+  /** The whole secret key (longer than `secret`'s 4 bytes under protocol 3.2). */
+  cancelKey: Uint8Array = new Uint8Array(4);
   /** Transaction status from the last ReadyForQuery: I idle, T in a block, E failed block. */
   status = 0x49;
   #states = new Map<number, ConnectionState>(); // Result.state per status, shared by results
@@ -339,9 +343,15 @@ export class Connection implements EncodeContext {
       opened = true;
       if (timedOut) c.#transport.close();
       options.onstage?.("transport", c.#transport.tls !== null);
-      const result = await startup(c.#startupIO(), options.params, options.password);
+      const result = await startup(
+        c.#startupIO(),
+        options.params,
+        options.password,
+        options.protocolMinor,
+      );
       c.pid = result.pid;
       c.secret = result.secret;
+      c.cancelKey = result.key;
       options.onstage?.("authenticated", c.#transport.tls !== null);
     })();
     try {
@@ -918,7 +928,7 @@ export class Connection implements EncodeContext {
   #cancelNow(req: PipelineRequest): void {
     this.#cancelled.add(req);
     this.#strays.sent();
-    sendCancel(this.#options.endpoint, this.pid, this.secret).then(() =>
+    sendCancel(this.#options.endpoint, this.pid, this.cancelKey).then(() =>
       this.#strays.closed(this.#queue, this.#head, this.#tail)
     );
   }

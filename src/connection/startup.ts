@@ -54,9 +54,18 @@ export interface StartupIO {
 export interface StartupResult {
   /** Backend process ID, for CancelRequest. */
   pid: number;
-  /** Secret key, for CancelRequest. */
+  /** The secret key's first 4 bytes as an integer (all of it under protocol 3.0), for `Result.state`. */
   secret: number;
+  /** The whole secret key, for CancelRequest: 4 bytes, up to 256 under protocol 3.2. */
+  key: Uint8Array;
+  /** The protocol's minor version in use: the one asked for, or the lower one the server chose. */
+  minor: number;
 }
+
+/** Protocol 3.0's version code; a minor version is added to it. */
+const PROTOCOL_3_0 = 0x30000;
+/** Protocol 3.2 lets the server send a cancel key of up to 256 bytes. */
+const MAX_CANCEL_KEY = 256;
 
 async function resolvePassword(source: PasswordSource, method: string): Promise<string> {
   let value: unknown = source;
@@ -84,17 +93,60 @@ function violation(message: string): ConnectionError {
   return new ConnectionError("PROTOCOL_VIOLATION", message);
 }
 
-/** Runs startup and authentication to the first ReadyForQuery. */
+/**
+ * NegotiateProtocolVersion: the server does not speak the minor version we asked for (a server
+ * before 18 asked for 3.2) and names the newest it does, with the protocol options (`_pq_.*`) it
+ * does not know. We carry on with its version; anything else is a broken server.
+ */
+function negotiate(
+  buf: Uint8Array,
+  start: number,
+  end: number,
+  asked: number,
+  again: boolean,
+): number {
+  if (again) throw violation("NegotiateProtocolVersion sent twice");
+  if (end - start < 8) throw violation("NegotiateProtocolVersion is truncated");
+  const version = i32(buf, start);
+  const count = i32(buf, start + 4);
+  const options: string[] = [];
+  for (let at = start + 8; options.length < count; at = cstrEnd(buf, at, end) + 1) {
+    if (at >= end) throw violation("NegotiateProtocolVersion is truncated");
+    options.push(utf8(buf, at, cstrEnd(buf, at, end)));
+  }
+  // pgpipe asks for no protocol options: a server that names one answers something else.
+  if (options.length > 0) {
+    throw violation(
+      `the server does not know the protocol options ${options.join(", ")}, ` +
+        "which pgpipe did not ask for",
+    );
+  }
+  const minor = version - PROTOCOL_3_0;
+  if (!(minor >= 0 && minor < asked)) {
+    throw violation(
+      `the server offers protocol ${version >> 16}.${version & 0xffff} ` +
+        `instead of the 3.${asked} asked for`,
+    );
+  }
+  return minor;
+}
+
+/**
+ * Runs startup and authentication to the first ReadyForQuery, asking for protocol 3.`minor`
+ * (0 or 2, the `max_protocol_version` option).
+ */
 export async function startup(
   io: StartupIO,
   params: Record<string, string>,
   password: PasswordSource,
+  minor = 0,
 ): Promise<StartupResult> {
-  fe.startup(io.writer(), params);
+  fe.startup(io.writer(), params, minor);
   await io.flush();
   let scram: ScramClient | null = null;
   let authenticated = false;
-  const result: StartupResult = { pid: 0, secret: 0 };
+  let negotiated = false;
+  const result: StartupResult = { pid: 0, secret: 0, key: new Uint8Array(4), minor };
   for (;;) {
     const { type, buf, start, end } = await io.next();
     switch (type) {
@@ -178,13 +230,22 @@ export async function startup(
         io.parameter(utf8(buf, start, a), utf8(buf, a + 1, cstrEnd(buf, a + 1, end)));
         break;
       }
-      case Backend.BackendKeyData:
-        if (end - start !== 8) throw violation("BackendKeyData must be 8 bytes");
+      case Backend.BackendKeyData: {
+        const keyLength = end - start - 4;
+        // 3.0 has a 4-byte key; 3.2 lets it grow (PostgreSQL 18 sends 32 bytes).
+        if (result.minor < 2 ? keyLength !== 4 : keyLength < 4 || keyLength > MAX_CANCEL_KEY) {
+          throw violation(
+            `BackendKeyData with a ${keyLength}-byte key under protocol 3.${result.minor}`,
+          );
+        }
         result.pid = i32(buf, start);
         result.secret = i32(buf, start + 4);
+        result.key = buf.slice(start + 4, end);
         break;
+      }
       case Backend.NegotiateProtocolVersion:
-        // The server supports an older minor version or ignores options we did not send.
+        result.minor = negotiate(buf, start, end, result.minor, negotiated);
+        negotiated = true;
         break;
       case Backend.ReadyForQuery:
         if (!authenticated) throw violation("ReadyForQuery before authentication");

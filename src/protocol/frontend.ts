@@ -8,9 +8,12 @@ const PROTOCOL_VERSION = 196608; // 3.0
 const SSL_REQUEST_CODE = 80877103;
 const CANCEL_REQUEST_CODE = 80877102;
 
-/** StartupMessage: protocol 3.0 and the session parameters (user, database, ...). */
-export function startup(w: Writer, params: Record<string, string>): void {
-  w.begin(0).i32(PROTOCOL_VERSION);
+/**
+ * StartupMessage: protocol 3.`minor` (3.0 unless asked; 3.2 since PostgreSQL 18) and the session
+ * parameters (user, database, ...).
+ */
+export function startup(w: Writer, params: Record<string, string>, minor = 0): void {
+  w.begin(0).i32(PROTOCOL_VERSION + minor);
   for (const key in params) w.cstr(key).cstr(params[key]);
   w.u8(0).end();
 }
@@ -20,9 +23,9 @@ export function sslRequest(w: Writer): void {
   w.begin(0).i32(SSL_REQUEST_CODE).end();
 }
 
-/** CancelRequest, sent on a fresh socket with the target's BackendKeyData. */
-export function cancelRequest(w: Writer, pid: number, secret: number): void {
-  w.begin(0).i32(CANCEL_REQUEST_CODE).i32(pid).i32(secret).end();
+/** CancelRequest, sent on a fresh socket with the target's BackendKeyData (4 to 256 key bytes). */
+export function cancelRequest(w: Writer, pid: number, key: Uint8Array): void {
+  w.begin(0).i32(CANCEL_REQUEST_CODE).i32(pid).bytes(key).end();
 }
 
 /** PasswordMessage carrying a cleartext or MD5-hashed password. */

@@ -167,8 +167,11 @@ export class Peer {
     return new DataView((await this.take(4)).buffer).getInt32(0);
   }
 
-  /** Reads the StartupMessage (answering an SSLRequest with 'N' first); returns its parameters. */
-  async startup(): Promise<Map<string, string>> {
+  /**
+   * Reads the StartupMessage (answering an SSLRequest with 'N' first), which must ask for
+   * `version` (3.0 unless told); returns its parameters.
+   */
+  async startup(version = 196608): Promise<Map<string, string>> {
     for (;;) {
       const length = await this.int32();
       const body = await this.take(length - 4);
@@ -177,7 +180,7 @@ export class Peer {
         await this.send(encoder.encode("N"));
         continue;
       }
-      assert.equal(code, 196608, "protocol 3.0");
+      assert.equal(code, version, `protocol ${version >> 16}.${version & 0xffff}`);
       const parts = decoder.decode(body.subarray(4)).split("\0");
       const params = new Map<string, string>();
       for (let i = 0; i + 1 < parts.length && parts[i] !== ""; i += 2) {
