@@ -1,4 +1,4 @@
-// `deno task bench [--quick] [--only=driver,throughput,latency,memory,cold,bulk,http] [--delay=5] [--out=FILE]`:
+// `deno task bench [--quick] [--only=driver,throughput,latency,memory,cold,bulk,http,telemetry] [--delay=5] [--out=FILE]`:
 // compares pgpipe with its peers in one run. Starts a throwaway PostgreSQL (or uses
 // DATABASE_URL), runs each suite in its own process with the URL in PGPIPE_BENCH_URL, prints
 // the tables and a summary of ratios, writes bench/RESULTS.md, and always stops the server.
@@ -29,6 +29,7 @@ const SUITES = [
   "bulk-tls",
   "http",
   "http-tls",
+  "telemetry",
 ] as const;
 type Suite = typeof SUITES[number];
 
@@ -54,7 +55,7 @@ function labelTls(report: SuiteReport): SuiteReport {
   };
 }
 const USAGE = [
-  "usage: deno task bench [--quick] [--only=driver,throughput,latency,memory,cold,bulk,http] [--delay=MS] [--out=FILE]",
+  "usage: deno task bench [--quick] [--only=driver,throughput,latency,memory,cold,bulk,http,telemetry] [--delay=MS] [--out=FILE]",
   "  --quick   fewer iterations (smoke run, under 2 minutes)",
   "  --only    run only these suites (comma-separated); a loopback suite's TLS twin is NAME-tls",
   "  --delay   one-way delay of the latency suite's proxy, in ms (default 5)",
@@ -175,6 +176,7 @@ function suiteTimeout(suite: Suite, quick: boolean): number {
     cold: quick ? 1 : 3,
     bulk: quick ? 3 : 8,
     http: quick ? 4 : 12,
+    telemetry: quick ? 2 : 5,
   };
   return minutes[suite.replace(/-tls$/, "")] * 60_000;
 }

@@ -1,6 +1,6 @@
 // What telemetry costs per query: one process runs `select $1::int` pipelined (a window of 1,000
 // in flight on one connection) and serially, and prints the rate and the process CPU per query
-// (user + system, so the exporter's own threads count too) as JSON. bench/telemetry_ab.ts starts
+// (user + system, so the exporter's own threads count too) as JSON. bench/suites/telemetry.ts starts
 // it for the driver with telemetry off and on, and for another checkout (`--mod=`) to compare.
 //
 //   deno run -A bench/probes/telemetry_cost.ts --mod=../../mod.ts [--quick]

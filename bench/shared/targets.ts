@@ -177,6 +177,13 @@ export const LIMITS: readonly Limit[] = [
     text: "cold start with SCRAM over plain TCP on loopback <= 15 ms",
   },
   {
+    suite: "telemetry",
+    applies: (l) => l.startsWith("telemetry on: extra CPU per pipelined query"),
+    max: 2,
+    unit: "µs",
+    text: "telemetry on: at most 2 µs of CPU per query in the pipelined case",
+  },
+  {
     suite: "cold",
     applies: (l) =>
       /SCRAM over TLS: round trips through/.test(l) && !l.includes("sslnegotiation=direct"),
