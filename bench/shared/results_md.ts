@@ -40,8 +40,10 @@ export function resultsMarkdown(
     `- Server: ${machine.server}`,
     run.ownServer
       ? "- Setup: a throwaway cluster started by bench/run.ts (fsync=off), on this machine, " +
-        "reached over TCP 127.0.0.1 without TLS"
-      : "- Setup: DATABASE_URL, reached without TLS",
+        "reached over TCP 127.0.0.1: without TLS (sslmode=disable), and with it (sslmode=require, " +
+        "the server's certificate from a private CA) in each suite's -tls twin"
+      : "- Setup: DATABASE_URL, reached without TLS (sslmode=disable) and, in the -tls twins, " +
+        "with sslmode=require",
     `- pgpipe: ${machine.pgpipe}`,
     ...drivers.slice(1).map((d) => `- ${d.name}: \`${d.source}\`, default options except max`),
     ...(quick ? ["- --quick: few iterations, smoke run only"] : []),
