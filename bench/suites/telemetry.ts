@@ -61,6 +61,31 @@ try {
   await receiver.close();
 }
 
+// The floor: Deno's own spans and metric records for the same work, with no database or driver.
+const floorProbe = new URL("../probes/telemetry_floor.ts", import.meta.url).pathname;
+const floors: number[] = [];
+const onEnv = variants[1].env;
+const receiver2 = startOtlpReceiver(false);
+try {
+  for (let r = 0; r < rounds; r++) {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--no-lock", floorProbe, ...(isQuick() ? ["--quick"] : [])],
+      env: { ...onEnv, ...otelEnv(receiver2) },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (!out.success) {
+      throw new Error(`telemetry floor probe failed: ${new TextDecoder().decode(out.stderr)}`);
+    }
+    floors.push(
+      JSON.parse(new TextDecoder().decode(out.stdout).trim().split("\n").at(-1)!).cpuUsPerSpan,
+    );
+  }
+} finally {
+  await receiver2.close();
+}
+const floor = median(floors);
+
 const med = (name: string, pick: (r: Run) => number) => median(results.get(name)!.map(pick));
 const extra = (pick: (r: Run) => number) => med("on", pick) - med("off", pick);
 const measures: Measure[] = [
@@ -76,6 +101,13 @@ const measures: Measure[] = [
     label: "telemetry on: extra CPU per serial query (spans, metrics, export)",
     against: "telemetry off",
     value: extra((r) => r.serial.cpuUs),
+    unit: "µs",
+  },
+  {
+    suite: "telemetry",
+    label: "Deno's own span + histogram record per query, no database (the floor under the cost)",
+    against: "nothing traced",
+    value: floor,
     unit: "µs",
   },
 ];
@@ -96,8 +128,10 @@ await emitReport({
   ratios: [],
   measures,
   notes: [
-    "Most of the 'on' cost is Deno's own span and metric ops and its exporter: a span with the " +
-    "same attributes plus one histogram record, with no database at all, costs about 8 µs of CPU " +
-    "here. Off, a query pays one null check.",
+    `The floor: Deno's own OpenTelemetry doing what pgpipe asks of it per query (one client span ` +
+    `with the same attributes, one setAttributes, one histogram record; bench/probes/` +
+    `telemetry_floor.ts), with no database or driver, costs ${fmt(floor, 2)} µs of CPU per ` +
+    `query in this run (median of ${rounds}): the part of the 'on' cost that is the runtime's.`,
+    "Off, a query pays one null check.",
   ],
 });
