@@ -79,6 +79,23 @@ Deno.test("environment: PG* variables fill what the URL and options leave out", 
   });
 });
 
+Deno.test("PGSSLROOTCERT is read only for a connection that may encrypt, and `system` reads no file", async () => {
+  const missing = "/nonexistent/pgpipe-root.crt";
+  await withEnv({ PGSSLROOTCERT: missing, PGSSLMODE: undefined }, () => {
+    // sslmode=disable never encrypts, so a stale PGSSLROOTCERT must not break the client.
+    const plain = resolveOptions("postgres://u@h/d?sslmode=disable");
+    assert.equal(plain.sslmode, "disable");
+    assert.throws(
+      () => resolveOptions("postgres://u@h/d?sslmode=require"),
+      (e) => e instanceof TypeError && e.message.includes(`cannot read sslrootcert ${missing}`),
+    );
+  });
+  await withEnv({ PGSSLROOTCERT: "system", PGSSLMODE: undefined }, () => {
+    const r = resolveOptions("postgres://u@h/d?sslmode=verify-full");
+    assert.equal(r.sslmode, "verify-full");
+  });
+});
+
 Deno.test(".pgpass: wildcards, escapes, first match wins, sockets match localhost", () => {
   const text = [
     "# comment",

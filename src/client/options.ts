@@ -713,7 +713,12 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
   }
   const ssl = parseSsl(options.ssl ?? q.get("sslmode") ?? env("PGSSLMODE"));
   const rootCert = q.get("sslrootcert") ?? env("PGSSLROOTCERT");
-  if (rootCert !== undefined && ssl.ca === undefined) {
+  // As libpq: no file is read for a connection that never encrypts, and `system` means the
+  // default roots (which the native TLS path trusts anyway).
+  if (
+    rootCert !== undefined && rootCert !== "system" && ssl.ca === undefined &&
+    ssl.mode !== "disable"
+  ) {
     try {
       ssl.ca = [Deno.readTextFileSync(rootCert)];
     } catch (e) {
