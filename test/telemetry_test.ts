@@ -154,6 +154,16 @@ Deno.test("telemetry: a cursor and a COPY are one span each, with their row coun
   assert.equal(copy.attributes["db.response.returned_rows"], 7);
 });
 
+Deno.test("telemetry: sql.unsafe text without parameters is never recorded, not by a cursor or a COPY either", async () => {
+  const { spans } = await once();
+  const under = childrenOf(spans, requestSpan(spans, "/unsafe"));
+  const kinds = under.map((s) => s.attributes["pgpipe.operation"] ?? "query");
+  assert.deepEqual(kinds, ["query", "query", "cursor", "copy"]);
+  const texts = under.map((s) => s.attributes["db.query.text"]);
+  // Only the tagged template's span (its text is the code's own) carries the text.
+  assert.deepEqual(texts, ["select 'secret-4711' as s", undefined, undefined, undefined]);
+});
+
 Deno.test("telemetry: sql.copyFrom and sql.copyTo are one span each, with their row counts", async () => {
   const { spans } = await once();
   const copies = childrenOf(spans, requestSpan(spans, "/bulk"))

@@ -647,7 +647,9 @@ function makeRunner(
       let trace: OperationTrace | null = null;
       const request = withSpec(query, (spec, failWith) => {
         fail = failWith;
-        if (telemetry !== null) trace = telemetry.operation(spec.text, "cursor", parent);
+        if (telemetry !== null) {
+          trace = telemetry.operation(spec.text, "cursor", spec.simple !== true, parent);
+        }
         // A cursor needs a portal with a row limit: the extended protocol, even for `unsafe` text.
         const req = new CursorRequest({ ...spec, simple: false }, rows, newResult);
         sink.send(req);
@@ -708,7 +710,9 @@ function makeRunner(
         const req = into ? new CopyInRequest(text, fail) : new CopyOutRequest(text, fail);
         control.request = req;
         done = req.done.then(copyResult);
-        if (telemetry !== null) traceCopy(telemetry.operation(text, "copy", parent), done);
+        if (telemetry !== null) {
+          traceCopy(telemetry.operation(text, "copy", spec.simple !== true, parent), done);
+        }
         done.catch(ignore); // when the stream rejects, `result` rejects with that instead
         return startStream(sink, kind, req);
       });

@@ -250,8 +250,10 @@ interface Summary {
   name: string;
   /** The duration metric's attributes on success, shared by every query of this text. */
   ok: Attributes;
-  /** A query span's attributes at its start (with or without the text), shared likewise. */
+  /** A query span's attributes at its start, without the text, shared likewise. */
   span: Attributes;
+  /** The same with `db.query.text`, made the first time a query of this text may record it. */
+  spanWithText?: Attributes;
 }
 
 const OPERATION = /^\s*(?:--[^\n]*\n\s*|\/\*[\s\S]*?\*\/\s*)*([a-z]+)/i;
@@ -433,10 +435,18 @@ export class Telemetry {
   ): QueryTrace {
     const s = this.#summary(text);
     // The attributes are the same for every query of this text: one object, not one per query.
-    if (this.#queryText === true || (this.#queryText === undefined && parameterised)) {
-      s.span["db.query.text"] ??= text;
-    }
-    return new QueryTrace(this, s, this.#start(s.name, s.span, parent), settle);
+    const attributes = this.#recordsText(parameterised)
+      ? s.spanWithText ??= { ...s.span, "db.query.text": text }
+      : s.span;
+    return new QueryTrace(this, s, this.#start(s.name, attributes, parent), settle);
+  }
+
+  /**
+   * Whether a span records its text: always with `query_text: true`, never with `false`, and by
+   * default only for text sent with parameters (`sql.unsafe` text without them may hold values).
+   */
+  #recordsText(parameterised: boolean): boolean {
+    return this.#queryText === true || (this.#queryText === undefined && parameterised);
   }
 
   /** A transaction's span: the parent of its queries, ended at its COMMIT or ROLLBACK. */
@@ -455,11 +465,16 @@ export class Telemetry {
   }
 
   /** A span for a whole operation (a cursor, a COPY), ended by `done`. */
-  operation(text: string, kind: string, parent?: OtelContext): OperationTrace {
+  operation(
+    text: string,
+    kind: string,
+    parameterised: boolean,
+    parent?: OtelContext,
+  ): OperationTrace {
     const s = this.#summary(text);
     const attributes: Attributes = { ...s.ok, "pgpipe.operation": kind };
     if (s.collection !== undefined) attributes["db.collection.name"] = s.collection;
-    if (this.#queryText !== false) attributes["db.query.text"] = text;
+    if (this.#recordsText(parameterised)) attributes["db.query.text"] = text;
     return new OperationTrace(this, s, this.#start(s.name, attributes, parent));
   }
 
@@ -749,7 +764,7 @@ function bulkText(source: unknown, direction: "from stdin" | "to stdout"): strin
 /** `sql.copyFrom`/`copyTo` with one span each (rows counted), when telemetry is on. */
 export function tracedBulkCopy(telemetry: Telemetry, bulk: BulkCopy): BulkCopy {
   const copyFrom: BulkCopy["copyFrom"] = (table, rows, options) => {
-    const trace = telemetry.operation(bulkText(table, "from stdin"), "copy");
+    const trace = telemetry.operation(bulkText(table, "from stdin"), "copy", true);
     const done = bulk.copyFrom(table, rows, options);
     done.then((n) => trace.done(null, n), (e) => trace.done(e));
     return done;
@@ -758,7 +773,7 @@ export function tracedBulkCopy(telemetry: Telemetry, bulk: BulkCopy): BulkCopy {
     const batches = bulk.copyTo(source, options as never) as AsyncIterable<unknown[]>;
     return {
       async *[Symbol.asyncIterator]() {
-        const trace = telemetry.operation(bulkText(source, "to stdout"), "copy");
+        const trace = telemetry.operation(bulkText(source, "to stdout"), "copy", true);
         let failure: unknown = null;
         try {
           for await (const batch of batches) {

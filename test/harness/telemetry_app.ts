@@ -46,6 +46,16 @@ const routes: Record<string, () => Promise<unknown>> = {
     }
     return rows;
   },
+  // sql.unsafe text without parameters may hold values: no span records it, not even a cursor's
+  // or a COPY's, and a parameterised run of the same text must not make it appear later.
+  "/unsafe": async () => {
+    const text = "select 'secret-4711' as s";
+    await sql`select 'secret-4711' as s`; // the same text from the tag: recorded, by design
+    await sql.unsafe(text);
+    for await (const _ of sql.unsafe(text).cursor(1)) { /* drain */ }
+    const stream = await sql.unsafe("copy (select 'secret-4711') to stdout").readableStream();
+    for await (const _ of stream) { /* drain */ }
+  },
   "/copy": async () => {
     const stream = await sql`copy (select g from generate_series(1, 7) g) to stdout`
       .readableStream();
