@@ -342,3 +342,51 @@ Deno.test("COPY FROM STDIN awaited as a plain query is refused, not hung (both p
   const after = await Promise.all([sql`select 1 as a`, sql`select 2 as b`]);
   assert.deepEqual([after[0][0].a, after[1][0].b], [1, 2]);
 });
+
+Deno.test("cancel: a query cancelled while its connection starts stays cancelled when that start fails", async () => {
+  // A server that asks for a password, takes it (and the queries riding with it), then, once the
+  // test has cancelled, closes: nothing ran, so the pool hands the others to the next connection.
+  const dead = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  let gotPassword!: () => void;
+  const passwordIn = new Promise<void>((r) => gotPassword = r);
+  let release!: () => void;
+  const released = new Promise<void>((r) => release = r);
+  const serving = (async () => {
+    const c = await dead.accept();
+    const buf = new Uint8Array(4096);
+    await c.read(buf); // the startup message
+    await c.write(new Uint8Array([0x52, 0, 0, 0, 8, 0, 0, 0, 3])); // AuthenticationCleartextPassword
+    await c.read(buf); // the password, and the queries behind it
+    gotPassword();
+    await released;
+    c.close();
+  })();
+  const real = new URL(url);
+  const table = `cancel_starting_${Date.now()}`;
+  await using admin = postgres(url, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create table ${table} (n int)`);
+  try {
+    let calls = 0;
+    await using sql = postgres(url, {
+      max: 1,
+      fetch_types: false,
+      password: "unused under trust",
+      socket: () =>
+        ++calls === 1
+          ? Deno.connect({ hostname: "127.0.0.1", port: (dead.addr as Deno.NetAddr).port })
+          : Deno.connect({ hostname: real.hostname, port: Number(real.port || 5432) }),
+    });
+    const insert = sql.unsafe(`insert into ${table} values (1)`, []);
+    const running = insert.execute();
+    await passwordIn;
+    insert.cancel();
+    release();
+    await assert.rejects(running, (e) => e instanceof PostgresError && e.code === "57014");
+    const [{ n }] = await sql.unsafe(`select count(*)::int as n from ${table}`);
+    assert.equal(n, 0, "the cancelled insert ran on the next connection");
+  } finally {
+    await serving;
+    dead.close();
+    await admin.unsafe(`drop table ${table}`);
+  }
+});

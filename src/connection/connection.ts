@@ -288,7 +288,7 @@ export class Connection implements EncodeContext {
     },
     inTransaction: () => this.status !== IDLE,
   };
-  #cancelWhenHead = new Set<PipelineRequest>(); // cancel asked while others ran ahead of it
+  #cancelWhenHead = new Map<PipelineRequest, Error>(); // cancel asked while others ran ahead of it
   #cancelled = new Set<PipelineRequest>(); // requests a CancelRequest was sent for
   #strays = new StrayCancels(); // our CancelRequests that may yet stop a request they were not for
   #resend: PipelineRequest | null = null; // re-sent at its ReadyForQuery (late cancel, stale statement)
@@ -415,7 +415,13 @@ export class Connection implements EncodeContext {
     this.#barriers = 0;
     this.#writer.reset();
     const neverRan = err instanceof PostgresError || !this.#authenticated;
-    if (neverRan && this.#options.unclaim !== undefined) return this.#options.unclaim(reqs);
+    // One its caller cancelled meanwhile stays cancelled: it is never handed on to run elsewhere.
+    const cancelled = this.#cancelWhenHead;
+    this.#cancelWhenHead = new Map();
+    if (neverRan && this.#options.unclaim !== undefined) {
+      for (const [req, reason] of cancelled) req.fail(reason);
+      return this.#options.unclaim(reqs.filter((req) => !cancelled.has(req)));
+    }
     for (const req of reqs) {
       const e = err instanceof ConnectionError ? clone(err) : err;
       if (e instanceof ConnectionError) e.outcome = neverRan ? "not-sent" : "unknown";
@@ -910,9 +916,9 @@ export class Connection implements EncodeContext {
     const at = this.#queue.indexOf(req, this.#head);
     if (at === -1 || at >= this.#tail) return; // already answered
     // Still starting: the backend's key is not known yet; cancel once it is.
-    if (this.#starting) this.#cancelWhenHead.add(req);
+    if (this.#starting) this.#cancelWhenHead.set(req, reason);
     else if (at === this.#head || this.#inHeadBatch(at)) this.#cancelNow(req);
-    else this.#cancelWhenHead.add(req);
+    else this.#cancelWhenHead.set(req, reason);
   }
 
   /**
