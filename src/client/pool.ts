@@ -363,7 +363,6 @@ export class Pool {
         this.#everConnected = true;
         this.#backoff = 0;
         this.#lastError = null;
-        if (!this.#ids.has(c)) this.#ids.set(c, this.#nextId++);
         const life = this.#pool.maxLifetime;
         // Jitter, so connections opened together are not all replaced at the same moment.
         if (life > 0) {
