@@ -84,8 +84,9 @@ export class Result<T = Row> extends Array<T> {
   /** The statement that ran. */
   statement: ResultStatement | null = null;
   /**
-   * The connection's backend pid, secret key and transaction status ("I", "T", "E") at
-   * completion, and the TLS implementation it runs on (`"native"`, `"node"`, or null: plain).
+   * The connection's backend pid, secret key (its first 4 bytes: under protocol 3.2 the key is
+   * longer), transaction status ("I", "T", "E") at completion, and the TLS implementation it runs
+   * on (`"native"`, `"node"`, or null: plain).
    */
   state: { pid: number; secret: number; status: string; tls: "native" | "node" | null } | null =
     null;
