@@ -1,13 +1,17 @@
 /**
  * `sql.copyTo(tableOrQuery, options)`: a table or a query's rows through
- * `COPY ... TO STDOUT (FORMAT binary)`, decoded into rows as they arrive and
+ * `COPY ... TO STDOUT (FORMAT binary)`, decoded into rows batch by batch as the consumer asks, and
  * handed out in batches by an async iterator.
  *
- * The rows of each CopyData message are decoded during the read (the bytes
- * are the read buffer's) with the binary decoder of each column's type, then
- * the client's value transform, column names and row transform, exactly as a
- * query's rows are. Memory is bounded: once two full batches wait for the
- * consumer, reading from the server pauses until it takes one. A column only
+ * Each CopyData message (one row) is copied into a backlog as it arrives and
+ * decoded only when the consumer asks for the next batch, with the binary
+ * decoder of each column's type, then the client's value transform, column
+ * names and row transform, exactly as a query's rows are. Memory is bounded:
+ * the batch the consumer holds, and once two batches' worth of rows wait as
+ * bytes, reading from the server pauses until it takes one. Decoding on
+ * demand keeps the rows' objects young: rows decoded ahead would survive
+ * garbage collections while they wait, and every byte that survives one
+ * makes V8 grow its young generation (up to 64 MiB). A column only
  * the text form can give (a custom `types` parser, a type pgpipe cannot read
  * in binary) switches the COPY to the text format, decoded by the same text
  * decoders as query results.
@@ -26,6 +30,7 @@ import { compile } from "../query/compile.ts";
 import { readQueryFile } from "../query/file.ts";
 import type { ByteDecoderFn } from "../types/byte_decoders.ts";
 import { arrayDecoder, copyDecoderFor, decodeText } from "../types/copy_decoders.ts";
+import { CopyBacklog } from "../types/copy_backlog.ts";
 import { BinaryCopyReader, TextCopyReader } from "../types/copy_format.ts";
 import { Oid } from "../types/oids.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
@@ -57,7 +62,7 @@ export interface CopyToOptions {
 }
 
 const DEFAULT_BATCH = 1000;
-/** Reading pauses while this many full batches wait for the consumer. */
+/** Reading pauses while this many batches' worth of rows wait undecoded. */
 const QUEUED_BATCHES = 2;
 const IDLE = 0x49;
 
@@ -184,13 +189,20 @@ class CopyToIterator implements AsyncIterator<unknown[]> {
   readonly #size: number;
   readonly #values: boolean;
   readonly #signal: AbortSignal | undefined;
+  /** Messages (one row each, from the server) read ahead before reading pauses. */
+  readonly #ahead: number;
   #starting: Promise<void> | null = null;
   #req: CopyToRequest | null = null;
-  #queue: unknown[][] = [];
+  #reader: BinaryCopyReader | TextCopyReader | null = null;
+  /** What was read and not yet decoded. */
+  #backlog = new CopyBacklog();
+  /** Rows of a batch cut short by the backlog running dry, until more arrives. */
   #batch: unknown[] = [];
+  /** Rows decoded past a full batch (a message with more than one row): the next batch's. */
+  #spill: unknown[] | null = null;
   #error: unknown = null;
   #failed = false;
-  #finished = false; // the COPY ended and every row is decoded
+  #finished = false; // the COPY ended: everything is in the backlog
   #closed = false; // returned, or failed and reported
   #wake: (() => void) | null = null;
   #onAbort: (() => void) | null = null;
@@ -210,6 +222,7 @@ class CopyToIterator implements AsyncIterator<unknown[]> {
     this.#size = size;
     this.#values = values;
     this.#signal = signal;
+    this.#ahead = QUEUED_BATCHES * size;
   }
 
   async next(): Promise<IteratorResult<unknown[]>> {
@@ -223,25 +236,25 @@ class CopyToIterator implements AsyncIterator<unknown[]> {
     }
     for (;;) {
       if (this.#closed) return { done: true, value: undefined }; // return() meanwhile
-      if (this.#failed) { // before any batch still queued: after a failure nothing more is given
+      if (this.#failed) { // before any row still queued: after a failure nothing more is given
         this.#closed = true;
         await this.#stop();
         throw this.#error;
       }
-      const batch = this.#queue.shift();
-      if (batch !== undefined) {
-        if (this.#queue.length < QUEUED_BATCHES) this.#req?.resume();
-        return { done: false, value: batch };
-      }
-      if (this.#finished) {
-        if (this.#batch.length > 0) {
-          const last = this.#batch;
-          this.#batch = [];
-          return { done: false, value: last };
+      const backlog = this.#backlog;
+      if (backlog.count >= this.#size || this.#finished) {
+        const batch = this.#decode();
+        if (batch === null) continue; // failed
+        if (backlog.count < this.#ahead) this.#req?.resume();
+        if (batch.length >= this.#size || (this.#finished && batch.length > 0)) {
+          return { done: false, value: batch };
         }
-        this.#closed = true;
-        this.#detach();
-        return { done: true, value: undefined };
+        this.#batch = batch; // short of a batch: the rest is still to come
+        if (this.#finished) {
+          this.#closed = true;
+          this.#detach();
+          return { done: true, value: undefined };
+        }
       }
       await new Promise<void>((resolve) => this.#wake = resolve);
     }
@@ -251,6 +264,38 @@ class CopyToIterator implements AsyncIterator<unknown[]> {
     this.#closed = true;
     await this.#stop();
     return { done: true, value: undefined };
+  }
+
+  /**
+   * Decodes queued messages into the next batch until it is full or the
+   * backlog is empty, and at the end of the data checks that no row was cut
+   * short; null when that or a decoder failed.
+   */
+  #decode(): unknown[] | null {
+    const size = this.#size;
+    const backlog = this.#backlog;
+    const reader = this.#reader!;
+    // Rows go into a batch only the stack holds (see BinaryRowHandler).
+    const batch = this.#spill ?? this.#batch;
+    this.#spill = null;
+    this.#batch = [];
+    try {
+      backlog.flush(); // the read loop is between reads: its buffer still holds the run
+      while (batch.length < size && backlog.shift()) {
+        reader.feed(backlog.buf, backlog.start, backlog.end, batch);
+      }
+      if (
+        this.#finished && backlog.count === 0 &&
+        (reader.partial || (reader instanceof BinaryCopyReader && !reader.ended))
+      ) {
+        throw new QueryError("COPY_TRUNCATED", "the COPY data ended inside a row");
+      }
+    } catch (e) {
+      this.#fail(e);
+      return null;
+    }
+    if (batch.length > size) this.#spill = batch.splice(size);
+    return batch;
   }
 
   #notify(): void {
@@ -282,8 +327,9 @@ class CopyToIterator implements AsyncIterator<unknown[]> {
 
   async #halt(): Promise<void> {
     this.#detach();
-    this.#queue = [];
+    this.#backlog.clear();
     this.#batch = [];
+    this.#spill = null;
     if (this.#req === null) await this.#starting?.catch(() => {});
     const req = this.#req;
     if (req === null) return;
@@ -322,18 +368,11 @@ class CopyToIterator implements AsyncIterator<unknown[]> {
     const Row = st.Row;
     const rowTransform = st.rowTransform;
     const scratch: unknown[] = new Array(n);
-    const push = (vals: unknown[]) => {
+    const push = (vals: unknown[], out: unknown[]) => {
       let row: unknown = values ? vals : new Row(vals);
       if (rowTransform !== null) row = rowTransform(row);
-      const batch = this.#batch;
-      batch.push(row);
-      if (batch.length < this.#size) return;
-      this.#queue.push(batch);
-      this.#batch = [];
-      if (this.#queue.length >= QUEUED_BATCHES) this.#req?.pause();
-      this.#notify();
+      out.push(row);
     };
-    let reader: BinaryCopyReader | TextCopyReader;
     if (binary) {
       const fns = decoders.map((d, i) => {
         const inner = d!;
@@ -349,40 +388,40 @@ class CopyToIterator implements AsyncIterator<unknown[]> {
           vals[i] = start === -1 ? null : fns[i](buf, start, fields[2 * i + 1]);
         }
       });
-      reader = new BinaryCopyReader(n, (buf, fields) => {
+      this.#reader = new BinaryCopyReader(n, (buf, fields, out) => {
         const vals = values ? new Array<unknown>(n) : scratch;
         decodeRow(buf, fields, vals);
-        push(vals);
+        push(vals, out);
       });
     } else {
       const fns = st.decoders;
-      reader = new TextCopyReader(n, (texts) => {
+      this.#reader = new TextCopyReader(n, (texts, out) => {
         const vals = values ? texts as unknown[] : scratch;
         for (let i = 0; i < n; i++) {
           const t = texts[i];
           const fn = fns[i];
           vals[i] = t === null || fn === null ? t : fn(t);
         }
-        push(vals);
+        push(vals, out);
       });
     }
-    const req = new CopyToRequest(
-      `${text} (format ${binary ? "binary" : "text"})`,
-      (buf, start, end) => {
-        try {
-          reader.feed(buf, start, end);
-        } catch (e) {
-          this.#fail(e);
-          throw e; // the request drops the rest
-        }
+    // Each message is queued as it arrives (copied in runs) and decoded when the consumer asks
+    // for its rows; reading pauses once two batches' worth wait.
+    const backlog = this.#backlog;
+    const size = this.#size;
+    const ahead = this.#ahead;
+    const req = new CopyToRequest(`${text} (format ${binary ? "binary" : "text"})`, {
+      data: (buf, start, end) => {
+        backlog.push(buf, start, end);
+        const count = backlog.count;
+        if (count >= ahead) req.pause();
+        if (count >= size) this.#notify();
       },
-    );
+      release: () => backlog.flush(),
+    });
     this.#req = req;
     req.done.then(
       () => {
-        if (reader.partial || (reader instanceof BinaryCopyReader && !reader.ended)) {
-          this.#fail(new QueryError("COPY_TRUNCATED", "the COPY data ended inside a row"));
-        }
         this.#finished = true;
         this.#notify();
       },

@@ -7,9 +7,9 @@
  * In: the caller writes whole CopyData chunks and waits for each to reach the
  * socket before encoding the next (backpressure down to the server), then
  * ends with CopyDone, or CopyFail to make the server discard everything.
- * Out: each CopyData body is handed to the caller's function during the call
- * (the bytes are the read buffer's), and the caller pauses reading while its
- * consumer is behind.
+ * Out: each CopyData body is handed to the caller's sink (the bytes are the
+ * read buffer's, left as they are until the sink is told to release them),
+ * and the caller pauses reading while its consumer is behind.
  */
 import * as fe from "../protocol/frontend.ts";
 import type { Writer } from "../protocol/writer.ts";
@@ -165,17 +165,27 @@ export class CopyFromRequest extends BulkCopyRequest {
   }
 }
 
-/** `COPY ... TO STDOUT`, each CopyData body handed to `onData` as it arrives. */
+/** Where a CopyToRequest hands its data. */
+export interface CopyOutSink {
+  /**
+   * One CopyData body; its bytes (the read buffer's) stay as they are until
+   * `release`. What it throws fails this COPY only.
+   */
+  data(buf: Uint8Array, start: number, end: number): void;
+  /** The read buffer is about to change: copy what is still needed of it. */
+  release(): void;
+}
+
+/** `COPY ... TO STDOUT`, each CopyData body handed to its sink as it arrives. */
 export class CopyToRequest extends BulkCopyRequest {
-  readonly #onData: (buf: Uint8Array, start: number, end: number) => void;
+  readonly #sink: CopyOutSink;
   #started = false;
   #discard = false;
   #paused = false;
 
-  /** `onData` gets each body during the call; what it throws fails this COPY only. */
-  constructor(text: string, onData: (buf: Uint8Array, start: number, end: number) => void) {
+  constructor(text: string, sink: CopyOutSink) {
     super(text);
-    this.#onData = onData;
+    this.#sink = sink;
   }
 
   copyOut(): void {
@@ -185,7 +195,7 @@ export class CopyToRequest extends BulkCopyRequest {
   copyData(buf: Uint8Array, start: number, end: number): void {
     if (this.#discard) return;
     try {
-      this.#onData(buf, start, end);
+      this.#sink.data(buf, start, end);
     } catch (e) {
       // Fails this COPY, never the connection: the rest is read and dropped.
       this.#discard = true;
@@ -200,7 +210,11 @@ export class CopyToRequest extends BulkCopyRequest {
 
   copyDone(): void {}
 
-  /** Stops handing data to `onData`; the rest is read and dropped. */
+  beforeRead(): void {
+    if (!this.#discard) this.#sink.release();
+  }
+
+  /** Stops handing data to the sink; the rest is read and dropped. */
   discard(): void {
     this.#discard = true;
     this.resume();
@@ -221,6 +235,8 @@ export class CopyToRequest extends BulkCopyRequest {
   }
 
   protected finish(): void {
+    // The read loop goes on to the next request: what the sink kept of its buffer must go now.
+    if (!this.#discard) this.#sink.release();
     this.resume();
     if (this.failure === null && !this.#started) {
       this.failure = new QueryError("NOT_COPY_TO_STDOUT", "the statement is not COPY TO STDOUT");

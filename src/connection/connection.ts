@@ -661,6 +661,7 @@ export class Connection implements EncodeContext {
           // A slow COPY or cursor consumer holds the connection: stop reading until it catches up.
           if (this.#pausing) await new Promise<void>((resolve) => this.#paused = resolve);
         }
+        this.#queue[this.#head]?.beforeRead?.();
         const n = await this.#transport.read(framer.space());
         if (n === null) break;
         this.#lastRead = Date.now();

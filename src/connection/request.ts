@@ -96,8 +96,16 @@ export interface PipelineRequest {
   copyOut?(): void;
   /** CopyBothResponse: CopyData flows both ways (a replication stream) until CopyDone. */
   copyBoth?(): void;
-  /** One CopyData body in `buf[start, end)`, valid only during the call. */
+  /**
+   * One CopyData body in `buf[start, end)`: the bytes stay as they are during
+   * the call, and for a request with `beforeRead`, until that is called.
+   */
   copyData?(buf: Uint8Array, start: number, end: number): void;
+  /**
+   * The read loop handed out every complete message of its receive buffer and
+   * is about to read into it again (called on the head request only).
+   */
+  beforeRead?(): void;
   /** CopyDone from the server. */
   copyDone?(): void;
   /** Appends this request's messages, ending with Sync. */
