@@ -2,8 +2,10 @@
 // `deno run -A bench/probes/bulk.ts <method> <url> <table> <rows> <runs>`. Loads <rows> rows of
 // one of the suite's tables (bench/shared/bulk_tables.ts: `events` or `mixed`) into its own
 // unlogged table, or reads the suite's `bulk_source_<table>`, <runs> times; checks the result
-// each time and prints one JSON line: the best time, the rows and the process's peak RSS
-// (VmHWM). bench/suites/bulk.ts runs it.
+// each time and prints one JSON line: the best time, the rows, the process's peak RSS (VmHWM)
+// and where the memory is (`memory`: RSS once the modules are loaded and once connected, V8's
+// young and old generations at the end, external memory). bench/suites/bulk.ts runs it.
+import v8 from "node:v8";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import postgres from "../../mod.ts";
@@ -81,6 +83,24 @@ function peakRss(): number {
   return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) * 1024;
 }
 
+/** Bytes V8 holds per heap space, by the names the breakdown uses. */
+function heapSpaces(): { young: number; old: number; otherHeap: number } {
+  let young = 0;
+  let old = 0;
+  let otherHeap = 0;
+  for (const s of v8.getHeapSpaceStatistics()) {
+    // The young generation's two semi-spaces (the new space) and its large objects.
+    if (s.space_name.startsWith("new")) young += s.space_size;
+    else if (s.space_name === "old_space") old += s.space_size;
+    else otherHeap += s.space_size; // code, trusted, large objects, ...
+  }
+  return { young, old, otherHeap };
+}
+
+/** RSS once the modules are loaded: Deno, its runtime and this probe's imports. */
+const loadedRss = Deno.memoryUsage().rss;
+let connectedRss = NaN;
+
 // deno-lint-ignore no-explicit-any
 type AnySql = any;
 
@@ -88,6 +108,7 @@ async function client(driver: "pgpipe" | "postgres.js"): Promise<AnySql> {
   const make = driver === "pgpipe" ? postgres : (await import(POSTGRES_JS)).default;
   const sql = make(url, { max: 1, ssl: sslOf(url), onnotice: () => {} });
   await sql`select 1`;
+  connectedRss = Deno.memoryUsage().rss;
   return sql;
 }
 
@@ -205,4 +226,7 @@ if (method === "rows-alone") {
 } else {
   throw new Error(`unknown method ${method}`);
 }
-console.log(JSON.stringify({ ms: Math.min(...times), times, rows: total, peakRss: peakRss() }));
+const memory = { loadedRss, connectedRss, ...heapSpaces(), external: Deno.memoryUsage().external };
+console.log(
+  JSON.stringify({ ms: Math.min(...times), times, rows: total, peakRss: peakRss(), memory }),
+);

@@ -46,10 +46,27 @@ interface Measure {
   peakRss: number | null;
 }
 
+/** Where a probe's memory is (bench/probes/bulk.ts), bytes. */
+interface Memory {
+  /** RSS once Deno loaded the probe's modules (pgpipe among them), before connecting. */
+  loadedRss: number;
+  /** RSS once connected, before the method ran. */
+  connectedRss: number;
+  /** V8's young generation (its two semi-spaces) at the end. */
+  young: number;
+  /** V8's old space at the end. */
+  old: number;
+  /** The rest of V8's heap: code, trusted and large-object spaces. */
+  otherHeap: number;
+  /** Memory outside V8's heap that it tracks: ArrayBuffers (read buffers, Buffer pools). */
+  external: number;
+}
+
 interface ProbeOut {
   ms: number;
   peakRss: number;
   version?: string;
+  memory?: Memory;
 }
 
 async function command(cmd: string, args: string[]): Promise<string> {
@@ -103,15 +120,20 @@ async function psqlCopy(psql: string, direction: "from" | "to", table: string, f
 class Method {
   ms = Infinity;
   peakRss: number | null = null;
+  /** Where the memory was in the round with the highest peak. */
+  memory: Memory | null = null;
   constructor(
     readonly method: string,
     readonly driver: string,
-    readonly run: () => Promise<{ ms: number; peakRss: number | null }>,
+    readonly run: () => Promise<{ ms: number; peakRss: number | null; memory?: Memory }>,
   ) {}
   async measure(): Promise<void> {
     const r = await this.run();
     this.ms = Math.min(this.ms, r.ms);
-    if (r.peakRss !== null) this.peakRss = Math.max(this.peakRss ?? 0, r.peakRss);
+    if (r.peakRss !== null && r.peakRss >= (this.peakRss ?? 0)) {
+      this.peakRss = r.peakRss;
+      this.memory = r.memory ?? null;
+    }
   }
 }
 
@@ -124,6 +146,12 @@ const tables: Table[] = [];
 const ratios: Ratio[] = [];
 const measures: Limited[] = [];
 const pyReady = await haveAsyncpg();
+/** The floor under every probe: the peak RSS of a Deno process that does nothing (best of 3). */
+let idleRss = Infinity;
+for (let i = 0; i < 3; i++) {
+  const out = await command(Deno.execPath(), ["run", "-A", "--no-lock", join(probes, "idle.ts")]);
+  idleRss = Math.min(idleRss, lastLine<{ peakRss: number }>(out).peakRss);
+}
 if (pyReady !== true) notes.push(pyReady);
 if (psql === null) notes.push("psql skipped: no PostgreSQL client binaries found");
 const temp: string[] = [];
@@ -316,6 +344,36 @@ async function bulkTable(spec: BulkTable): Promise<void> {
       unit: "MiB",
     });
   }
+  const breakdown: [string, Method][] = [["copyTo", ourRead], ["copyFrom", ourLoad]];
+  tables.push({
+    title: `Where pgpipe's peak RSS goes (${spec.name}, MiB, the round with the highest peak)`,
+    head: [
+      "method",
+      "Deno alone",
+      "+ modules",
+      "+ connected",
+      "young gen",
+      "old gen",
+      "other heap",
+      "external",
+      "peak RSS",
+    ],
+    rows: breakdown.map(([what, m]) => {
+      const r = m.memory;
+      if (r === null) return [what, mib(idleRss), "-", "-", "-", "-", "-", "-", mib(m.peakRss)];
+      return [
+        what,
+        mib(idleRss),
+        mib(r.loadedRss),
+        mib(r.connectedRss),
+        mib(r.young),
+        mib(r.old),
+        mib(r.otherHeap),
+        mib(r.external),
+        mib(m.peakRss),
+      ];
+    }),
+  });
   const serverRead = reads.find((m) => m.driver.startsWith("psql"));
   if (server && serverRead) {
     notes.push(
@@ -449,6 +507,7 @@ await emitReport({
   measures,
   notes: [
     `Each method runs in a fresh process, once per round, ${ROUNDS} round(s) with the methods rotated; the best time is shown, peak RSS is the highest of the process's high-water marks (VmHWM), rows generated included.`,
+    "Where the peak RSS goes: Deno alone is a process that imports nothing (probes/idle.ts); + modules is the probe's RSS once its modules (pgpipe, node:stream) are loaded, + connected once its connection is up; young gen, old gen, other heap (code, trusted and large-object spaces) and external (ArrayBuffers) are V8's at the end of the run (V8 grows its young generation, up to two 32 MiB semi-spaces, while objects keep surviving its scavenges: here the batch the consumer holds and the one being decoded, or the rows being encoded; the old generation holds what incremental marking found reachable while rows passed through). Peak RSS is a little above their sum: allocator and thread stacks.",
     "Rows are made one at a time by a generator as the method asks for them (except for the array case), with the same values for every driver; each load is checked (count and sums), each read checks its row count and last row. Multi-row inserts and asyncpg run on the events table only.",
     ...notes,
     ...versions,
