@@ -56,7 +56,8 @@ export interface BulkCopy {
   /**
    * Reads a table (or a query's result) with `COPY ... TO STDOUT (FORMAT
    * binary)`, as batches of rows decoded as a query's rows are (objects, or
-   * arrays with `values: true`). Reading pauses while two batches wait, so
+   * arrays with `values: true`). One batch is decoded at a time, as the
+   * consumer asks for it, and reading pauses while two more wait as bytes, so
    * memory stays bounded; `break` cancels the COPY.
    *
    * `source` is a table name (a string or `sql("schema.table")`) or a query

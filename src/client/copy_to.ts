@@ -53,7 +53,10 @@ import { quoteIdentifier } from "./exec.ts";
 export interface CopyToOptions {
   /** For a table: the columns to read, in order (default: all but generated ones). */
   columns?: readonly string[];
-  /** Rows per batch (default 1000). Memory holds at most about three batches. */
+  /**
+   * Rows per batch (default 1000). Memory holds about three batches: the one
+   * handed out, decoded, and up to two more as the server sent them.
+   */
   batch?: number;
   /** Stops reading: the iteration rejects with the signal's reason. */
   signal?: AbortSignal;
