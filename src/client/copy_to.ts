@@ -245,7 +245,7 @@ class CopyToIterator implements AsyncIterator<unknown[]> {
         throw this.#error;
       }
       const backlog = this.#backlog;
-      if (backlog.count >= this.#size || this.#finished) {
+      if (backlog.count > 0 || this.#finished) {
         const batch = this.#decode();
         if (batch === null) continue; // failed
         if (backlog.count < this.#ahead) this.#req?.resume();
@@ -420,7 +420,12 @@ class CopyToIterator implements AsyncIterator<unknown[]> {
         if (count >= ahead) req.pause();
         if (count >= size) this.#notify();
       },
-      release: () => backlog.flush(),
+      // Between reads the consumer decodes what came (as the rows would be decoded during the
+      // read), so a batch fills as the data arrives instead of in one burst.
+      release: () => {
+        backlog.flush();
+        if (backlog.count > 0) this.#notify();
+      },
     });
     this.#req = req;
     req.done.then(
