@@ -3,8 +3,9 @@
  * `COPY ... TO STDOUT (FORMAT binary)`, decoded into rows batch by batch as the consumer asks, and
  * handed out in batches by an async iterator.
  *
- * Each CopyData message (one row) is copied into a backlog as it arrives and
- * decoded only when the consumer asks for the next batch, with the binary
+ * Each CopyData message (one row) is queued in a backlog as it arrives and
+ * decoded only while the consumer waits for the next batch (between socket
+ * reads, so the batch fills as the data arrives), with the binary
  * decoder of each column's type, then the client's value transform, column
  * names and row transform, exactly as a query's rows are. Memory is bounded:
  * the batch the consumer holds, and once two batches' worth of rows wait as
@@ -278,7 +279,6 @@ class CopyToIterator implements AsyncIterator<unknown[]> {
     const size = this.#size;
     const backlog = this.#backlog;
     const reader = this.#reader!;
-    // Rows go into a batch only the stack holds (see BinaryRowHandler).
     const batch = this.#spill ?? this.#batch;
     this.#spill = null;
     this.#batch = [];

@@ -49,9 +49,7 @@ export function writeBinaryTrailer(w: Writer): void {
 /**
  * Receives one row: field `i` is `buf[fields[2i], fields[2i + 1])`, or NULL
  * when `fields[2i]` is -1. `buf` is only valid during the call. `out` is
- * what the caller passed to `feed` (where decoded rows go: an argument, not
- * a field the handler reads, so a batch being filled is reachable only from
- * the stack, which keeps V8's incremental marking from retaining its rows).
+ * what the caller passed to `feed`: where the decoded row goes.
  */
 export type BinaryRowHandler = (buf: Uint8Array, fields: Int32Array, out: unknown[]) => void;
 
