@@ -119,3 +119,50 @@ Deno.test("failed starts: the queries two attempts took back run in the order th
     await admin.unsafe(`drop sequence ${seq}`);
   }
 });
+
+Deno.test("failed start: fetch_types' catalog query is sent once, by the connection that starts", async () => {
+  let catalogQueries = 0;
+  let attempts = 0;
+  let refused!: () => void;
+  const firstRefused = new Promise<void>((r) => refused = r);
+  const counting = async (): Promise<DenoLikeConn> => {
+    await firstRefused; // the failed start has handed back what it took
+    await new Promise((r) => setTimeout(r, 20));
+    const conn = await connectReal();
+    return {
+      read: (p) => conn.read(p),
+      write: (p) => {
+        catalogQueries += text.decode(p).split("from pg_catalog.pg_type t").length - 1;
+        return conn.write(p);
+      },
+      close: () => conn.close(),
+    };
+  };
+  await using sql = postgres(url, {
+    ...quiet,
+    max: 2,
+    password: "unused under trust",
+    socket: () => {
+      if (++attempts > 1) return counting();
+      const fake = new SilentAfterPassword();
+      const write = fake.write.bind(fake);
+      fake.write = async (p) => {
+        const n = await write(p);
+        if (fake.written.includes("pg_catalog.pg_type")) {
+          fake.close(); // the password with the catalog query behind it: refused, none ran
+          refused();
+        }
+        return n;
+      };
+      return fake;
+    },
+  });
+  const rows = await within(
+    Promise.all([sql`select 1 as a`, sql`select 2 as b`]),
+    10_000,
+    "the queries the failed start took",
+  );
+  assert.deepEqual([rows[0][0].a, rows[1][0].b], [1, 2]);
+  assert.equal(attempts, 2, "the second start took both");
+  assert.equal(catalogQueries, 1, "the catalog query the failed start took is not sent again");
+});

@@ -420,7 +420,10 @@ export class Pool {
   #giveBack(reqs: PipelineRequest[]): void {
     let at = 0;
     for (const req of reqs) {
-      const claimed = this.#claimedAt.get(req) ?? { since: Date.now(), order: -1 };
+      const claimed = this.#claimedAt.get(req);
+      // Not a waiting request but what #claim sent first, fetch_types' catalog query: the next
+      // connection sends its own, so this one goes nowhere (else it would run twice there).
+      if (claimed === undefined) continue;
       while (at < this.#waiting.length) {
         const ahead = this.#claimedAt.get(this.#waiting[at]);
         if (ahead === undefined || ahead.order > claimed.order) break;
