@@ -195,11 +195,13 @@ interface DenoProviders {
 
 let denoProviders: DenoProviders | null | undefined;
 
-/** A provider given in the options must have its method: checked in `postgres()`, not later. */
-function checkProvider(value: unknown, name: string, method: string): void {
+/** A provider given in the options must have its methods: checked in `postgres()`, not later. */
+function checkProvider(value: unknown, name: string, ...methods: string[]): void {
   if (value === undefined) return;
-  if (typeof (value as Record<string, unknown> | null)?.[method] !== "function") {
-    throw new TypeError(`telemetry.${name} must have a ${method}() method`);
+  for (const method of methods) {
+    if (typeof (value as Record<string, unknown> | null)?.[method] !== "function") {
+      throw new TypeError(`telemetry.${name} must have a ${method}() method`);
+    }
   }
 }
 
@@ -324,7 +326,11 @@ export class Telemetry {
     if (option === false) return null;
     checkProvider(option?.tracerProvider, "tracerProvider", "getTracer");
     checkProvider(option?.meterProvider, "meterProvider", "getMeter");
-    checkProvider(option?.contextManager, "contextManager", "active");
+    checkProvider(option?.contextManager, "contextManager", "active", "with");
+    const queryText = option?.query_text;
+    if (queryText !== undefined && typeof queryText !== "boolean") {
+      throw new TypeError(`telemetry.query_text must be a boolean; got ${typeof queryText}`);
+    }
     const d = option?.tracerProvider !== undefined && option?.meterProvider !== undefined
       ? null
       : deno();
@@ -333,7 +339,7 @@ export class Telemetry {
     if (tracer === undefined && meter === undefined) return null;
     const context = option?.contextManager ?? d?.contextManager ??
       (globalThis as { Deno?: { telemetry?: DenoProviders } }).Deno?.telemetry?.contextManager;
-    return new Telemetry(tracer, meter, context, option?.query_text, target);
+    return new Telemetry(tracer, meter, context, queryText, target);
   }
 
   /**
