@@ -5,6 +5,7 @@ import postgres, { type Options, PostgresError, type SslOption, type TlsPath } f
 import type { ClusterInfo } from "./harness/cluster.ts";
 import { hasClusters, plainCluster, tlsCluster } from "./harness/env.ts";
 import { flightRecorder } from "./harness/flights.ts";
+import { keyExchange } from "./harness/tls_hello.ts";
 import { assertConnectionError, clusterTest, failure, quiet, session } from "./harness/connect.ts";
 
 const tls = tlsCluster();
@@ -205,6 +206,47 @@ Deno.test({
     }
   },
 });
+
+clusterTest(
+  "tls on the wire: a verified SCRAM start sends its queries with SCRAM's final message, an " +
+    "unverified one after the server's signature; a HelloRetryRequest costs one more flight",
+  tls,
+  async (c) => {
+    const { user, password } = c.users.scram;
+    const starts: { ssl: SslOption; path: TlsPath; encrypted: number }[] = [
+      // Finished+startup, SCRAM first, SCRAM final+queries.
+      { ssl: { mode: "require", ca: ca(c) }, path: "native", encrypted: 3 },
+      // The same, but the queries wait for the server's signature: a flight of their own.
+      { ssl: "require", path: "node", encrypted: 4 },
+    ];
+    for (const { ssl, path, encrypted } of starts) {
+      const rec = flightRecorder({ hostname: c.host, port: c.port });
+      const sql = postgres({ ...quiet, ...via(c, ssl), port: rec.port, user, password, max: 1 });
+      try {
+        const [a, b] = await Promise.all([sql`select 1 as x`, sql`select 2 as x`]);
+        assert.deepEqual([a[0].x, b[0].x, a.state?.tls], [1, 2, path]);
+      } finally {
+        await sql.end();
+        await rec.close();
+      }
+      assert.equal(rec.connections.length, 1, `${path}: one connection`);
+      const { offer, answer, flights } = keyExchange(rec.connections[0]);
+      assert.ok(offer !== null && answer !== null, `${path}: a ClientHello and its answer`);
+      assert.ok(offer.shares.length > 0 && offer.shares.every((g) => offer.groups.includes(g)));
+      // TLS 1.3: the server asks for another share exactly when it picked a group without one.
+      assert.equal(answer.retry, !offer.shares.includes(answer.group!), `${path}: ${answer.group}`);
+      const hellos = answer.retry ? ["ClientHello", "ClientHello again"] : ["ClientHello"];
+      // sql.end()'s Terminate, after the answers, may or may not reach the recorder before it
+      // closes: it is not a round trip.
+      const trips = flights.filter((f) => f !== "goodbye");
+      assert.deepEqual(
+        trips.map((f) => f.startsWith("encrypted") ? "encrypted" : f),
+        ["SSLRequest", ...hellos, ...Array(encrypted).fill("encrypted")],
+        path,
+      );
+    }
+  },
+);
 
 // ---------------------------------------------------------------------------------------------
 // sslnegotiation=direct: the TLS handshake at once, with ALPN "postgresql" (PostgreSQL 17+). The
