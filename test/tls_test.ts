@@ -248,6 +248,46 @@ clusterTest(
   },
 );
 
+clusterTest(
+  "tls on the wire: a fresh process's first node:tls handshake sends a secp256r1 share, so no " +
+    "server (PostgreSQL 17 and older offer only prime256v1) answers with a HelloRetryRequest",
+  tls,
+  async (c) => {
+    const { user, password } = c.users.scram;
+    const rec = flightRecorder({ hostname: c.host, port: c.port });
+    try {
+      // A fresh process: node:tls has learned nothing about the server yet.
+      const url = `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${rec.port}/` +
+        `${c.database}?sslmode=require`;
+      const probe = new URL("../bench/probes/cold.ts", import.meta.url).pathname;
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          "--no-lock",
+          probe,
+          "pgpipe",
+          url,
+          new URL("../mod.ts", import.meta.url).href,
+        ],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.ok(out.success, new TextDecoder().decode(out.stderr));
+    } finally {
+      await rec.close();
+    }
+    assert.equal(rec.connections.length, 1);
+    const { offer, answer, flights } = keyExchange(rec.connections[0]);
+    assert.deepEqual(offer?.shares, ["secp256r1"]);
+    assert.deepEqual(answer, { retry: false, group: "secp256r1" });
+    assert.deepEqual(
+      flights.filter((f) => f !== "goodbye").map((f) => f.startsWith("encrypted") ? "enc" : f),
+      ["SSLRequest", "ClientHello", "enc", "enc", "enc", "enc"],
+    );
+  },
+);
+
 // ---------------------------------------------------------------------------------------------
 // sslnegotiation=direct: the TLS handshake at once, with ALPN "postgresql" (PostgreSQL 17+). The
 // same tests run on every version: success from 17, a clear SSL_NOT_SUPPORTED before.

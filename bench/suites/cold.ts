@@ -398,8 +398,9 @@ if (wire.length > 0) {
       "place in a SCRAM login. PostgreSQL up to 17 offers one key exchange group " +
       "(ssl_ecdh_curve, prime256v1 by default); a ClientHello with only an X25519 share gets a " +
       "HelloRetryRequest, one round trip more. 18 also offers X25519 (ssl_groups). Deno's TLS " +
-      "(rustls, both Deno.startTls and node:tls) sends one X25519 share and has no option to " +
-      "choose; libpq (OpenSSL 3.0) does the same.",
+      "(rustls) sends one X25519 share and has no option to choose; libpq (OpenSSL 3.0) does " +
+      "the same. pgpipe's node:tls path teaches node:tls a secp256r1 share first " +
+      "(src/connection/tls_group.ts), which every PostgreSQL takes at once.",
   );
 }
 

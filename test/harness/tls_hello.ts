@@ -6,6 +6,12 @@
  * handshake can finish. Also a name for each client flight, so a report can say which round
  * trips a client spends ("goodbye" for the Terminate or close_notify that ends the connection).
  */
+import {
+  clientHelloFields,
+  HRR_RANDOM,
+  keyShareGroups,
+  supportedGroups,
+} from "../../src/connection/tls_group.ts";
 import { type Flight, frontendTypes } from "./flights.ts";
 
 /** Names of the TLS named groups clients offer (RFC 8446, RFC 7919, the ML-KEM hybrids). */
@@ -29,9 +35,6 @@ const GROUPS: Record<number, string> = {
 function groupName(code: number): string {
   return GROUPS[code] ?? `0x${code.toString(16).padStart(4, "0")}`;
 }
-
-/** RFC 8446 4.1.3: the random of a ServerHello that is a HelloRetryRequest. */
-const HRR_RANDOM = "cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c";
 
 const HANDSHAKE = 0x16;
 const CLIENT_HELLO = 1;
@@ -111,25 +114,16 @@ function extensions(body: Uint8Array, at: number): Map<number, Uint8Array> {
 }
 
 function readOffer(b: Uint8Array): ClientOffer {
-  let at = 2 + 32; // legacy_version, random
-  at += 1 + b[at]; // session id
-  at += 2 + u16(b, at); // cipher suites
-  at += 1 + b[at]; // compression methods
-  const ext = extensions(b, at);
-  const groups: string[] = [];
-  const list = ext.get(SUPPORTED_GROUPS);
-  for (let p = 2; list && p + 2 <= list.length; p += 2) groups.push(groupName(u16(list, p)));
-  const shares: string[] = [];
-  const ks = ext.get(KEY_SHARE);
-  for (let p = 2; ks && p + 4 <= ks.length; p += 4 + u16(ks, p + 2)) {
-    shares.push(groupName(u16(ks, p)));
-  }
-  return { groups, shares };
+  const ext = clientHelloFields(b)?.extensions;
+  const none = new Uint8Array(0);
+  return {
+    groups: supportedGroups(ext?.get(SUPPORTED_GROUPS) ?? none).map(groupName),
+    shares: keyShareGroups(ext?.get(KEY_SHARE) ?? none).map(groupName),
+  };
 }
 
 function readAnswer(b: Uint8Array): ServerAnswer {
-  const random = [...b.subarray(2, 34)].map((v) => v.toString(16).padStart(2, "0")).join("");
-  const retry = random === HRR_RANDOM;
+  const retry = HRR_RANDOM.every((v, i) => b[2 + i] === v);
   let at = 2 + 32;
   at += 1 + b[at]; // session id
   at += 2 + 1; // cipher suite, compression method
