@@ -22,12 +22,13 @@
 import * as tls from "node:tls";
 import { Duplex } from "node:stream";
 
-const HANDSHAKE_RECORD = 0x16;
-const CLIENT_HELLO = 1;
-const SERVER_HELLO = 2;
-const SUPPORTED_GROUPS = 10;
+/** TLS codes: the handshake record type, two handshake messages, three extensions. */
+export const HANDSHAKE_RECORD = 0x16;
+export const CLIENT_HELLO = 1;
+export const SERVER_HELLO = 2;
+export const SUPPORTED_GROUPS = 10;
 const SUPPORTED_VERSIONS = 43;
-const KEY_SHARE = 51;
+export const KEY_SHARE = 51;
 const X25519 = 0x001d;
 const SECP256R1 = 0x0017;
 const TLS_AES_128_GCM_SHA256 = 0x1301;

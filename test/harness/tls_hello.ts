@@ -7,9 +7,14 @@
  * trips a client spends ("goodbye" for the Terminate or close_notify that ends the connection).
  */
 import {
+  CLIENT_HELLO,
   clientHelloFields,
+  HANDSHAKE_RECORD,
   HRR_RANDOM,
+  KEY_SHARE,
   keyShareGroups,
+  SERVER_HELLO,
+  SUPPORTED_GROUPS,
   supportedGroups,
 } from "../../src/connection/tls_group.ts";
 import { type Flight, frontendTypes } from "./flights.ts";
@@ -35,12 +40,6 @@ const GROUPS: Record<number, string> = {
 function groupName(code: number): string {
   return GROUPS[code] ?? `0x${code.toString(16).padStart(4, "0")}`;
 }
-
-const HANDSHAKE = 0x16;
-const CLIENT_HELLO = 1;
-const SERVER_HELLO = 2;
-const SUPPORTED_GROUPS = 10;
-const KEY_SHARE = 51;
 
 /** A ClientHello's key exchange offer. */
 export interface ClientOffer {
@@ -88,7 +87,7 @@ function handshakes(b: Uint8Array, at: number): { type: number; body: Uint8Array
   const payload: number[] = [];
   for (; at + 5 <= b.length && isTls(b, at);) {
     const length = u16(b, at + 3);
-    if (b[at] === HANDSHAKE) payload.push(...b.subarray(at + 5, at + 5 + length));
+    if (b[at] === HANDSHAKE_RECORD) payload.push(...b.subarray(at + 5, at + 5 + length));
     else if (payload.length > 0) break; // the cleartext handshake ends where encryption starts
     at += 5 + length;
   }
