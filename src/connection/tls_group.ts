@@ -188,8 +188,9 @@ function teach(options: tls.ConnectionOptions): Promise<void> {
     const timer = setTimeout(end, TEACH_MS);
     try {
       socket = tls.connect({ ...options, socket: standIn() });
-      // The stand-in ends mid-handshake: an error or a close is the expected outcome.
-      socket.once("error", end);
+      // The stand-in ends mid-handshake: an error or a close is the expected outcome. `on`, not
+      // `once`: a second error event without a listener would throw.
+      socket.on("error", end);
       socket.once("close", end);
       socket.once("secureConnect", end);
     } catch {
