@@ -6,6 +6,7 @@ import type { ClusterInfo } from "./harness/cluster.ts";
 import { hasClusters, plainCluster, tlsCluster } from "./harness/env.ts";
 import { flightRecorder } from "./harness/flights.ts";
 import { keyExchange } from "./harness/tls_hello.ts";
+import { answerHello } from "../src/connection/tls_group.ts";
 import { assertConnectionError, clusterTest, failure, quiet, session } from "./harness/connect.ts";
 
 const tls = tlsCluster();
@@ -287,6 +288,50 @@ clusterTest(
     );
   },
 );
+
+/** A TLS 1.3 ClientHello record with these supported groups and key shares (32-byte keys). */
+function clientHello(groups: number[], shares: number[]): Uint8Array {
+  const u16 = (n: number) => [n >> 8, n & 0xff];
+  const list = groups.flatMap(u16);
+  const entries = shares.flatMap((g) => [...u16(g), ...u16(32), ...Array(32).fill(7)]);
+  const extensions = [
+    ...[...u16(10), ...u16(list.length + 2), ...u16(list.length), ...list],
+    ...[...u16(51), ...u16(entries.length + 2), ...u16(entries.length), ...entries],
+  ];
+  const sessionId = Array(32).fill(9);
+  const body = [
+    ...[3, 3, ...Array(32).fill(1), sessionId.length, ...sessionId],
+    ...[0, 2, 0x13, 0x01, 1, 0],
+    ...[...u16(extensions.length), ...extensions],
+  ];
+  const message = [1, 0, ...u16(body.length), ...body];
+  return Uint8Array.from([0x16, 3, 1, ...u16(message.length), ...message]);
+}
+
+Deno.test("tls_group: the stand-in asks for secp256r1 only from a ClientHello with X25519 alone", () => {
+  const [x25519, p256, hybrid] = [0x001d, 0x0017, 0x11ec];
+  const answer = (hello: Uint8Array, index: number) => {
+    const reply = answerHello(hello.subarray(9), index);
+    return reply === null ? null : keyExchange([
+      { from: "client", bytes: hello },
+      { from: "server", bytes: reply },
+    ]).answer;
+  };
+  assert.deepEqual(answer(clientHello([x25519, p256], [x25519]), 0), {
+    retry: true,
+    group: "secp256r1",
+  });
+  assert.deepEqual(answer(clientHello([x25519, p256], [p256]), 1), {
+    retry: false,
+    group: "secp256r1",
+  });
+  // A post-quantum hybrid share is never steered away from; a client that already sends
+  // secp256r1, or cannot, needs nothing.
+  assert.equal(answer(clientHello([hybrid, x25519, p256], [hybrid, x25519]), 0), null);
+  assert.equal(answer(clientHello([x25519, p256], [p256]), 0), null);
+  assert.equal(answer(clientHello([x25519], [x25519]), 0), null);
+  assert.equal(answer(Uint8Array.of(0x16, 3, 1, 0, 4, 1, 0, 0, 0), 0), null);
+});
 
 // ---------------------------------------------------------------------------------------------
 // sslnegotiation=direct: the TLS handshake at once, with ALPN "postgresql" (PostgreSQL 17+). The

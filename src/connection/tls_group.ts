@@ -141,7 +141,7 @@ function standIn(): Duplex {
  * secp256r1 to the first if it carries X25519 alone and supports secp256r1, a ServerHello with a
  * secp256r1 share to the second; null to decline.
  */
-function answerHello(body: Uint8Array, index: number): Uint8Array | null {
+export function answerHello(body: Uint8Array, index: number): Uint8Array | null {
   const fields = clientHelloFields(body);
   if (fields === null) return null;
   const shares = keyShareGroups(fields.extensions.get(KEY_SHARE) ?? new Uint8Array(0));
