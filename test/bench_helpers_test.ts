@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { type CpuProfile, summarizeProfile } from "../bench/shared/cpu_profile.ts";
 import { parseWrk, parseWrkDuration, statFields } from "../bench/shared/loadgen.ts";
 import { splitSession } from "../bench/peers/pingpong.ts";
+import { loginTrips } from "../bench/shared/login_flights.ts";
 
 // Printed by wrk 4.1.0 (Debian) against a path the server answers with 404.
 const WRK_OUTPUT = `Running 1s test @ http://127.0.0.1:40273/nothing
@@ -117,4 +118,24 @@ Deno.test("bench: a captured session splits into startup and Sync-terminated req
   const ssl = new Uint8Array([0, 0, 0, 8, 4, 210, 22, 47]); // SSLRequest
   assert.throws(() => splitSession(ssl), /sslmode=disable/);
   assert.throws(() => splitSession(stream.subarray(0, stream.length - 3)), /truncated/);
+});
+
+Deno.test("bench: a SCRAM login's flights are named by their place, up to the goodbye", () => {
+  const hello = ["SSLRequest", "ClientHello", "ClientHello again"];
+  // Verified: the query rides with SCRAM's final message.
+  assert.deepEqual(
+    loginTrips([...hello, "encrypted 205 B", "encrypted 77 B", "encrypted 339 B", "goodbye"]),
+    [...hello, "Finished+startup", "SCRAM first", "SCRAM final+query"],
+  );
+  // Unverified, plus a catalog query first (postgres.js): every flight after the login is a
+  // query, and what follows the goodbye is not counted.
+  assert.deepEqual(
+    loginTrips([
+      "ClientHello",
+      ...["encrypted 1 B", "encrypted 2 B", "encrypted 3 B", "encrypted 4 B", "encrypted 5 B"],
+      "goodbye",
+      "encrypted 24 B",
+    ]),
+    ["ClientHello", "Finished+startup", "SCRAM first", "SCRAM final", "query", "query"],
+  );
 });

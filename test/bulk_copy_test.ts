@@ -629,6 +629,40 @@ Deno.test("copyFrom: a throwing source and an AbortSignal cancel the COPY; the t
   assert.equal(await count(sql, "streamed"), 0);
 });
 
+Deno.test("copyFrom: with chunks already sent and one in flight, a bad row still rejects before it is sent, and a lost connection rejects the load; nothing is stored, the pool recovers", async () => {
+  await using sql = client();
+  await sql`create table if not exists in_flight (id int4, payload text)`;
+  await sql`truncate in_flight`;
+  const payload = "p".repeat(200); // about 220 bytes a row: a 128 KiB chunk every ~600 rows
+  async function* rows(bad: number, onRow?: (i: number) => Promise<void>) {
+    for (let i = 0; i < 100_000; i++) {
+      await onRow?.(i);
+      yield i === bad ? ["not a number", payload] : [i, payload];
+    }
+  }
+  await assert.rejects(
+    sql.copyFrom("in_flight", rows(60_000)),
+    (e) => e instanceof CopyRowError && e.row === 60_000 && e.column === "id",
+  );
+  assert.equal(await count(sql, "in_flight"), 0);
+  await usable(sql);
+
+  // The backend is terminated while rows are flowing: the load rejects (no hang, no stray
+  // rejection of the chunk in flight) and the next query gets a new connection.
+  await using admin = client();
+  const [{ pid }] = await sql`select pg_backend_pid() as pid`;
+  const load = sql.copyFrom(
+    "in_flight",
+    rows(-1, async (i) => {
+      if (i === 30_000) await admin`select pg_terminate_backend(${pid})`;
+    }),
+  );
+  await assert.rejects(load, (e) => e instanceof Error && !(e instanceof CopyRowError));
+  await usable(sql);
+  assert.equal(await count(sql, "in_flight"), 0);
+  await sql`drop table in_flight`;
+});
+
 Deno.test("copyFrom/copyTo: in a transaction (rolled back with it), on a reserved connection, and concurrently on a pool", async () => {
   await using sql = postgres(url, { max: 4, onnotice: () => {} });
   const table = `bulk_tx_${crypto.randomUUID().slice(0, 8)}`;

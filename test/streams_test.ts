@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import postgres, { CLOSE, PostgresError, QueryError } from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { cancelRelay, type HeldCancel } from "./harness/cancel_relay.ts";
-import { untilSleeping } from "./harness/util.ts";
+import { untilSleeping, within } from "./harness/util.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -265,6 +265,69 @@ Deno.test("cancel: a second signal of the same CancelRequest hitting the next qu
   // At least twice: the server may itself split this delivery's signals around a run again.
   assert.ok(run >= 2, `hit, then run again (run ${run})`);
   assert.equal((await sql`select 5 as five`)[0].five, 5);
+});
+
+/**
+ * A message locale the server translates (see test/harness/cluster.ts: C.UTF-8 reads LANGUAGE),
+ * or null when it has no translations (a server built without NLS).
+ */
+async function translatedLocale(): Promise<string | null> {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  for (const locale of ["de_DE.UTF-8", "C.UTF-8"]) {
+    if (await sql.unsafe(`set lc_messages = '${locale}'`).then(() => false, () => true)) continue;
+    const e = await sql`select 1/0`.catch((e) => e);
+    if (e instanceof PostgresError && e.message !== "division by zero") return locale;
+  }
+  return null;
+}
+const translated = await translatedLocale();
+
+Deno.test({
+  name:
+    "cancel: with lc_messages translated, a stray signal is still recognised and its query re-run",
+  ignore: translated === null,
+  fn: async () => {
+    await using session = await relayedSession();
+    const { relay, sql, admin, pid } = session;
+    await sql.unsafe(`set lc_messages = '${translated}'`);
+    await sql`create temp sequence stray_cancel_translated`;
+    const target = sql`select pg_sleep(30)`.execute();
+    await untilSleeping(admin, pid);
+    target.cancel();
+    const cancel = await relay.next();
+    await cancel.deliver();
+    const e = await target.catch((e) => e);
+    assert.ok(e instanceof PostgresError && e.code === "57014", String(e));
+    assert.notEqual(e.message, "canceling statement due to user request", "the server translates");
+    const innocent = sql`select nextval('stray_cancel_translated')::int as run, pg_sleep(0.2)`
+      .execute();
+    await untilSleeping(admin, pid);
+    await cancel.deliver(); // the second SIGINT lands on the innocent query
+    cancel.close();
+    const [{ run }] = await innocent;
+    assert.ok(run >= 2, `hit, then run again (run ${run})`);
+  },
+});
+
+Deno.test("cancel: a 57014 a function raises is its own error, never taken for a stray cancel", async () => {
+  await using session = await relayedSession();
+  const { sql } = session;
+  await sql`create temp sequence raised_cancel_runs`;
+  const cancel = await session.cancelSleep(); // still open: any query may yet be hit
+  const raised = sql.unsafe(`do $$ begin
+      perform nextval('raised_cancel_runs');
+      raise exception 'canceling statement due to user request' using errcode = '57014';
+    end $$`).execute();
+  let e: unknown;
+  try {
+    e = await within(raised.catch((e) => e), 5000, "the raising query");
+  } finally {
+    cancel.close();
+  }
+  assert.ok(e instanceof PostgresError && e.code === "57014", String(e));
+  assert.equal(e.routine, "exec_stmt_raise");
+  const [{ runs }] = await sql`select last_value::int as runs from raised_cancel_runs`;
+  assert.equal(runs, 1, "run once, not again as if a cancel had hit it");
 });
 
 Deno.test("cancel: a stray signal inside a transaction rejects the query it hit with a clear 57014", async () => {

@@ -224,6 +224,20 @@ Deno.test("telemetry: a bad telemetry option is refused in postgres()", async ()
     () => postgres(databaseUrl(), { telemetry: { tracerProvider: {} as never } }),
     /tracerProvider must have a getTracer\(\) method/,
   );
+  // Without with(), a transaction's queries would not be its span's children: refused, not
+  // reported at the first sql.begin.
+  const noWith = { active: () => ({ setValue: () => noWith.active() }) };
+  assert.throws(
+    () => postgres(databaseUrl(), { telemetry: { contextManager: noWith as never } }),
+    (e) => e instanceof TypeError && /contextManager must have a with\(\) method/.test(e.message),
+  );
+  for (const query_text of ["false", 0, null]) {
+    assert.throws(
+      () => postgres(databaseUrl(), { telemetry: { query_text: query_text as never } }),
+      (e) => e instanceof TypeError && /query_text must be a boolean/.test(e.message),
+      `query_text: ${JSON.stringify(query_text)}`,
+    );
+  }
 });
 
 Deno.test("telemetry: a provider that throws never fails a query", async () => {

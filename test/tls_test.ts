@@ -5,6 +5,8 @@ import postgres, { type Options, PostgresError, type SslOption, type TlsPath } f
 import type { ClusterInfo } from "./harness/cluster.ts";
 import { hasClusters, plainCluster, tlsCluster } from "./harness/env.ts";
 import { flightRecorder } from "./harness/flights.ts";
+import { keyExchange } from "./harness/tls_hello.ts";
+import { answerHello } from "../src/connection/tls_group.ts";
 import { assertConnectionError, clusterTest, failure, quiet, session } from "./harness/connect.ts";
 
 const tls = tlsCluster();
@@ -204,6 +206,131 @@ Deno.test({
       await p.close();
     }
   },
+});
+
+clusterTest(
+  "tls on the wire: a verified SCRAM start sends its queries with SCRAM's final message, an " +
+    "unverified one after the server's signature; a HelloRetryRequest costs one more flight",
+  tls,
+  async (c) => {
+    const { user, password } = c.users.scram;
+    const starts: { ssl: SslOption; path: TlsPath; encrypted: number }[] = [
+      // Finished+startup, SCRAM first, SCRAM final+queries.
+      { ssl: { mode: "require", ca: ca(c) }, path: "native", encrypted: 3 },
+      // The same, but the queries wait for the server's signature: a flight of their own.
+      { ssl: "require", path: "node", encrypted: 4 },
+    ];
+    for (const { ssl, path, encrypted } of starts) {
+      const rec = flightRecorder({ hostname: c.host, port: c.port });
+      const sql = postgres({ ...quiet, ...via(c, ssl), port: rec.port, user, password, max: 1 });
+      try {
+        const [a, b] = await Promise.all([sql`select 1 as x`, sql`select 2 as x`]);
+        assert.deepEqual([a[0].x, b[0].x, a.state?.tls], [1, 2, path]);
+      } finally {
+        await sql.end();
+        await rec.close();
+      }
+      assert.equal(rec.connections.length, 1, `${path}: one connection`);
+      const { offer, answer, flights } = keyExchange(rec.connections[0]);
+      assert.ok(offer !== null && answer !== null, `${path}: a ClientHello and its answer`);
+      assert.ok(offer.shares.length > 0 && offer.shares.every((g) => offer.groups.includes(g)));
+      // TLS 1.3: the server asks for another share exactly when it picked a group without one.
+      assert.equal(answer.retry, !offer.shares.includes(answer.group!), `${path}: ${answer.group}`);
+      const hellos = answer.retry ? ["ClientHello", "ClientHello again"] : ["ClientHello"];
+      // sql.end()'s Terminate, after the answers, may or may not reach the recorder before it
+      // closes: it is not a round trip.
+      const trips = flights.filter((f) => f !== "goodbye");
+      assert.deepEqual(
+        trips.map((f) => f.startsWith("encrypted") ? "encrypted" : f),
+        ["SSLRequest", ...hellos, ...Array(encrypted).fill("encrypted")],
+        path,
+      );
+    }
+  },
+);
+
+clusterTest(
+  "tls on the wire: a fresh process's first node:tls handshake sends a secp256r1 share, so no " +
+    "server (PostgreSQL 17 and older offer only prime256v1) answers with a HelloRetryRequest",
+  tls,
+  async (c) => {
+    const { user, password } = c.users.scram;
+    const rec = flightRecorder({ hostname: c.host, port: c.port });
+    try {
+      // A fresh process: node:tls has learned nothing about the server yet.
+      const url = `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${rec.port}/` +
+        `${c.database}?sslmode=require`;
+      const probe = new URL("../bench/probes/cold.ts", import.meta.url).pathname;
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          "--no-lock",
+          probe,
+          "pgpipe",
+          url,
+          new URL("../mod.ts", import.meta.url).href,
+        ],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.ok(out.success, new TextDecoder().decode(out.stderr));
+    } finally {
+      await rec.close();
+    }
+    assert.equal(rec.connections.length, 1);
+    const { offer, answer, flights } = keyExchange(rec.connections[0]);
+    assert.deepEqual(offer?.shares, ["secp256r1"]);
+    assert.deepEqual(answer, { retry: false, group: "secp256r1" });
+    assert.deepEqual(
+      flights.filter((f) => f !== "goodbye").map((f) => f.startsWith("encrypted") ? "enc" : f),
+      ["SSLRequest", "ClientHello", "enc", "enc", "enc", "enc"],
+    );
+  },
+);
+
+/** A TLS 1.3 ClientHello record with these supported groups and key shares (32-byte keys). */
+function clientHello(groups: number[], shares: number[]): Uint8Array {
+  const u16 = (n: number) => [n >> 8, n & 0xff];
+  const list = groups.flatMap(u16);
+  const entries = shares.flatMap((g) => [...u16(g), ...u16(32), ...Array(32).fill(7)]);
+  const extensions = [
+    ...[...u16(10), ...u16(list.length + 2), ...u16(list.length), ...list],
+    ...[...u16(51), ...u16(entries.length + 2), ...u16(entries.length), ...entries],
+  ];
+  const sessionId = Array(32).fill(9);
+  const body = [
+    ...[3, 3, ...Array(32).fill(1), sessionId.length, ...sessionId],
+    ...[0, 2, 0x13, 0x01, 1, 0],
+    ...[...u16(extensions.length), ...extensions],
+  ];
+  const message = [1, 0, ...u16(body.length), ...body];
+  return Uint8Array.from([0x16, 3, 1, ...u16(message.length), ...message]);
+}
+
+Deno.test("tls_group: the stand-in asks for secp256r1 only from a ClientHello with X25519 alone", () => {
+  const [x25519, p256, hybrid] = [0x001d, 0x0017, 0x11ec];
+  const answer = (hello: Uint8Array, index: number) => {
+    const reply = answerHello(hello.subarray(9), index);
+    return reply === null ? null : keyExchange([
+      { from: "client", bytes: hello },
+      { from: "server", bytes: reply },
+    ]).answer;
+  };
+  assert.deepEqual(answer(clientHello([x25519, p256], [x25519]), 0), {
+    retry: true,
+    group: "secp256r1",
+  });
+  assert.deepEqual(answer(clientHello([x25519, p256], [p256]), 1), {
+    retry: false,
+    group: "secp256r1",
+  });
+  // A post-quantum hybrid share is never steered away from; a client that already sends
+  // secp256r1, or cannot, needs nothing.
+  assert.equal(answer(clientHello([hybrid, x25519, p256], [hybrid, x25519]), 0), null);
+  assert.equal(answer(clientHello([x25519, p256], [p256]), 0), null);
+  assert.equal(answer(clientHello([x25519], [x25519]), 0), null);
+  assert.equal(answer(Uint8Array.of(0x16, 3, 1, 0, 4, 1, 0, 0, 0), 0), null);
 });
 
 // ---------------------------------------------------------------------------------------------

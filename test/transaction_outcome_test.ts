@@ -5,7 +5,7 @@
  * and checks the outcome against what the table holds.
  */
 import assert from "node:assert/strict";
-import postgres, { ConnectionError, type Sql } from "../mod.ts";
+import postgres, { ConnectionError, type Sql, type TransactionSql } from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { quiet } from "./harness/connect.ts";
 import { type TapProxy, tapProxy } from "./harness/tap_proxy.ts";
@@ -207,6 +207,64 @@ Deno.test("two-phase: killed before PREPARE TRANSACTION was written: not-sent, n
     assert.match(e.message, /before PREPARE TRANSACTION was sent/);
     assert.equal((await admin`select 1 from pg_prepared_xacts where gid = ${gid}`).length, 0);
     assert.deepEqual(await ids(admin, "tx_2pc_before"), []);
+  });
+});
+
+/** Kills the transaction's backend from inside its callback, then runs into the dead connection. */
+async function killFrom(admin: Sql, tx: TransactionSql): Promise<void> {
+  const [{ pid }] = await tx`select pg_backend_pid() as pid`;
+  await admin`select pg_terminate_backend(${pid})`;
+  await tx`select pg_sleep(5)`;
+}
+
+Deno.test("begin(fn): the user's own COMMIT inside the callback, then killed: unknown, and it did commit", async () => {
+  await withTable("tx_user_commit", async (admin) => {
+    await using sql = postgres(url, { max: 1, ...quiet });
+    const e = await lostWith(
+      sql.begin(async (tx) => {
+        await tx`insert into tx_user_commit values (10)`;
+        await tx`commit`;
+        await killFrom(admin, tx);
+      }),
+      "unknown",
+    );
+    assert.match(e.message, /after a statement ending the transaction .* was sent inside it/);
+    assert.deepEqual(await ids(admin, "tx_user_commit"), [10], "unknown: here it did commit");
+  });
+});
+
+Deno.test("begin(fn): a ROLLBACK among statements of one text, then killed: unknown, what followed it committed", async () => {
+  await withTable("tx_user_rollback", async (admin) => {
+    await using sql = postgres(url, { max: 1, ...quiet });
+    await lostWith(
+      sql.begin(async (tx) => {
+        await tx.unsafe(
+          "insert into tx_user_rollback values (11); /* undo */ rollback; " +
+            "insert into tx_user_rollback values (12)",
+        );
+        await killFrom(admin, tx);
+      }),
+      "unknown",
+    );
+    assert.deepEqual(await ids(admin, "tx_user_rollback"), [12], "it ran outside the transaction");
+  });
+});
+
+Deno.test("begin(fn): ROLLBACK TO SAVEPOINT, a DO block's END, 'commit' in a string: still not-sent", async () => {
+  await withTable("tx_not_ending", async (admin) => {
+    await using sql = postgres(url, { max: 1, ...quiet });
+    await lostWith(
+      sql.begin(async (tx) => {
+        await tx`insert into tx_not_ending values (13)`;
+        await tx`savepoint s`;
+        await tx`rollback to savepoint s`;
+        await tx.unsafe("do $$ begin perform 1; end $$; select 'commit; end' as \"commit\"");
+        await tx.savepoint(() => Promise.reject(new Error("undone"))).catch(() => {});
+        await killFrom(admin, tx);
+      }),
+      "not-sent",
+    );
+    assert.deepEqual(await ids(admin, "tx_not_ending"), []);
   });
 });
 

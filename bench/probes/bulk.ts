@@ -2,9 +2,11 @@
 // `deno run -A bench/probes/bulk.ts <method> <url> <table> <rows> <runs>`. Loads <rows> rows of
 // one of the suite's tables (bench/shared/bulk_tables.ts: `events` or `mixed`) into its own
 // unlogged table, or reads the suite's `bulk_source_<table>`, <runs> times; checks the result
-// each time and prints one JSON line: the best time, the rows, the process's peak RSS (VmHWM)
-// and where the memory is (`memory`: RSS once the modules are loaded and once connected, V8's
-// young and old generations at the end, external memory). bench/suites/bulk.ts runs it.
+// each time and prints one JSON line: the best time, what each run cost in CPU (this process's
+// main thread and its other threads, and the server backend's, read by the backend itself), the
+// rows, the process's peak RSS (VmHWM) and where the memory is (`memory`: RSS once the modules are
+// loaded and once connected, V8's young and old generations at the end, external memory).
+// bench/suites/bulk.ts runs it.
 import v8 from "node:v8";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -12,6 +14,15 @@ import postgres from "../../mod.ts";
 import { POSTGRES_JS } from "../peers/specifiers.ts";
 import { sslOf } from "../shared/env.ts";
 import { BULK_TABLES, type BulkTable } from "../shared/bulk_tables.ts";
+import {
+  BACKEND_SCHEDSTAT,
+  type CpuTimes,
+  minus,
+  parseSchedstat,
+  type ProcessCpu,
+  processCpu,
+  processCpuSince,
+} from "../shared/cpu_time.ts";
 
 const [method, url, tableName, rowsText, runsText] = Deno.args;
 const spec: BulkTable | undefined = BULK_TABLES[tableName as BulkTable["name"]];
@@ -129,6 +140,7 @@ const loads: Record<string, [driver: "pgpipe" | "postgres.js", load: Load]> = {
     const all = [];
     for await (const row of rows(total)) all.push(row);
     const t0 = performance.now(); // only the COPY is timed here: the rows already exist
+    timedCpu = processCpu();
     await sql.copyFrom(table, all);
     timed = performance.now() - t0;
   }],
@@ -167,6 +179,8 @@ const reads: Record<string, [driver: "pgpipe" | "postgres.js", read: Read]> = {
 };
 
 let timed: number | null = null; // set by a method that times only part of its work
+/** Where such a method's timed part began, for its CPU. */
+let timedCpu: ProcessCpu | null = null;
 
 /** The rows' own cost: the generator iterated with no driver (what every load pays first). */
 async function rowsAlone(): Promise<void> {
@@ -175,12 +189,31 @@ async function rowsAlone(): Promise<void> {
   if (kept !== total) throw new Error(`the generator made ${kept} rows`);
 }
 
+/** The backend's own CPU times, or null where it may not read them (not a superuser). */
+async function serverCpu(sql: AnySql): Promise<CpuTimes | null> {
+  try {
+    const [{ s }] = await sql.unsafe(BACKEND_SCHEDSTAT);
+    return parseSchedstat(s);
+  } catch {
+    return null;
+  }
+}
+
+/** What each run cost: this process's threads, and the server backend's (loads). */
+interface RunCpu {
+  client: ProcessCpu | null;
+  server: CpuTimes | null;
+}
+
 const times: number[] = [];
+const cpus: RunCpu[] = [];
 if (method === "rows-alone") {
   for (let r = 0; r < runs; r++) {
+    const before = processCpu();
     const t0 = performance.now();
     await rowsAlone();
     times.push(performance.now() - t0);
+    cpus.push({ client: processCpuSince(before), server: null });
   }
 } else if (method in loads) {
   const [driver, load] = loads[method];
@@ -193,9 +226,15 @@ if (method === "rows-alone") {
     for (let r = 0; r < runs; r++) {
       await sql.unsafe(`truncate ${table}`);
       timed = null;
+      timedCpu = null;
+      const server = await serverCpu(sql);
+      const before = processCpu();
       const t0 = performance.now();
       await load(sql, table);
       times.push(timed ?? performance.now() - t0);
+      const client = processCpuSince(timedCpu ?? before);
+      const after = await serverCpu(sql);
+      cpus.push({ client, server: server && after && minus(after, server) });
       const [{ n, s, m }] = await sql.unsafe(`${spec.check} from ${table}`);
       const sum = String(BigInt(total) * BigInt(total - 1) / 2n);
       // Cycled rows repeat every value but the id.
@@ -212,9 +251,14 @@ if (method === "rows-alone") {
   const sql = await client(driver);
   try {
     for (let r = 0; r < runs; r++) {
+      const server = await serverCpu(sql);
+      const before = processCpu();
       const t0 = performance.now();
       const { rows, last } = await read(sql);
       times.push(performance.now() - t0);
+      const client = processCpuSince(before);
+      const after = await serverCpu(sql);
+      cpus.push({ client, server: server && after && minus(after, server) });
       const mark = last === undefined ? undefined : spec.mark(last);
       if (rows !== total || String(last?.id) !== String(total - 1) || mark !== total - 1) {
         throw new Error(`${method}: read ${rows} rows, last ${last?.id} ${mark}`);
@@ -227,6 +271,15 @@ if (method === "rows-alone") {
   throw new Error(`unknown method ${method}`);
 }
 const memory = { loadedRss, connectedRss, ...heapSpaces(), external: Deno.memoryUsage().external };
+const best = times.indexOf(Math.min(...times));
 console.log(
-  JSON.stringify({ ms: Math.min(...times), times, rows: total, peakRss: peakRss(), memory }),
+  JSON.stringify({
+    ms: times[best],
+    times,
+    cpu: cpus[best],
+    cpus,
+    rows: total,
+    peakRss: peakRss(),
+    memory,
+  }),
 );

@@ -6,13 +6,16 @@
 // inserts of 1,000 rows with pgpipe and postgres.js (events), postgres.js writing COPY text to its
 // writable(), asyncpg's copy_records_to_table (Python, events, when installed) and psql's \copy
 // of a pre-encoded binary file, which costs the client nothing and so shows the server's own
-// pace. Then a per-type view: for every type with a binary codec, the client's encode and decode
+// pace (and of a COPY text file: the server's pace for text). Each load and read also says what
+// it cost in CPU: the client's main thread, its other threads, and the server backend, which
+// shows which of them held it. Then a per-type view: for every type with a binary codec, the client's encode and decode
 // cost per value (probes/bulk_codecs.ts) beside the server's pace for a one-column table of it.
 import { join } from "node:path";
 import postgres from "../../mod.ts";
 import { findPgBin } from "../../test/harness/cluster.ts";
 import { suiteDrivers } from "../peers/drivers.ts";
 import { BULK_TABLES, type BulkTable, CODEC_TYPES } from "../shared/bulk_tables.ts";
+import { BACKEND_SCHEDSTAT, type CpuTimes, parseSchedstat } from "../shared/cpu_time.ts";
 import { benchUrl, isQuick } from "../shared/env.ts";
 import {
   emitReport,
@@ -38,12 +41,20 @@ const NO_COPY: Record<string, string> = {
 };
 const MIB = 1048576;
 
+/** CPU ms a run cost: the client's main thread and its other threads, and the server backend. */
+interface RunCpu {
+  client: { main: CpuTimes; others: CpuTimes } | null;
+  server: CpuTimes | null;
+}
+
 /** One measured method. */
 interface Measure {
   method: string;
   driver: string;
   ms: number;
   peakRss: number | null;
+  /** What its best run cost in CPU, where measured. */
+  cpu: RunCpu | null;
 }
 
 /** Where a probe's memory is (bench/probes/bulk.ts), bytes. */
@@ -65,6 +76,7 @@ interface Memory {
 interface ProbeOut {
   ms: number;
   peakRss: number;
+  cpu?: RunCpu;
   version?: string;
   memory?: Memory;
 }
@@ -102,33 +114,67 @@ async function asyncpg(mode: "load" | "read"): Promise<ProbeOut> {
   return lastLine(await command("python3", [file, mode, url, String(ROWS), "1"]));
 }
 
-/** psql's \copy of a binary file, timed around the whole psql process. */
-async function psqlCopy(psql: string, direction: "from" | "to", table: string, file: string) {
-  const t0 = performance.now();
-  await command(psql, [
-    "-X",
-    "-q",
-    "-d",
-    url,
-    "-c",
-    `\\copy ${table} ${direction} '${file}' (format binary)`,
-  ]);
-  return performance.now() - t0;
+let readable: Promise<boolean> | null = null;
+
+/** Whether the backend may read its own CPU times (tried once: a refusal must not fail a \copy). */
+function backendCpuReadable(psql: string): Promise<boolean> {
+  readable ??= command(psql, ["-X", "-q", "-At", "-d", url, "-c", BACKEND_SCHEDSTAT]).then(
+    () => true,
+    () => false,
+  );
+  return readable;
 }
 
-/** The best time and the highest peak RSS of one method over the rounds. */
+/** psql's \copy of a binary file, timed around the whole psql process. */
+async function psqlCopy(psql: string, direction: "from" | "to", table: string, file: string) {
+  return (await psqlCopyCpu(psql, direction, table, file, "binary", false)).ms;
+}
+
+/**
+ * psql's \copy in `format`, timed around the whole psql process; with `cpu`, the backend's own
+ * CPU time across the \copy too (read by the backend before and after it in the same session;
+ * null where it may not read /proc).
+ */
+async function psqlCopyCpu(
+  psql: string,
+  direction: "from" | "to",
+  table: string,
+  file: string,
+  format: "binary" | "text",
+  cpu: boolean,
+): Promise<{ ms: number; server: CpuTimes | null }> {
+  const copy = `\\copy ${table} ${direction} '${file}' (format ${format})`;
+  const probe = cpu && await backendCpuReadable(psql);
+  const args = probe
+    ? ["-X", "-q", "-At", "-d", url, "-c", BACKEND_SCHEDSTAT, "-c", copy, "-c", BACKEND_SCHEDSTAT]
+    : ["-X", "-q", "-d", url, "-c", copy];
+  const t0 = performance.now();
+  const out = await command(psql, args);
+  const ms = performance.now() - t0;
+  if (!probe) return { ms, server: null };
+  const lines = out.trim().split("\n");
+  const before = parseSchedstat(lines[0]);
+  const after = parseSchedstat(lines[lines.length - 1]);
+  return { ms, server: { cpu: after.cpu - before.cpu, wait: after.wait - before.wait } };
+}
+
+/** The best time (and its run's CPU) and the highest peak RSS of one method over the rounds. */
 class Method {
   ms = Infinity;
   peakRss: number | null = null;
+  cpu: RunCpu | null = null;
   /** Where the memory was in the round with the highest peak. */
   memory: Memory | null = null;
   constructor(
     readonly method: string,
     readonly driver: string,
-    readonly run: () => Promise<{ ms: number; peakRss: number | null; memory?: Memory }>,
+    readonly run: () => Promise<
+      { ms: number; peakRss: number | null; cpu?: RunCpu; memory?: Memory }
+    >,
   ) {}
   async measure(): Promise<void> {
     const r = await this.run();
+    if (r.ms < this.ms) this.cpu = r.cpu ?? null;
     this.ms = Math.min(this.ms, r.ms);
     if (r.peakRss !== null && r.peakRss >= (this.peakRss ?? 0)) {
       this.peakRss = r.peakRss;
@@ -158,11 +204,28 @@ const temp: string[] = [];
 const rate = (m: Measure) => ROWS / (m.ms / 1000);
 const mib = (b: number | null) => (b === null ? "-" : fmt(b / MIB, 1));
 
+/** CPU ms as a cell, "-" where not measured. */
+const cpuMs = (t: CpuTimes | undefined | null) => (t == null ? "-" : fmt(t.cpu));
+
 function report(title: string, rows: Measure[], ours: Measure): Table {
-  const cannot = peers.filter((p) => NO_COPY[p]).map((p) => [NO_COPY[p], p, "-", "-", "-", "-"]);
+  const cannot = peers.filter((p) => NO_COPY[p]).map((p) => [
+    NO_COPY[p],
+    p,
+    ...Array(7).fill("-"),
+  ]);
   return {
     title,
-    head: ["method", "driver", "rows/s", "time", "peak RSS MiB", "pgpipe binary COPY speed-up"],
+    head: [
+      "method",
+      "driver",
+      "rows/s",
+      "time",
+      "peak RSS MiB",
+      "pgpipe binary COPY speed-up",
+      "client main thread CPU ms",
+      "client other threads CPU ms",
+      "server backend CPU ms",
+    ],
     rows: [
       ...rows.map((m) => [
         m.method,
@@ -171,6 +234,9 @@ function report(title: string, rows: Measure[], ours: Measure): Table {
         `${fmt(m.ms / 1000, 2)} s`,
         mib(m.peakRss),
         m === ours ? "baseline" : formatRatio(m.ms / ours.ms),
+        cpuMs(m.cpu?.client?.main),
+        cpuMs(m.cpu?.client?.others),
+        cpuMs(m.cpu?.server),
       ]),
       ...cannot,
     ],
@@ -250,31 +316,39 @@ async function bulkTable(spec: BulkTable): Promise<void> {
     );
   }
   if (psql !== null) {
-    const file = await Deno.makeTempFile({ prefix: "pgpipe-bulk-", suffix: ".bin" });
-    temp.push(file);
-    await psqlCopy(psql, "to", source, file); // the pre-encoded file (not timed)
     const target = `bulk_psql_${spec.name}`;
     await sql.unsafe(
       `drop table if exists ${target}; create unlogged table ${target} (${spec.columns})`,
     );
-    loads.push(
-      new Method(
-        "\\copy of a pre-encoded binary file (no client work: the server's pace)",
-        "psql (libpq)",
-        async () => {
-          await sql.unsafe(`truncate ${target}`);
-          const ms = await psqlCopy(psql, "from", target, file);
-          const [{ n }] = await sql.unsafe(`select count(*)::int as n from ${target}`);
-          if (n !== ROWS) throw new Error(`psql stored ${n} rows`);
-          return { ms, peakRss: null };
-        },
-      ),
-    );
+    for (const format of ["binary", "text"] as const) {
+      const file = await Deno.makeTempFile({ prefix: "pgpipe-bulk-", suffix: `.${format}` });
+      temp.push(file);
+      // The pre-encoded file (not timed).
+      await psqlCopyCpu(psql, "to", source, file, format, false);
+      loads.push(
+        new Method(
+          format === "binary"
+            ? "\\copy of a pre-encoded binary file (no client work: the server's pace)"
+            : "\\copy of a pre-encoded COPY text file (the server's pace for text)",
+          "psql (libpq)",
+          async () => {
+            await sql.unsafe(`truncate ${target}`);
+            const r = await psqlCopyCpu(psql, "from", target, file, format, true);
+            const [{ n }] = await sql.unsafe(`select count(*)::int as n from ${target}`);
+            if (n !== ROWS) throw new Error(`psql stored ${n} rows`);
+            return { ms: r.ms, peakRss: null, cpu: { client: null, server: r.server } };
+          },
+        ),
+      );
+    }
     reads.push(
       new Method(
         "\\copy to /dev/null, binary (nothing decoded: the server's pace)",
         "psql (libpq)",
-        async () => ({ ms: await psqlCopy(psql, "to", source, "/dev/null"), peakRss: null }),
+        async () => {
+          const r = await psqlCopyCpu(psql, "to", source, "/dev/null", "binary", true);
+          return { ms: r.ms, peakRss: null, cpu: { client: null, server: r.server } };
+        },
       ),
     );
   }
@@ -390,6 +464,45 @@ async function bulkTable(spec: BulkTable): Promise<void> {
       }% of the server's time.`,
     );
   }
+  const why = cpuNote(spec, loads, ourLoad);
+  if (why !== null) notes.push(why);
+}
+
+/**
+ * Where a load's time went: the client's main thread (rows made and encoded, one thread) and
+ * the server backend (one process) run side by side, so a load takes at least the larger of
+ * the two; this says which one held pgpipe's load, and what the server's own pace is for
+ * binary and text COPY (no COPY of one connection can beat the server's binary pace).
+ */
+function cpuNote(spec: BulkTable, loads: Method[], ours: Method): string | null {
+  const main = ours.cpu?.client?.main.cpu;
+  const backend = ours.cpu?.server?.cpu;
+  if (main === undefined || backend === undefined) return null;
+  const alone = loads.find((m) => m.driver === "-")?.cpu?.client?.main.cpu;
+  const psqlOf = (format: string) =>
+    loads.find((m) => m.driver.startsWith("psql") && m.method.includes(format));
+  const binary = psqlOf("binary");
+  const text = psqlOf("text");
+  const js = loads.find((m) => m.method.startsWith("COPY text"));
+  const part = (label: string, m: Method | undefined) =>
+    m?.cpu?.server == null
+      ? ""
+      : `; ${label}: ${fmt(m.ms)} ms, backend ${fmt(m.cpu.server.cpu)} ms CPU`;
+  return `${spec.name}, CPU of each load's best run: pgpipe's copyFrom from the generator took ${
+    fmt(ours.ms)
+  } ms: the client's main thread ${fmt(main)} ms CPU (the generator alone: ${
+    alone === undefined ? "-" : fmt(alone)
+  } ms), its other threads (V8's GC helpers, I/O) ${
+    fmt(ours.cpu?.client?.others.cpu ?? NaN)
+  } ms, the server backend ${
+    fmt(backend)
+  } ms. Both run at once on their own threads, so the load takes at least the larger: here the ${
+    main >= backend ? "client's main thread" : "server backend"
+  } (${fmt(Math.max(main, backend))} ms)${part("psql's binary \\copy", binary)}${
+    part("psql's text \\copy", text)
+  }${
+    part("postgres.js COPY text", js)
+  }. A single COPY cannot go faster than its backend's CPU for the format.`;
 }
 
 /** Client codec cost per value, from a fresh process. */

@@ -7,12 +7,19 @@
 // proxy (5 ms each way by default), for pgpipe (without the CA: node:tls; with it: native TLS),
 // postgres.js and Bun.sql. A figure is the time from creating the client to the first answer;
 // the proxy's extra time over loopback, divided by its round trip, is the round trips the start
-// costs on a real link. Last, on PostgreSQL 18 (from the test harness's server packages), the
-// same start with sslnegotiation=direct against the SSLRequest.
+// costs on a real link. psql (libpq) is timed the same way, as the reference: its whole process
+// is timed, and its start on loopback subtracted like pgpipe's. Each TLS start also runs once
+// through a flight recorder, which shows the key shares each client's ClientHello carries,
+// whether the server answered with a HelloRetryRequest, and what each round trip carries. Last,
+// on PostgreSQL 18 (from the test harness's server packages), the same starts, and
+// sslnegotiation=direct against the SSLRequest.
 import { startCluster } from "../../test/harness/cluster.ts";
+import { clientTool } from "../../test/harness/server_bin.ts";
 import { findBun } from "../peers/bun.ts";
 import { suiteDrivers } from "../peers/drivers.ts";
+import postgres from "../../mod.ts";
 import { isQuick, numberFlag, plainBenchUrl } from "../shared/env.ts";
+import { seenRow, seeStart } from "../shared/login_flights.ts";
 import { startDelayProxyWorker } from "../shared/proxy.ts";
 import { emitReport, fmt, type Measure, type Ratio, type Table } from "../shared/report.ts";
 import { median } from "../shared/stats.ts";
@@ -39,9 +46,39 @@ interface Sample {
 
 const bun = await findBun((line) => console.log(`cold: ${line}`));
 
-/** One fresh process: `client` is pgpipe, pgpipe-ca, postgres.js, deno-postgres or Bun.sql. */
+/** psql, when the machine has it: libpq's cold start is the reference. */
+const psql = await (async () => {
+  const path = clientTool(null, "psql");
+  try {
+    return (await new Deno.Command(path, { args: ["--version"], stdout: "null" }).output()).success
+      ? path
+      : null;
+  } catch {
+    return null;
+  }
+})();
+
+/**
+ * One fresh process: `client` is pgpipe, pgpipe-ca, postgres.js, deno-postgres, Bun.sql or
+ * psql. psql's figures are its whole process (`-c 'select 1'`; GSSAPI encryption off, so its
+ * first message is the SSLRequest): the start on loopback, subtracted, takes its own start out.
+ */
 async function once(client: string, target: string): Promise<Sample> {
   const t0 = performance.now();
+  if (client === "psql") {
+    const out = await new Deno.Command(psql!, {
+      args: ["-X", "-A", "-t", "-c", "select 1 as x", target],
+      env: { PGGSSENCMODE: "disable" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const wall = performance.now() - t0;
+    const answer = new TextDecoder().decode(out.stdout).trim();
+    if (out.code !== 0 || answer !== "1") {
+      throw new Error(`psql: ${answer} ${new TextDecoder().decode(out.stderr)}`);
+    }
+    return { importToAnswer: wall, createdToAnswer: wall, wall };
+  }
   const command = client === "Bun.sql"
     ? new Deno.Command((bun as { path: string }).path, {
       args: [`${probes}cold_bun.ts`, target],
@@ -156,6 +193,49 @@ const peers = ["postgres.js", ...("path" in bun ? ["Bun.sql"] : [])].filter((p) 
   p === "Bun.sql" || names.includes(p)
 );
 if (!("path" in bun)) notes.push(`skipped Bun.sql: no bun binary (${bun.reason})`);
+/** Clients timed beside the peers but not compared in ratios: libpq is the protocol's reference. */
+const references = psql === null ? [] : ["psql"];
+if (psql === null) notes.push("skipped psql (the libpq reference): no psql binary");
+
+/** A start's client as the tables name it. */
+function label(s: Start): string {
+  const who = s.client === "pgpipe-ca"
+    ? "pgpipe (CA: native TLS)"
+    : s.client === "pgpipe" && s.params.sslmode === "require"
+    ? "pgpipe (node:tls)"
+    : s.client;
+  return s.params.sslnegotiation === "direct" ? `${who}, sslnegotiation=direct` : who;
+}
+
+/** The TLS starts of `list` on the wire, once each through a flight recorder on loopback. */
+async function onTheWire(
+  base: string,
+  list: Start[],
+  server: { hostname: string; port: number },
+  major: number,
+): Promise<string[][]> {
+  const rows: string[][] = [];
+  for (const s of list) {
+    if (s.params.sslmode === "disable") continue;
+    const seen = await seeStart(server, (port) => once(s.client, via(base, port, s.params)));
+    rows.push([label(s), String(major), ...seenRow(seen)]);
+  }
+  return rows;
+}
+
+/** The server's major version. */
+async function serverMajor(base: string): Promise<number> {
+  const sql = postgres(base, { max: 1, onnotice: () => {} });
+  try {
+    const [{ v }] = await sql`select current_setting('server_version_num')::int as v`;
+    return Math.floor(v / 10000);
+  } finally {
+    await sql.end();
+  }
+}
+
+/** The rows of the table of TLS starts on the wire, for every server. */
+const wire: string[][] = [];
 
 if (scramUrl === undefined) {
   notes.push("The SCRAM and TLS starts need the bench's own server (no PGPIPE_BENCH_SCRAM_URL).");
@@ -165,16 +245,16 @@ if (scramUrl === undefined) {
     const params = { sslmode };
     list.push({ client: "pgpipe", scenario, params });
     if (sslmode === "require" && hasCa) list.push({ client: "pgpipe-ca", scenario, params });
-    for (const p of peers) list.push({ client: p, scenario, params });
+    for (const p of [...peers, ...references]) list.push({ client: p, scenario, params });
   }
   const result = await starts(scramUrl, list, server);
-  const label = (c: string) => c === "pgpipe-ca" ? "pgpipe (CA: native TLS)" : c;
+  wire.push(...await onTheWire(scramUrl, list, server, await serverMajor(scramUrl)));
   tables.push({
     title: `Cold start with SCRAM: client created to first answer (ms, median of ${startRuns}), ` +
       `loopback and through the proxy (${delay} ms each way)`,
     head: ["client", "link", "loopback", `proxy`, "round trips on the link"],
     rows: [...result].map(([s, r]) => [
-      label(s.client),
+      label(s),
       s.scenario,
       fmt(r.loopback, 1),
       fmt(r.link, 1),
@@ -192,7 +272,7 @@ if (scramUrl === undefined) {
   ) {
     const r = get(client, scenario);
     if (!r) continue;
-    const who = label(client);
+    const who = label({ client, scenario, params: {} });
     measures.push(
       {
         suite: "cold",
@@ -237,7 +317,7 @@ if (scramUrl === undefined) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 3. Direct TLS on PostgreSQL 18
+// 3. PostgreSQL 18: direct TLS, and the same starts against a server that offers X25519
 
 if (scramUrl !== undefined && hasCa && Deno.env.get("PGPIPE_BENCH_PG18") !== "0") {
   try {
@@ -248,20 +328,31 @@ if (scramUrl !== undefined && hasCa && Deno.env.get("PGPIPE_BENCH_PG18") !== "0"
         encodeURIComponent(scram.password)
       }@127.0.0.1:${pg18.port}/${pg18.database}`;
       Deno.env.set("PGPIPE_BENCH_CA", pg18.caCertPath!); // the children read it: this cluster's CA
+      const required = { sslmode: "require" };
       const list: Start[] = [
-        { client: "pgpipe-ca", scenario: "SSLRequest", params: { sslmode: "require" } },
+        { client: "pgpipe-ca", scenario: "SSLRequest", params: required },
         {
           client: "pgpipe-ca",
           scenario: "direct",
           params: { sslmode: "require", sslnegotiation: "direct" },
         },
+        // The same starts as on the bench's server, for the comparison across versions.
+        ...["pgpipe", ...peers, ...references].map((client) => ({
+          client,
+          scenario: "SSLRequest",
+          params: required,
+        })),
       ];
-      const result = await starts(base, list, { hostname: "127.0.0.1", port: pg18.port });
+      const at = { hostname: "127.0.0.1", port: pg18.port };
+      const major = Math.floor(pg18.version / 10000);
+      const result = await starts(base, list, at);
+      wire.push(...await onTheWire(base, list, at, major));
       tables.push({
-        title: `Cold start on PostgreSQL ${Math.floor(pg18.version / 10000)}, TLS + SCRAM, ` +
-          `pgpipe with the CA (native TLS): the SSLRequest against sslnegotiation=direct (ms)`,
-        head: ["negotiation", "loopback", "proxy", "round trips on the link"],
+        title: `Cold start on PostgreSQL ${major}, TLS + SCRAM: the SSLRequest against ` +
+          `sslnegotiation=direct, and the same starts as above (ms, median of ${startRuns})`,
+        head: ["client", "negotiation", "loopback", "proxy", "round trips on the link"],
         rows: [...result].map(([s, r]) => [
+          label(s),
           s.scenario,
           fmt(r.loopback, 1),
           fmt(r.link, 1),
@@ -285,6 +376,32 @@ if (scramUrl !== undefined && hasCa && Deno.env.get("PGPIPE_BENCH_PG18") !== "0"
   } catch (e) {
     notes.push(`skipped direct TLS on PostgreSQL 18: ${(e as Error).message.split("\n")[0]}`);
   }
+}
+
+if (wire.length > 0) {
+  tables.push({
+    title: "TLS + SCRAM starts on the wire: one start per client and server through a flight " +
+      "recorder on loopback",
+    head: [
+      "client",
+      "PostgreSQL",
+      "key shares in the ClientHello",
+      "server's first answer",
+      "round trips",
+      "what each round trip carries",
+    ],
+    rows: wire,
+  });
+  notes.push(
+    "On the wire: a round trip is a client flight the next server flight answers, up to the " +
+      "first answer (the Terminate after it is left out). Encrypted flights are named by their " +
+      "place in a SCRAM login. PostgreSQL up to 17 offers one key exchange group " +
+      "(ssl_ecdh_curve, prime256v1 by default); a ClientHello with only an X25519 share gets a " +
+      "HelloRetryRequest, one round trip more. 18 also offers X25519 (ssl_groups). Deno's TLS " +
+      "(rustls) sends one X25519 share and has no option to choose; libpq (OpenSSL 3.0) does " +
+      "the same. pgpipe's node:tls path teaches node:tls a secp256r1 share first " +
+      "(src/connection/tls_group.ts), which every PostgreSQL takes at once.",
+  );
 }
 
 await emitReport({ suite: "cold", tables, ratios, measures, notes });

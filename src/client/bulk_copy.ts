@@ -29,8 +29,9 @@ export interface BulkCopy {
    * `transform.column.to`; default the first row's keys), from an array, an
    * iterable, an async iterable or a ReadableStream. The column types are
    * looked up once, each value is encoded by the binary encoder of its
-   * column's type, and the next row is only pulled once the previous chunk
-   * reached the socket, so memory stays flat however large the source.
+   * column's type, and rows are encoded into a chunk while the previous one
+   * goes out, a chunk only sent once the previous one reached the socket,
+   * so memory stays flat however large the source.
    *
    * A value that does not fit its column, an `undefined`, a row of the wrong
    * length, the source throwing, or `options.signal` aborting makes pgpipe

@@ -5,9 +5,10 @@
  * The column types are looked up once (or given), each column gets the binary
  * encoder of its type, and the rows are pulled from the source one at a time
  * and encoded into a chunk that goes out as one CopyData message when full.
- * The next row is only pulled once that chunk has reached the socket, so a
- * source of any size is loaded in constant memory, at the pace the server
- * takes it. A column pgpipe has no binary encoder for (or a custom `types`
+ * Rows for the next chunk are pulled while that one goes out, and that next
+ * chunk is only sent once the previous one has reached the socket, so a
+ * source of any size is loaded in constant memory (two chunks), at the pace
+ * the server takes it. A column pgpipe has no binary encoder for (or a custom `types`
  * serializer) switches the whole COPY to the text format, values serialised
  * as parameters are.
  *
@@ -528,10 +529,17 @@ async function pump(
 ): Promise<number> {
   const w = new Writer(CHUNK_BYTES + 16 * 1024);
   if (binary) writeBinaryHeader(w);
+  // The previous chunk's way to the socket, waited for only when the next chunk is full: rows
+  // are pulled and encoded while it goes out, and at most one chunk is in flight (the connection
+  // copies it) besides the one filling.
+  let inFlight: Promise<void> | null = null;
   const flush = async () => {
-    await req.send(w.buf.subarray(0, w.length));
-    w.reset();
+    if (inFlight !== null) await inFlight;
+    if (req.failure !== null) throw req.failure;
     check();
+    req.write(w.buf.subarray(0, w.length));
+    w.reset();
+    inFlight = req.sent();
   };
   let index = 0;
   if (source.array !== null) {
@@ -560,5 +568,7 @@ async function pump(
   }
   if (binary) writeBinaryTrailer(w);
   await flush();
+  await inFlight;
+  check();
   return await req.end();
 }

@@ -87,6 +87,10 @@ export class Pool {
   #openings = new Set<Promise<void>>(); // settle after their handlers ran
   #waiting: PipelineRequest[] = []; // no shared connection could take them yet
   #waitingSince: number[] = []; // when each waiting request arrived, for connect_timeout
+  // A request a starting connection took: when it began waiting, and its place among those
+  // taken (for #giveBack). Kept from its first claim on, so every failed start restores them.
+  #claimedAt = new WeakMap<PipelineRequest, { since: number; order: number }>();
+  #claims = 0;
   #everConnected = false; // an outage of a server that worked is retried; a bad config fails fast
   #backoff = 0;
   #retry: ReturnType<typeof setTimeout> | undefined;
@@ -396,14 +400,39 @@ export class Pool {
     if (types) c.send(types);
     if (this.#reservers.length > 0 || this.#destroyed) return;
     const share = Math.ceil(this.#waiting.length / Math.max(1, this.#opening));
-    for (const req of this.#takeWaiting(share)) this.#route(c, req);
+    const since = this.#waitingSince.slice(0, share);
+    const taken = this.#takeWaiting(share);
+    for (let i = 0; i < taken.length; i++) {
+      const req = taken[i];
+      if (!this.#claimedAt.has(req)) {
+        this.#claimedAt.set(req, { since: since[i], order: this.#claims++ });
+      }
+      this.#route(c, req);
+    }
   }
 
-  /** A startup failed before the server ran what it had claimed: it waits again, first. */
+  /**
+   * A startup failed before the server ran what it had claimed: it waits again, where and since
+   * when it first waited (connect_timeout counts from then, and #expire reads oldest first).
+   * Whatever was never claimed arrived after every claimed request; so each goes back before
+   * those, among the others given back by their order of claim.
+   */
   #giveBack(reqs: PipelineRequest[]): void {
-    const now = Date.now();
-    this.#waiting.unshift(...reqs);
-    this.#waitingSince.unshift(...reqs.map(() => now));
+    let at = 0;
+    for (const req of reqs) {
+      const claimed = this.#claimedAt.get(req);
+      // Not a waiting request but what #claim sent first, fetch_types' catalog query: the next
+      // connection sends its own, so this one goes nowhere (else it would run twice there).
+      if (claimed === undefined) continue;
+      while (at < this.#waiting.length) {
+        const ahead = this.#claimedAt.get(this.#waiting[at]);
+        if (ahead === undefined || ahead.order > claimed.order) break;
+        at++;
+      }
+      this.#waiting.splice(at, 0, req);
+      this.#waitingSince.splice(at, 0, claimed.since);
+      at++;
+    }
   }
 
   #connectFailed(err: Error): void {

@@ -48,6 +48,7 @@ import type { PasswordSource } from "../connection/startup.ts";
 import { socketPath } from "../connection/transport.ts";
 import { Pool } from "./pool.ts";
 import { arrayTypesRequest } from "./fetch_types.ts";
+import { mayEndTransaction } from "../query/transaction_end.ts";
 import { quoteIdentifier } from "./exec.ts";
 import { Listener, type ListenHandle, type NotifyHandler } from "./listen.ts";
 import { type LargeObject, openLargeObject } from "./large_object.ts";
@@ -839,6 +840,25 @@ function commitText(tx: TransactionSql): string {
   return name === undefined ? "commit" : `prepare transaction '${name.replaceAll("'", "''")}'`;
 }
 
+/**
+ * Per transaction: `own` while the driver sends its own ROLLBACK, COMMIT or PREPARE TRANSACTION
+ * (see runOwn); `userEnded` once the user sent a statement that can end the block (see
+ * transactionFailure).
+ */
+const endings = new WeakMap<TransactionSql, { own: boolean; userEnded: boolean }>();
+
+/** Sends one of the driver's own statements that end a transaction. */
+function runOwn(tx: TransactionSql, text: string): Promise<unknown> {
+  const query = run(tx, text) as Query<readonly unknown[]>;
+  const ending = endings.get(tx)!;
+  ending.own = true;
+  try {
+    return query.execute(); // sent now, synchronously: the sink sees the flag
+  } finally {
+    ending.own = false;
+  }
+}
+
 /** The COPY requests each transaction sent, so its end can fail one left open (see endCopies). */
 const copiesOf = new WeakMap<TransactionSql, Set<CopyInRequest>>();
 
@@ -876,8 +896,10 @@ const transactionErrors = new WeakSet<ConnectionError>();
  * `ending` is true when the failure is the COMMIT's (or PREPARE TRANSACTION's) own. Until that
  * statement is written nothing can commit (the server rolls back a transaction whose session
  * ends), so the outcome is `"not-sent"`, the retry rule's "nothing took effect"; once it was
- * written and its answer never came, `"unknown"`. Any other failure (the server refused a
- * statement, the callback threw its own error) is returned unchanged.
+ * written and its answer never came, `"unknown"`. The user's own COMMIT, ROLLBACK, END, ...
+ * sent inside the transaction (see mayEndTransaction) makes it `"unknown"` too: what ran before
+ * it may have committed, and what ran after it ran outside any transaction. Any other failure
+ * (the server refused a statement, the callback threw its own error) is returned unchanged.
  */
 function transactionFailure(
   e: unknown,
@@ -888,17 +910,22 @@ function transactionFailure(
   if (!(e instanceof ConnectionError) || transactionErrors.has(e)) return e;
   if (!ending && conn.closedReason === null) return e; // the connection lives: rolled back
   const written = ending && e.outcome !== "not-sent";
+  const userEnded = endings.get(tx)?.userEnded === true;
   const statement = preparedAs.has(tx) ? "PREPARE TRANSACTION" : "COMMIT";
   const err = new ConnectionError(
     e.code,
     written
       ? `the transaction's connection closed after ${statement} was sent, before its answer: ` +
         `it may have committed (${e.message})`
+      : userEnded
+      ? "the transaction's connection closed after a statement ending the transaction " +
+        "(COMMIT, ROLLBACK, END, ...) was sent inside it: some of its work may have committed " +
+        `(${e.message})`
       : `the transaction's connection closed before ${statement} was sent: nothing was ` +
         `committed (${e.message})`,
     { address: e.address, port: e.port, cause: e },
   );
-  err.outcome = written ? "unknown" : "not-sent";
+  err.outcome = written || userEnded ? "unknown" : "not-sent";
   transactionErrors.add(err);
   return err;
 }
@@ -912,11 +939,17 @@ function transactionSql(
 ): TransactionSql {
   let savepoints = 0;
   const copies = new Set<CopyInRequest>();
+  const ending = { own: false, userEnded: false };
   const sink: Sink = {
     send(req) {
       if (req instanceof CopyInRequest) {
         for (const c of copies) if (c.finished) copies.delete(c); // keep only the live ones
         copies.add(req);
+      } else if (
+        !ending.own && !ending.userEnded && req instanceof QueryRequest &&
+        mayEndTransaction(req.spec.text)
+      ) {
+        ending.userEnded = true;
       }
       conn.send(req);
     },
@@ -928,6 +961,7 @@ function transactionSql(
     telemetry,
   ) as TransactionSql;
   copiesOf.set(tx, copies);
+  endings.set(tx, ending);
   Object.defineProperty(tx, "prepare", {
     value: (name: string): Promise<void> => {
       if (typeof name !== "string" || name === "" || name.includes("\0")) {
@@ -1096,17 +1130,17 @@ export function createSql(url?: string, options?: Options): Sql {
         result = await Promise.race([(async () => await settleAll(await fn(tx)))(), closed]);
       } catch (e) {
         endCopies(tx, "the transaction failed while this COPY was open");
-        await run(tx, "rollback").catch(() => {}); // the connection may be gone; the cause matters
+        await runOwn(tx, "rollback").catch(() => {}); // the connection may be gone; the cause matters
         throw transactionFailure(e, conn, tx, false);
       } finally {
         stopWatching();
       }
       if (endCopies(tx, "the transaction ended while this COPY was open")) {
-        await run(tx, "rollback").catch(() => {});
+        await runOwn(tx, "rollback").catch(() => {});
         throw copyInProgress();
       }
       // A failing commit (deferred constraint) rejects with its error; no rollback follows it.
-      await run(tx, commitText(tx)).catch((e) => {
+      await runOwn(tx, commitText(tx)).catch((e) => {
         throw transactionFailure(e, conn, tx, true);
       });
       return result;
@@ -1129,10 +1163,10 @@ export function createSql(url?: string, options?: Options): Sql {
         if (
           endCopies(tx, "the transaction ended while this COPY was open") && text !== "rollback"
         ) {
-          await run(tx, "rollback").catch(() => {});
+          await runOwn(tx, "rollback").catch(() => {});
           throw copyInProgress();
         }
-        await run(tx, text).catch((e) => {
+        await runOwn(tx, text).catch((e) => {
           throw transactionFailure(e, conn, tx, text !== "rollback");
         });
       } catch (e) {

@@ -23,10 +23,15 @@ type Attributes = Record<string, string | number | boolean>;
  *
  * @example
  * ```ts
- * import postgres from "jsr:@pgpipe/pgpipe";
- * // An OpenTelemetry SDK's providers fit (npm:@opentelemetry/api); Deno's are used by default.
- * const { tracerProvider, meterProvider, contextManager } = Deno.telemetry;
- * const sql = postgres({ telemetry: { tracerProvider, meterProvider, contextManager } });
+ * import type { OtelSpan } from "jsr:@pgpipe/pgpipe";
+ * // A span that prints what pgpipe records on it (a stand-in for an SDK's span in a test):
+ * const span: OtelSpan = {
+ *   setAttribute: (key, value) => console.log(key, value),
+ *   setAttributes: (attributes) => console.log(attributes),
+ *   addEvent: (name, attributes) => console.log("event", name, attributes),
+ *   setStatus: ({ code, message }) => console.log("status", code, message),
+ *   end: () => console.log("end"),
+ * };
  * ```
  */
 export interface OtelSpan {
@@ -47,10 +52,13 @@ export interface OtelSpan {
  *
  * @example
  * ```ts
- * import postgres from "jsr:@pgpipe/pgpipe";
- * // An OpenTelemetry SDK's providers fit (npm:@opentelemetry/api); Deno's are used by default.
- * const { tracerProvider, meterProvider, contextManager } = Deno.telemetry;
- * const sql = postgres({ telemetry: { tracerProvider, meterProvider, contextManager } });
+ * import type { OtelContext } from "jsr:@pgpipe/pgpipe";
+ * // Immutable, as OpenTelemetry's: setValue returns a copy and leaves the original as it was.
+ * const context = (values: ReadonlyMap<symbol, unknown> = new Map()): OtelContext => ({
+ *   setValue: (key, value) => context(new Map(values).set(key, value)),
+ * });
+ * const root = context();
+ * const child = root.setValue(Symbol.for("app.request"), "GET /users");
  * ```
  */
 export interface OtelContext {
@@ -63,10 +71,17 @@ export interface OtelContext {
  *
  * @example
  * ```ts
- * import postgres from "jsr:@pgpipe/pgpipe";
- * // An OpenTelemetry SDK's providers fit (npm:@opentelemetry/api); Deno's are used by default.
- * const { tracerProvider, meterProvider, contextManager } = Deno.telemetry;
- * const sql = postgres({ telemetry: { tracerProvider, meterProvider, contextManager } });
+ * import postgres, { type OtelTracerProvider } from "jsr:@pgpipe/pgpipe";
+ * // Logs each span's name as pgpipe starts it ("SELECT users", "transaction", "connect"):
+ * const logging: OtelTracerProvider = {
+ *   getTracer: () => ({
+ *     startSpan(name) {
+ *       console.log("span", name);
+ *       return { setAttribute() {}, setAttributes() {}, addEvent() {}, setStatus() {}, end() {} };
+ *     },
+ *   }),
+ * };
+ * const sql = postgres({ telemetry: { tracerProvider: logging } });
  * ```
  */
 export interface OtelTracerProvider {
@@ -86,10 +101,19 @@ export interface OtelTracerProvider {
  *
  * @example
  * ```ts
- * import postgres from "jsr:@pgpipe/pgpipe";
- * // An OpenTelemetry SDK's providers fit (npm:@opentelemetry/api); Deno's are used by default.
- * const { tracerProvider, meterProvider, contextManager } = Deno.telemetry;
- * const sql = postgres({ telemetry: { tracerProvider, meterProvider, contextManager } });
+ * import { AsyncLocalStorage } from "node:async_hooks";
+ * import postgres, { type OtelContext, type OtelContextManager } from "jsr:@pgpipe/pgpipe";
+ * // The active context kept in AsyncLocalStorage, as @opentelemetry/context-async-hooks does:
+ * const context = (values: ReadonlyMap<symbol, unknown> = new Map()): OtelContext => ({
+ *   setValue: (key, value) => context(new Map(values).set(key, value)),
+ * });
+ * const storage = new AsyncLocalStorage<OtelContext>();
+ * const root = context();
+ * const contextManager: OtelContextManager = {
+ *   active: () => storage.getStore() ?? root,
+ *   with: (active, fn) => storage.run(active, fn),
+ * };
+ * const sql = postgres({ telemetry: { contextManager } });
  * ```
  */
 export interface OtelContextManager {
@@ -104,10 +128,16 @@ export interface OtelContextManager {
  *
  * @example
  * ```ts
- * import postgres from "jsr:@pgpipe/pgpipe";
- * // An OpenTelemetry SDK's providers fit (npm:@opentelemetry/api); Deno's are used by default.
- * const { tracerProvider, meterProvider, contextManager } = Deno.telemetry;
- * const sql = postgres({ telemetry: { tracerProvider, meterProvider, contextManager } });
+ * import postgres, { type OtelMeterProvider } from "jsr:@pgpipe/pgpipe";
+ * // Prints each duration and error as pgpipe records it; the connection gauges go unobserved.
+ * const printing: OtelMeterProvider = {
+ *   getMeter: () => ({
+ *     createHistogram: (name) => ({ record: (value, attrs) => console.log(name, value, attrs) }),
+ *     createCounter: (name) => ({ add: (value, attrs) => console.log(name, value, attrs) }),
+ *     createObservableUpDownCounter: () => ({ addCallback() {} }),
+ *   }),
+ * };
+ * const sql = postgres({ telemetry: { meterProvider: printing } });
  * ```
  */
 export interface OtelMeterProvider {
@@ -195,11 +225,13 @@ interface DenoProviders {
 
 let denoProviders: DenoProviders | null | undefined;
 
-/** A provider given in the options must have its method: checked in `postgres()`, not later. */
-function checkProvider(value: unknown, name: string, method: string): void {
+/** A provider given in the options must have its methods: checked in `postgres()`, not later. */
+function checkProvider(value: unknown, name: string, ...methods: string[]): void {
   if (value === undefined) return;
-  if (typeof (value as Record<string, unknown> | null)?.[method] !== "function") {
-    throw new TypeError(`telemetry.${name} must have a ${method}() method`);
+  for (const method of methods) {
+    if (typeof (value as Record<string, unknown> | null)?.[method] !== "function") {
+      throw new TypeError(`telemetry.${name} must have a ${method}() method`);
+    }
   }
 }
 
@@ -324,7 +356,11 @@ export class Telemetry {
     if (option === false) return null;
     checkProvider(option?.tracerProvider, "tracerProvider", "getTracer");
     checkProvider(option?.meterProvider, "meterProvider", "getMeter");
-    checkProvider(option?.contextManager, "contextManager", "active");
+    checkProvider(option?.contextManager, "contextManager", "active", "with");
+    const queryText = option?.query_text;
+    if (queryText !== undefined && typeof queryText !== "boolean") {
+      throw new TypeError(`telemetry.query_text must be a boolean; got ${typeof queryText}`);
+    }
     const d = option?.tracerProvider !== undefined && option?.meterProvider !== undefined
       ? null
       : deno();
@@ -333,7 +369,7 @@ export class Telemetry {
     if (tracer === undefined && meter === undefined) return null;
     const context = option?.contextManager ?? d?.contextManager ??
       (globalThis as { Deno?: { telemetry?: DenoProviders } }).Deno?.telemetry?.contextManager;
-    return new Telemetry(tracer, meter, context, option?.query_text, target);
+    return new Telemetry(tracer, meter, context, queryText, target);
   }
 
   /**

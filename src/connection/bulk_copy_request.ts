@@ -4,9 +4,10 @@
  * go over the simple protocol and are barriers: the connection serves nothing
  * else until the COPY's ReadyForQuery.
  *
- * In: the caller writes whole CopyData chunks and waits for each to reach the
- * socket before encoding the next (backpressure down to the server), then
- * ends with CopyDone, or CopyFail to make the server discard everything.
+ * In: the caller writes whole CopyData chunks and, before writing the next,
+ * waits for the previous one to reach the socket (backpressure down to the
+ * server, while the caller encodes), then ends with CopyDone, or CopyFail to
+ * make the server discard everything.
  * Out: each CopyData body is handed to the caller's sink (the bytes are the
  * read buffer's, left as they are until the sink is told to release them),
  * and the caller pauses reading while its consumer is behind.
@@ -127,16 +128,23 @@ export class CopyFromRequest extends BulkCopyRequest {
   }
 
   /**
-   * Sends `bytes` as one CopyData message (copied: the caller may reuse its
-   * buffer at once) and resolves when it has reached the socket. Rejects with
-   * the failure when the COPY can no longer take data.
+   * Queues `bytes` as one CopyData message (copied: the caller may reuse its
+   * buffer at once); `sent()` says when it reached the socket. Throws the
+   * failure when the COPY can no longer take data.
    */
-  async send(bytes: Uint8Array): Promise<void> {
+  write(bytes: Uint8Array): void {
     if (this.failure !== null) throw this.failure;
     if (this.#closed || this.io === null) throw this.#notCopying();
     this.io.write((w) => fe.copyData(w, bytes));
-    await this.io.flushed();
-    if (this.failure !== null) throw this.failure;
+  }
+
+  /**
+   * Resolves once everything written so far has reached the socket, or the
+   * connection failed: never rejects, so it may wait unobserved while the
+   * caller encodes the next chunk. Check `failure` after it.
+   */
+  sent(): Promise<void> {
+    return this.io === null ? Promise.resolve() : this.io.flushed();
   }
 
   /** Ends the data with CopyDone; resolves with the rows the server copied. */

@@ -3,6 +3,7 @@
  * naming the backend by its process ID and secret key. The server answers
  * nothing and closes; cancellation is best effort by design.
  */
+import type { PostgresError } from "../errors.ts";
 import { cancelRequest } from "../protocol/frontend.ts";
 import { Writer } from "../protocol/writer.ts";
 import { type Endpoint, openTransport } from "./transport.ts";
@@ -70,4 +71,25 @@ export class StrayCancels {
   resent(req: object): void {
     this.#exposed?.delete(req);
   }
+}
+
+/** PostgreSQL's untranslated texts of the two 57014s a client backend raises itself. */
+const USER_REQUEST = "canceling statement due to user request";
+const STATEMENT_TIMEOUT = "canceling statement due to statement timeout";
+
+/**
+ * Whether a 57014 may be a CancelRequest's doing (ours gone astray, or pg_cancel_backend) rather
+ * than statement_timeout's. A backend raises both in ProcessInterrupts (the `routine` field, never
+ * translated); a function raising 57014 itself is neither (and lock_timeout is 55P03). Apart from
+ * the source line, which moves between versions and builds, only the message tells the two
+ * apart, and lc_messages translates it. So an untranslated message decides, and a translated one
+ * counts as a cancel. That is the safe side: a statement timeout taken for a stray cancel runs
+ * once more outside a transaction (a cancelled statement took no effect) and times out again,
+ * and inside one rejects with 57014 as it would have, the server's message kept; whereas a stray
+ * cancel taken for a timeout rejects a query nobody cancelled. Without a `routine` (not
+ * PostgreSQL itself answering) only the untranslated text counts.
+ */
+export function mayBeCancelRequest(err: PostgresError): boolean {
+  if (err.routine === undefined) return err.message === USER_REQUEST;
+  return err.routine === "ProcessInterrupts" && err.message !== STATEMENT_TIMEOUT;
 }

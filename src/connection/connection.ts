@@ -28,7 +28,7 @@ import type { EncodeContext, PipelineRequest, RequestIO } from "./request.ts";
 import type { ConnectionState } from "./query_request.ts";
 import { type PasswordSource, startup, type StartupIO } from "./startup.ts";
 import { StatementCache } from "./statement.ts";
-import { sendCancel, StrayCancels } from "./cancel.ts";
+import { mayBeCancelRequest, sendCancel, StrayCancels } from "./cancel.ts";
 import {
   type Endpoint,
   openTransport,
@@ -156,7 +156,7 @@ const cancelledInBatch = (cause: PostgresError): PostgresError =>
 const strayCancel = (cause: PostgresError): PostgresError =>
   derivedError(
     "57014",
-    "canceling statement due to user request",
+    cause.message, // the server's, in its lc_messages
     "stopped: a cancel this connection sent for another query landed while it ran",
     cause,
   );
@@ -741,7 +741,7 @@ export class Connection implements EncodeContext {
         }
         // A cancel of ours sent for another request stopped this one (see StrayCancels).
         const stray = err.code === "57014" && !this.#cancelled.has(req) &&
-          /user request/.test(err.message) && this.#strays.mayHit(req);
+          mayBeCancelRequest(err) && this.#strays.mayHit(req);
         if (!this.#synced[this.#head]) {
           // Mid-batch: the server now skips the rest of the batch up to its Sync.
           const failure = stray ? strayCancel(err) : err;

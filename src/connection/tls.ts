@@ -144,21 +144,25 @@ export async function nativeHandshake(
   return { conn: secured, alpn: info.alpnProtocol };
 }
 
+/** node:tls's options for a handshake with `t`, verifying what the mode asks (no socket yet). */
+export function nodeOptions(t: TlsTarget): tls.ConnectionOptions {
+  const verify = verification(t.sslmode, t.ca);
+  const isIp = net.isIP(t.host) !== 0;
+  return {
+    host: t.host,
+    ...(isIp ? {} : { servername: t.host }),
+    rejectUnauthorized: verify !== "none",
+    ...(t.ca ? { ca: t.ca } : {}),
+    ...(t.alpn ? { ALPNProtocols: t.alpn } : {}),
+    // verify-ca checks the chain but, unlike verify-full, not the host name.
+    ...(verify === "full" ? {} : { checkServerIdentity: () => undefined }),
+  };
+}
+
 /** The node:tls handshake over `socket`, verifying what the mode asks. */
 export function nodeHandshake(socket: Duplex, t: TlsTarget): Promise<tls.TLSSocket> {
-  const verify = verification(t.sslmode, t.ca);
   return new Promise((resolve, reject) => {
-    const isIp = net.isIP(t.host) !== 0;
-    const secure = tls.connect({
-      socket,
-      host: t.host,
-      ...(isIp ? {} : { servername: t.host }),
-      rejectUnauthorized: verify !== "none",
-      ...(t.ca ? { ca: t.ca } : {}),
-      ...(t.alpn ? { ALPNProtocols: t.alpn } : {}),
-      // verify-ca checks the chain but, unlike verify-full, not the host name.
-      ...(verify === "full" ? {} : { checkServerIdentity: () => undefined }),
-    });
+    const secure = tls.connect({ ...nodeOptions(t), socket });
     secure.once("secureConnect", () => {
       secure.off("error", reject);
       resolve(secure);

@@ -13,6 +13,7 @@ import {
   knownPath,
   nativeHandshake,
   nodeHandshake,
+  nodeOptions,
   parkNative,
   rememberPath,
   type TlsPath,
@@ -20,6 +21,7 @@ import {
   verification,
   wouldPassNatively,
 } from "./tls.ts";
+import { preferP256 } from "./tls_group.ts";
 
 /**
  * libpq's sslmode values.
@@ -502,15 +504,20 @@ async function tlsViaNode(
   where: Where,
   learn?: (native: boolean) => void,
 ): Promise<Transport | null> {
+  // Taught while the socket connects and the SSLRequest is answered (once per host): the first
+  // handshake then needs no HelloRetryRequest from PostgreSQL 17 and older (tls_group.ts).
+  const taught = preferP256(nodeOptions(tlsTarget(endpoint)));
   const socket = n.track(await nodeConnect(endpoint), (s) => s.destroy());
   const close = () => socket.destroy();
   if (endpoint.sslnegotiation === "direct") {
+    await taught;
     return await nodeSecure(socket, endpoint, where, close, learn);
   }
   const answer = await negotiateNode(socket).catch((e) => {
     close();
     throw e;
   });
+  await taught;
   if (answer === 0x4e && (endpoint.sslmode === "prefer" || endpoint.sslmode === "allow")) {
     close();
     return null;

@@ -26,9 +26,17 @@ const NOISE =
 const KEYWORD =
   /(?<![\w$])(?:insert|update|select|returning|as|values|in)(?![\w$])|(?<![^\s(])\((?![^\s(])/gi;
 
+/**
+ * `text` with its comments, string literals, quoted identifiers and dollar-quoted bodies each
+ * turned into one space: what is left are the words the server reads as SQL.
+ */
+export function withoutNoise(text: string): string {
+  return text.replace(NOISE, " ");
+}
+
 /** The last helper keyword in `before`, lower-cased, or null when there is none. */
 export function lastKeyword(before: string): HelperKeyword | null {
-  const text = before.replace(NOISE, " ");
+  const text = withoutNoise(before);
   KEYWORD.lastIndex = 0;
   let last: string | null = null;
   for (let m = KEYWORD.exec(text); m !== null; m = KEYWORD.exec(text)) last = m[0];

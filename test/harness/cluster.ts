@@ -271,6 +271,13 @@ export async function logTail(path: string): Promise<string> {
 }
 
 /**
+ * The server's environment. gettext reads LANGUAGE under any message locale but C, so a session
+ * that sets lc_messages to C.UTF-8 (a superuser may) reads the server's German translations
+ * without a German OS locale installed; lc_messages stays C otherwise (initdb --locale=C).
+ */
+const SERVER_ENV = { LANGUAGE: "de" };
+
+/**
  * Starts the server in `dataDir` on a free port, appending `conf(port)` to postgresql.conf.
  * Another process may grab the port between freePort() and bind, so it retries on EADDRINUSE.
  * Returns the port.
@@ -291,6 +298,7 @@ export async function startOnFreePort(
         asServerUser: true,
         cwd,
         timeoutMs: 70_000,
+        env: SERVER_ENV,
       });
       return port;
     } catch (e) {
@@ -408,6 +416,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       await run(pgCtl, ["-D", dataDir, "-l", logFile, "-w", "-t", "60", "start"], {
         ...asServer,
         timeoutMs: 70_000,
+        env: SERVER_ENV,
       });
     };
     return { ...info, dataDir, bin, stop: stopOnce, halt, resume };
