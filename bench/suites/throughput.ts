@@ -22,6 +22,7 @@ import {
   type Table,
 } from "../shared/report.ts";
 import { startSpinner } from "../shared/spinner.ts";
+import { type CpuPerQuery, cpuPerQuery, localPostmaster } from "../shared/cpu.ts";
 import { mean, percentile } from "../shared/stats.ts";
 
 const quick = isQuick();
@@ -434,8 +435,15 @@ const BUN_TOTAL = quick ? 20_000 : 100_000;
 const BUN_WINDOW = 500;
 const BUN_ROUNDS = quick ? 1 : 3;
 
+/** What one default-pool round measured: serial µs, q/s in flight, and that run's CPU per query. */
+interface PoolRound {
+  serialUs: number;
+  qps: number;
+  cpu?: CpuPerQuery;
+}
+
 /** pgpipe with its default pool: serial `select 1` (µs each) and BUN_WINDOW in flight (q/s). */
-async function pgpipeDefaultPool(ssl: unknown): Promise<{ serialUs: number; qps: number }> {
+async function pgpipeDefaultPool(ssl: unknown, postmaster: number | undefined): Promise<PoolRound> {
   const sql = postgres(url, { ssl: ssl as "require", onnotice: () => {} });
   try {
     await Promise.all(Array.from({ length: 100 }, (_, i) => sql`select ${i}::int as x`));
@@ -446,12 +454,17 @@ async function pgpipeDefaultPool(ssl: unknown): Promise<{ serialUs: number; qps:
       if (Object.values(row)[0] !== 1) throw new Error("wrong answer: select 1");
     }
     const serialUs = (performance.now() - t0) * 1000 / BUN_SERIAL;
-    const rate = await pipelined(
-      { selectInt: async (v) => (await sql`select ${v}::int as x`)[0].x as number },
-      BUN_TOTAL,
-      BUN_WINDOW,
+    const { result: rate, cpu } = await cpuPerQuery(
+      postmaster,
+      () =>
+        pipelined(
+          { selectInt: async (v) => (await sql`select ${v}::int as x`)[0].x as number },
+          BUN_TOTAL,
+          BUN_WINDOW,
+        ),
+      (done) => done.queries,
     );
-    return { serialUs, qps: rate.qps };
+    return { serialUs, qps: rate.qps, cpu };
   } finally {
     await sql.end();
   }
@@ -461,7 +474,9 @@ async function pgpipeDefaultPool(ssl: unknown): Promise<{ serialUs: number; qps:
  * pgpipe against Bun.sql on Bun, each with its default pool (10 connections), in alternating
  * rounds: strictly serial `select 1`, and `select $1::int` with 500 in flight.
  */
-async function versusBun(): Promise<{ table?: Table; ratios: Ratio[]; notes: string[] }> {
+async function versusBun(
+  postmaster: number | undefined,
+): Promise<{ table?: Table; ratios: Ratio[]; notes: string[] }> {
   const bun = await findBun((line) => console.log(`throughput: ${line}`));
   if (!("path" in bun)) {
     return { ratios: [], notes: [`skipped Bun.sql: no bun binary (${bun.reason})`] };
@@ -469,33 +484,38 @@ async function versusBun(): Promise<{ table?: Table; ratios: Ratio[]; notes: str
   const probe = new URL("../probes/bun_sql.ts", import.meta.url).pathname;
   const runBun = async () => {
     const out = await new Deno.Command(bun.path, {
-      args: [probe, url, String(BUN_SERIAL), String(BUN_TOTAL), String(BUN_WINDOW)],
+      args: [
+        probe,
+        url,
+        String(BUN_SERIAL),
+        String(BUN_TOTAL),
+        String(BUN_WINDOW),
+        ...(postmaster === undefined ? [] : [String(postmaster)]),
+      ],
       stdout: "piped",
       stderr: "piped",
     }).output();
     if (!out.success) throw new Error(`Bun.sql probe: ${new TextDecoder().decode(out.stderr)}`);
-    return JSON.parse(new TextDecoder().decode(out.stdout).trim().split("\n").pop()!) as {
-      serialUs: number;
-      qps: number;
-    };
+    return JSON.parse(
+      new TextDecoder().decode(out.stdout).trim().split("\n").pop()!,
+    ) as PoolRound;
   };
-  const ours = { serial: [] as number[], qps: [] as number[] };
-  const theirs = { serial: [] as number[], qps: [] as number[] };
+  const ours = { serial: [] as number[], qps: [] as number[], cpu: [] as CpuPerQuery[] };
+  const theirs = { serial: [] as number[], qps: [] as number[], cpu: [] as CpuPerQuery[] };
   // In a TLS variant, also pgpipe given the server's CA: what native TLS does beside Bun.
   const ca = tls ? benchCa() : undefined;
-  const native = { serial: [] as number[], qps: [] as number[] };
+  const native = { serial: [] as number[], qps: [] as number[], cpu: [] as CpuPerQuery[] };
+  const add = (to: typeof ours, round: PoolRound) => {
+    to.serial.push(round.serialUs);
+    to.qps.push(round.qps);
+    if (round.cpu) to.cpu.push(round.cpu);
+  };
   for (let r = 0; r < BUN_ROUNDS; r++) {
-    const a = await pgpipeDefaultPool(tls ? "require" : false);
+    const a = await pgpipeDefaultPool(tls ? "require" : false, postmaster);
     const b = await runBun();
-    ours.serial.push(a.serialUs);
-    ours.qps.push(a.qps);
-    theirs.serial.push(b.serialUs);
-    theirs.qps.push(b.qps);
-    if (ca !== undefined) {
-      const n = await pgpipeDefaultPool({ mode: "require", ca });
-      native.serial.push(n.serialUs);
-      native.qps.push(n.qps);
-    }
+    add(ours, a);
+    add(theirs, b);
+    if (ca !== undefined) add(native, await pgpipeDefaultPool({ mode: "require", ca }, postmaster));
     console.log(
       `throughput: vs Bun.sql round ${r + 1}: serial ${fmt(a.serialUs, 1)} / ${
         fmt(b.serialUs, 1)
@@ -505,17 +525,33 @@ async function versusBun(): Promise<{ table?: Table; ratios: Ratio[]; notes: str
   }
   const serial = { pgpipe: middle(ours.serial), bun: middle(theirs.serial) };
   const qps = { pgpipe: middle(ours.qps), bun: middle(theirs.qps) };
+  const withCpu = ours.cpu.length > 0;
+  const cpuCells = (xs: CpuPerQuery[]) => {
+    if (!withCpu) return [];
+    const c = xs.length ? middleCpu(xs) : { client: NaN, server: NaN };
+    return [fmtCpu(c.client), fmtCpu(c.server)];
+  };
   return {
     table: {
       title:
         `pgpipe and Bun.sql (Bun ${bun.version}), default pools (median of ${BUN_ROUNDS} alternating rounds)`,
-      head: ["driver", "serial select 1 (µs)", `select $1::int, ${BUN_WINDOW} in flight (q/s)`],
+      head: [
+        "driver",
+        "serial select 1 (µs)",
+        `select $1::int, ${BUN_WINDOW} in flight (q/s)`,
+        ...(withCpu ? ["its client CPU (µs/query)", "its server CPU (µs/query)"] : []),
+      ],
       rows: [
-        ["pgpipe", fmt(serial.pgpipe, 1), fmt(qps.pgpipe)],
+        ["pgpipe", fmt(serial.pgpipe, 1), fmt(qps.pgpipe), ...cpuCells(ours.cpu)],
         ...(native.serial.length
-          ? [[PGPIPE_NATIVE, fmt(middle(native.serial), 1), fmt(middle(native.qps))]]
+          ? [[
+            PGPIPE_NATIVE,
+            fmt(middle(native.serial), 1),
+            fmt(middle(native.qps)),
+            ...cpuCells(native.cpu),
+          ]]
           : []),
-        ["Bun.sql", fmt(serial.bun, 1), fmt(qps.bun)],
+        ["Bun.sql", fmt(serial.bun, 1), fmt(qps.bun), ...cpuCells(theirs.cpu)],
       ],
     },
     ratios: [
@@ -554,15 +590,50 @@ async function versusBun(): Promise<{ table?: Table; ratios: Ratio[]; notes: str
           ? " (sslmode=require: Bun encrypts without verifying, as pgpipe's node:tls path does)"
           : ""
       }; each side warms its pool first.`,
+      ...(withCpu
+        ? [
+          `CPU per query of the ${BUN_WINDOW}-in-flight run: utime + stime from /proc of the ` +
+          "client's process (this one for pgpipe, bun's for Bun.sql) and of every process the " +
+          `postmaster started, read around that run only (10 ms ticks: ±${
+            fmt(1e4 / BUN_TOTAL, 2)
+          } µs per query).`,
+        ]
+        : []),
     ],
   };
 }
 
+/** The local postmaster's pid (for CPU accounting), or undefined when the server is elsewhere. */
+async function postmasterPid(): Promise<number | undefined> {
+  const sql = postgres(plainBenchUrl(), { max: 1, ssl: false, onnotice: () => {} });
+  try {
+    const [{ pid }] = await sql`select pg_backend_pid() as pid`;
+    return localPostmaster(pid as number);
+  } finally {
+    await sql.end();
+  }
+}
+
+/** Median CPU per query on each side over rounds (NaN where a side could not be read). */
+function middleCpu(xs: CpuPerQuery[]): CpuPerQuery {
+  return { client: middle(xs.map((x) => x.client)), server: middle(xs.map((x) => x.server)) };
+}
+
+/** A CPU figure in µs, "-" when it could not be read. */
+function fmtCpu(us: number): string {
+  return Number.isFinite(us) ? fmt(us, 2) : "-";
+}
+
 /**
  * In a TLS variant: pipelined q/s on one connection over TLS as a share of the same over plain
- * TCP, both paths, in alternating rounds in this one process.
+ * TCP, both paths, in alternating rounds in this one process; and, where the server runs on this
+ * machine, the CPU each query cost this process and the server's backends, which says which side
+ * the encryption weighs on.
  */
-async function tlsShare(drivers: Driver[]): Promise<{ table: Table; ratios: Ratio[] }> {
+async function tlsShare(
+  drivers: Driver[],
+  postmaster: number | undefined,
+): Promise<{ tables: Table[]; ratios: Ratio[]; notes: string[] }> {
   const plain = postgres(plainBenchUrl(), { max: 1, ssl: false, onnotice: () => {} });
   const clients: { name: string; a: Pick<Adapter, "selectInt">; close(): Promise<void> }[] = [{
     name: PLAIN_PGPIPE,
@@ -574,11 +645,18 @@ async function tlsShare(drivers: Driver[]): Promise<{ table: Table; ratios: Rati
     clients.push({ name: d.name, a, close: () => a.close() });
   }
   const rates = new Map(clients.map((c) => [c.name, [] as number[]]));
+  const cpus = new Map(clients.map((c) => [c.name, [] as CpuPerQuery[]]));
   try {
     for (let r = 0; r < 3; r++) {
       for (let k = 0; k < clients.length; k++) {
         const c = clients[(k + r) % clients.length];
-        rates.get(c.name)!.push((await pipelined(c.a, TOTAL / 2, WINDOW)).qps);
+        const { result: rate, cpu } = await cpuPerQuery(
+          postmaster,
+          () => pipelined(c.a, TOTAL / 2, WINDOW),
+          (done) => done.queries,
+        );
+        rates.get(c.name)!.push(rate.qps);
+        if (cpu) cpus.get(c.name)!.push(cpu);
       }
     }
   } finally {
@@ -599,15 +677,53 @@ async function tlsShare(drivers: Driver[]): Promise<{ table: Table; ratios: Rati
       value: qps / base,
     });
   }
-  return {
-    table: {
-      title: `pgpipe pipelined over TLS and over plain TCP: select $1::int, ${fmt(TOTAL / 2)} ` +
-        `queries, ${fmt(WINDOW)} in flight, 1 connection (median of 3 alternating rounds)`,
-      head: ["client", "q/s", "share of plain TCP"],
-      rows,
-    },
-    ratios,
-  };
+  const tables: Table[] = [{
+    title: `pgpipe pipelined over TLS and over plain TCP: select $1::int, ${fmt(TOTAL / 2)} ` +
+      `queries, ${fmt(WINDOW)} in flight, 1 connection (median of 3 alternating rounds)`,
+    head: ["client", "q/s", "share of plain TCP"],
+    rows,
+  }];
+  const notes: string[] = [];
+  if (postmaster !== undefined) {
+    const plainCpu = middleCpu(cpus.get(PLAIN_PGPIPE)!);
+    const plainTotal = plainCpu.client + plainCpu.server;
+    tables.push({
+      title: `CPU per query of the same runs (µs, median of 3; this process, and the server's ` +
+        `processes; each figure ±${fmt(1e4 / (TOTAL / 2), 2)} µs: /proc counts 10 ms ticks)`,
+      head: [
+        "client",
+        "client CPU",
+        "server CPU",
+        "server: TLS's extra",
+        "both",
+        "plaintext's total / this total",
+        "ceiling were the client's TLS free",
+      ],
+      rows: [...cpus.keys()].map((name) => {
+        const c = middleCpu(cpus.get(name)!);
+        const extra = c.server - plainCpu.server;
+        return [
+          name,
+          fmtCpu(c.client),
+          fmtCpu(c.server),
+          name === PLAIN_PGPIPE ? "" : fmtCpu(extra),
+          fmtCpu(c.client + c.server),
+          name === PLAIN_PGPIPE ? "" : formatRatio(plainTotal / (c.client + c.server)),
+          name === PLAIN_PGPIPE ? "" : formatRatio(plainTotal / (plainTotal + extra)),
+        ];
+      }),
+    });
+    notes.push(
+      "CPU per query: utime + stime from /proc of this process and of every process the " +
+        "postmaster started, read around each run, divided by its queries. With one Sync per query the server encrypts, and sends as its own TLS " +
+        "record, every answer: its extra CPU per query is the part of TLS no client can " +
+        "remove (a transaction, one Sync per batch, removes it). On a machine whose cores the " +
+        "client and the server share, the rate follows their total CPU per query, so the " +
+        "last column is the most TLS could reach of plaintext's rate with a client whose own " +
+        "TLS cost nothing.",
+    );
+  }
+  return { tables, ratios, notes };
 }
 
 async function main(): Promise<void> {
@@ -618,8 +734,9 @@ async function main(): Promise<void> {
   if (limit.qps) console.log(`throughput: libpq pipeline (pgbench): ${fmt(limit.qps)} q/s`);
   const same = await sameShapeLimit();
   const ping = pingReport(await pingPong(drivers));
-  const bun = await versusBun();
-  const share = tls ? await tlsShare(drivers) : undefined;
+  const postmaster = await postmasterPid();
+  const bun = await versusBun(postmaster);
+  const share = tls ? await tlsShare(drivers, postmaster) : undefined;
 
   const base = results[0];
   const ours = base.pipelined;
@@ -758,11 +875,11 @@ async function main(): Promise<void> {
       lat,
       ping.table,
       ...(bun.table ? [bun.table] : []),
-      ...(share ? [share.table] : []),
+      ...(share?.tables ?? []),
     ],
     ratios,
     measures: ping.measures,
-    notes: [...notes, ...ping.notes, ...bun.notes],
+    notes: [...notes, ...ping.notes, ...bun.notes, ...(share?.notes ?? [])],
   };
   await emitReport(report);
 }

@@ -1,0 +1,92 @@
+// CPU accounting for the throughput suite: how much processor time a run cost the client process
+// and the server's backends, read from Linux's /proc (utime + stime, in clock ticks). It tells
+// which side limits a rate, and what TLS adds on each. Plain node:fs, so the Bun probe uses it
+// too. Everything returns undefined where /proc is not there or the server is not local.
+import { readdirSync, readFileSync } from "node:fs";
+import process from "node:process";
+
+/** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in these ticks. */
+const TICKS_PER_SECOND = 100;
+
+/** The fields of /proc/<pid>/stat after the command name (which may hold spaces). */
+function statFields(pid: number): { comm: string; fields: string[] } | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined; // not Linux, or the process is gone
+  }
+  const close = text.lastIndexOf(")");
+  return {
+    comm: text.slice(text.indexOf("(") + 1, close),
+    fields: text.slice(close + 2).split(" "),
+  };
+}
+
+/** CPU time (user + system) a process has used so far, in microseconds. */
+export function processCpuUs(pid: number): number | undefined {
+  const stat = statFields(pid);
+  if (stat === undefined) return undefined;
+  // Fields 14 and 15 of the stat line (utime, stime): 12 and 13 after the name.
+  return (Number(stat.fields[11]) + Number(stat.fields[12])) * (1e6 / TICKS_PER_SECOND);
+}
+
+/**
+ * The postmaster of a backend whose pid the server reported (`pg_backend_pid()`), when that
+ * server runs on this machine: both processes visible here and named postgres.
+ */
+export function localPostmaster(backendPid: number): number | undefined {
+  const backend = statFields(backendPid);
+  if (backend === undefined || backend.comm !== "postgres") return undefined;
+  const parent = Number(backend.fields[1]);
+  return statFields(parent)?.comm === "postgres" ? parent : undefined;
+}
+
+/**
+ * CPU time (user + system) used so far by every process the postmaster started: the backends
+ * plus the server's own workers, whose share while a benchmark runs is noise-sized. A backend
+ * that exits between two readings takes its time with it, so read around a run whose
+ * connections stay open.
+ */
+export function serverCpuUs(postmaster: number): number {
+  let total = 0;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = statFields(Number(entry));
+    if (stat === undefined || Number(stat.fields[1]) !== postmaster) continue;
+    total += (Number(stat.fields[11]) + Number(stat.fields[12])) * (1e6 / TICKS_PER_SECOND);
+  }
+  return total;
+}
+
+/** CPU per query of one run, on each side (µs). */
+export interface CpuPerQuery {
+  client: number;
+  server: number;
+}
+
+/**
+ * Measures `run` (`queries` says how many queries it did): the CPU it cost this process (`self`, or
+ * another process's pid) and the server's processes, per query. Undefined sides read as NaN.
+ */
+export async function cpuPerQuery<T>(
+  postmaster: number | undefined,
+  run: () => Promise<T>,
+  queries: (result: T) => number,
+  clientPid: number = process.pid,
+): Promise<{ result: T; cpu: CpuPerQuery | undefined }> {
+  if (postmaster === undefined) return { result: await run(), cpu: undefined };
+  const c0 = processCpuUs(clientPid);
+  const s0 = serverCpuUs(postmaster);
+  const result = await run();
+  const c1 = processCpuUs(clientPid);
+  const s1 = serverCpuUs(postmaster);
+  const n = queries(result);
+  return {
+    result,
+    cpu: {
+      client: c0 === undefined || c1 === undefined ? NaN : (c1 - c0) / n,
+      server: (s1 - s0) / n,
+    },
+  };
+}
