@@ -33,6 +33,11 @@ const PLAIN_PGPIPE = "pgpipe (plaintext)";
 const RAW = "raw socket ping-pong";
 const RAW_NATIVE = "raw native TLS ping-pong";
 const RAW_NODE = "raw node:tls ping-pong";
+/** In a TLS variant, pgpipe's bytes pipelined on raw sockets: the floor of a pipelined rate. */
+const RAW_PIPELINE = "raw socket pipeline";
+const RAW_NATIVE_PIPELINE = "raw native TLS pipeline";
+const RAW_NODE_PIPELINE = "raw node:tls pipeline";
+const RAW_PIPELINES = [RAW_PIPELINE, RAW_NATIVE_PIPELINE, RAW_NODE_PIPELINE];
 const TOTAL = quick ? 10_000 : 100_000;
 const WINDOW = 1_000;
 const SERIAL = quick ? 1_000 : 10_000;
@@ -614,6 +619,54 @@ async function postmasterPid(): Promise<number | undefined> {
   }
 }
 
+/**
+ * pgpipe's steady serial request pipelined on raw sockets (plain TCP, native TLS when the CA is
+ * known, node:tls), each run timed like a driver's.
+ */
+async function rawPipelines(
+  session: WireSession,
+): Promise<{ name: string; run(): Promise<Rate>; close(): Promise<void> }[]> {
+  const u = new URL(url);
+  const host = u.hostname;
+  const port = Number(u.port || 5432);
+  const bytes = session.requests[session.requests.length - 1].bytes;
+  const half = TOTAL / 2;
+  const timed = (pipeline: () => Promise<void>) => async (): Promise<Rate> => {
+    const t0 = performance.now();
+    await pipeline();
+    const ms = performance.now() - t0;
+    return { queries: half, ms, qps: half / (ms / 1000) };
+  };
+  const out = [];
+  try {
+    const plain = await PingPong.open(host, port, session);
+    out.push({
+      name: RAW_PIPELINE,
+      run: timed(() => plain.pipeline(bytes, half, WINDOW)),
+      close: () => Promise.resolve(plain.close()),
+    });
+    const ca = benchCa();
+    if (ca !== undefined) {
+      const native = await PingPong.open(host, port, session, ca);
+      out.push({
+        name: RAW_NATIVE_PIPELINE,
+        run: timed(() => native.pipeline(bytes, half, WINDOW)),
+        close: () => Promise.resolve(native.close()),
+      });
+    }
+    const node = await NodeTlsPingPong.open(host, port, session);
+    out.push({
+      name: RAW_NODE_PIPELINE,
+      run: timed(() => node.pipeline(bytes, half, WINDOW)),
+      close: () => Promise.resolve(node.close()),
+    });
+  } catch (e) {
+    await Promise.allSettled(out.map((c) => c.close()));
+    throw e;
+  }
+  return out;
+}
+
 /** Median CPU per query on each side over rounds (NaN where a side could not be read). */
 function middleCpu(xs: CpuPerQuery[]): CpuPerQuery {
   return { client: middle(xs.map((x) => x.client)), server: middle(xs.map((x) => x.server)) };
@@ -633,16 +686,27 @@ function fmtCpu(us: number): string {
 async function tlsShare(
   drivers: Driver[],
   postmaster: number | undefined,
+  session: WireSession,
 ): Promise<{ tables: Table[]; ratios: Ratio[]; notes: string[] }> {
+  const half = TOTAL / 2;
   const plain = postgres(plainBenchUrl(), { max: 1, ssl: false, onnotice: () => {} });
-  const clients: { name: string; a: Pick<Adapter, "selectInt">; close(): Promise<void> }[] = [{
+  const viaDriver = (a: Pick<Adapter, "selectInt">) => () => pipelined(a, half, WINDOW);
+  const clients: { name: string; run(): Promise<Rate>; close(): Promise<void> }[] = [{
     name: PLAIN_PGPIPE,
-    a: { selectInt: async (v) => (await plain`select ${v}::int as x`)[0].x as number },
+    run: viaDriver({
+      selectInt: async (v) => (await plain`select ${v}::int as x`)[0].x as number,
+    }),
     close: () => plain.end(),
   }];
-  for (const d of drivers.filter((d) => d.name === "pgpipe" || d.name === PGPIPE_NATIVE)) {
-    const a = await d.connect(url);
-    clients.push({ name: d.name, a, close: () => a.close() });
+  try {
+    for (const d of drivers.filter((d) => d.name === "pgpipe" || d.name === PGPIPE_NATIVE)) {
+      const a = await d.connect(url);
+      clients.push({ name: d.name, run: viaDriver(a), close: () => a.close() });
+    }
+    clients.push(...await rawPipelines(session));
+  } catch (e) {
+    await Promise.allSettled(clients.map((c) => c.close()));
+    throw e;
   }
   const rates = new Map(clients.map((c) => [c.name, [] as number[]]));
   const cpus = new Map(clients.map((c) => [c.name, [] as CpuPerQuery[]]));
@@ -652,7 +716,7 @@ async function tlsShare(
         const c = clients[(k + r) % clients.length];
         const { result: rate, cpu } = await cpuPerQuery(
           postmaster,
-          () => pipelined(c.a, TOTAL / 2, WINDOW),
+          () => c.run(),
           (done) => done.queries,
         );
         rates.get(c.name)!.push(rate.qps);
@@ -662,13 +726,14 @@ async function tlsShare(
   } finally {
     await Promise.allSettled(clients.map((c) => c.close()));
   }
-  const base = middle(rates.get(PLAIN_PGPIPE)!);
+  const plainOf = (name: string) => RAW_PIPELINES.includes(name) ? RAW_PIPELINE : PLAIN_PGPIPE;
   const ratios: Ratio[] = [];
   const rows: string[][] = [];
   for (const [name, xs] of rates) {
     const qps = middle(xs);
+    const base = middle(rates.get(plainOf(name))!);
     rows.push([name, fmt(qps), formatRatio(qps / base)]);
-    if (name === PLAIN_PGPIPE) continue;
+    if (name === PLAIN_PGPIPE || RAW_PIPELINES.includes(name)) continue;
     const path = name === "pgpipe" ? "node:tls" : "native TLS";
     ratios.push({
       suite: "throughput",
@@ -678,18 +743,22 @@ async function tlsShare(
     });
   }
   const tables: Table[] = [{
-    title: `pgpipe pipelined over TLS and over plain TCP: select $1::int, ${fmt(TOTAL / 2)} ` +
-      `queries, ${fmt(WINDOW)} in flight, 1 connection (median of 3 alternating rounds)`,
+    title: `Pipelined over TLS and over plain TCP: ${fmt(half)} queries, ${fmt(WINDOW)} in ` +
+      "flight, 1 connection (median of 3 alternating rounds)",
     head: ["client", "q/s", "share of plain TCP"],
     rows,
   }];
-  const notes: string[] = [];
+  const notes = [
+    "Raw pipelines: the bytes pgpipe sends for a serial `select 1` (Bind Execute Sync of its " +
+    "prepared statement, one Sync each, as pgpipe's select $1::int) replayed on a raw socket " +
+    `with ${fmt(WINDOW)} in flight, each read answered by as many new copies in one write, ` +
+    "decoding nothing: the rate and the TLS share the runtime and the server allow without " +
+    "a driver. Their share is of the raw plain-TCP pipeline.",
+  ];
   if (postmaster !== undefined) {
-    const plainCpu = middleCpu(cpus.get(PLAIN_PGPIPE)!);
-    const plainTotal = plainCpu.client + plainCpu.server;
     tables.push({
       title: `CPU per query of the same runs (µs, median of 3; this process, and the server's ` +
-        `processes; each figure ±${fmt(1e4 / (TOTAL / 2), 2)} µs: /proc counts 10 ms ticks)`,
+        `processes; each figure ±${fmt(1e4 / half, 2)} µs: /proc counts 10 ms ticks)`,
       head: [
         "client",
         "client CPU",
@@ -701,26 +770,40 @@ async function tlsShare(
       ],
       rows: [...cpus.keys()].map((name) => {
         const c = middleCpu(cpus.get(name)!);
-        const extra = c.server - plainCpu.server;
+        if (name === plainOf(name)) {
+          return [
+            name,
+            fmtCpu(c.client),
+            fmtCpu(c.server),
+            "",
+            fmtCpu(c.client + c.server),
+            "",
+            "",
+          ];
+        }
+        const p = middleCpu(cpus.get(plainOf(name))!);
+        const plainTotal = p.client + p.server;
+        const extra = c.server - p.server;
         return [
           name,
           fmtCpu(c.client),
           fmtCpu(c.server),
-          name === PLAIN_PGPIPE ? "" : fmtCpu(extra),
+          fmtCpu(extra),
           fmtCpu(c.client + c.server),
-          name === PLAIN_PGPIPE ? "" : formatRatio(plainTotal / (c.client + c.server)),
-          name === PLAIN_PGPIPE ? "" : formatRatio(plainTotal / (plainTotal + extra)),
+          formatRatio(plainTotal / (c.client + c.server)),
+          formatRatio(plainTotal / (plainTotal + extra)),
         ];
       }),
     });
     notes.push(
       "CPU per query: utime + stime from /proc of this process and of every process the " +
-        "postmaster started, read around each run, divided by its queries. With one Sync per query the server encrypts, and sends as its own TLS " +
-        "record, every answer: its extra CPU per query is the part of TLS no client can " +
-        "remove (a transaction, one Sync per batch, removes it). On a machine whose cores the " +
-        "client and the server share, the rate follows their total CPU per query, so the " +
-        "last column is the most TLS could reach of plaintext's rate with a client whose own " +
-        "TLS cost nothing.",
+        "postmaster started, read around each run, divided by its queries. With one Sync per " +
+        "query the server encrypts every answer and sends it as its own TLS record: its extra " +
+        "CPU per query is the part of TLS no client can remove (in a transaction, one Sync " +
+        "per batch, it shrinks). Where the client and the server share the machine's cores " +
+        "and use them all, the rate follows their total CPU per query; the last column is " +
+        "then the most TLS could reach of plain TCP's rate with a client whose own TLS cost " +
+        "nothing (against the plain run of the same kind: pgpipe's, or the raw pipeline's).",
     );
   }
   return { tables, ratios, notes };
@@ -733,10 +816,11 @@ async function main(): Promise<void> {
   const limit = await pgbenchPipeline(url, { seconds: quick ? 2 : 5, lines: WINDOW });
   if (limit.qps) console.log(`throughput: libpq pipeline (pgbench): ${fmt(limit.qps)} q/s`);
   const same = await sameShapeLimit();
-  const ping = pingReport(await pingPong(drivers));
+  const pings = await pingPong(drivers);
+  const ping = pingReport(pings);
   const postmaster = await postmasterPid();
   const bun = await versusBun(postmaster);
-  const share = tls ? await tlsShare(drivers, postmaster) : undefined;
+  const share = tls ? await tlsShare(drivers, postmaster, pings.session) : undefined;
 
   const base = results[0];
   const ours = base.pipelined;
