@@ -1,7 +1,7 @@
 // CPU accounting for the throughput suite: how much processor time a run cost the client process
-// and the server's backends, read from Linux's /proc (utime + stime, in clock ticks). It tells
-// which side limits a rate, and what TLS adds on each. Plain node:fs, so the Bun probe uses it
-// too. Everything returns undefined where /proc is not there or the server is not local.
+// and the server's backends, read from Linux's /proc. It tells which side limits a rate, and what
+// TLS adds on each. Plain node:fs, so the Bun probe uses it too. Everything returns undefined
+// where /proc is not there or the server is not local.
 import { readdirSync, readFileSync } from "node:fs";
 import process from "node:process";
 
@@ -23,8 +23,38 @@ function statFields(pid: number): { comm: string; fields: string[] } | undefined
   };
 }
 
-/** CPU time (user + system) a process has used so far, in microseconds. */
+/** Nanoseconds a thread has run, from its schedstat; undefined where the kernel has none. */
+function threadRunNs(path: string): number | undefined {
+  try {
+    return Number(readFileSync(path, "utf8").split(" ")[0]);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * CPU time a process has used so far, in microseconds: the run time the scheduler counts for
+ * each of its threads (schedstat, in ns), else user + system time from its stat line. The stat
+ * line's figures are sampled at each 10 ms tick and only scaled to the real run time, so over a
+ * run of a tenth of a second they can be off by most of their value; schedstat is exact.
+ */
 export function processCpuUs(pid: number): number | undefined {
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    // not Linux, or the process is gone: the stat line says as much
+  }
+  let ns = 0;
+  for (const tid of tasks) {
+    const run = threadRunNs(`/proc/${pid}/task/${tid}/schedstat`);
+    if (run === undefined) {
+      ns = NaN;
+      break;
+    }
+    ns += run;
+  }
+  if (tasks.length > 0 && Number.isFinite(ns)) return ns / 1000;
   const stat = statFields(pid);
   if (stat === undefined) return undefined;
   // Fields 14 and 15 of the stat line (utime, stime): 12 and 13 after the name.
@@ -43,10 +73,9 @@ export function localPostmaster(backendPid: number): number | undefined {
 }
 
 /**
- * CPU time (user + system) used so far by every process the postmaster started: the backends
- * plus the server's own workers, whose share while a benchmark runs is noise-sized. A backend
- * that exits between two readings takes its time with it, so read around a run whose
- * connections stay open.
+ * CPU time used so far by every process the postmaster started (µs): the backends plus the
+ * server's own workers, whose share while a benchmark runs is noise-sized. A backend that exits
+ * between two readings takes its time with it, so read around a run whose connections stay open.
  */
 export function serverCpuUs(postmaster: number): number {
   let total = 0;
@@ -54,7 +83,7 @@ export function serverCpuUs(postmaster: number): number {
     if (!/^\d+$/.test(entry)) continue;
     const stat = statFields(Number(entry));
     if (stat === undefined || Number(stat.fields[1]) !== postmaster) continue;
-    total += (Number(stat.fields[11]) + Number(stat.fields[12])) * (1e6 / TICKS_PER_SECOND);
+    total += processCpuUs(Number(entry)) ?? 0;
   }
   return total;
 }

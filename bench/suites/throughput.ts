@@ -597,11 +597,10 @@ async function versusBun(
       }; each side warms its pool first.`,
       ...(withCpu
         ? [
-          `CPU per query of the ${BUN_WINDOW}-in-flight run: utime + stime from /proc of the ` +
-          "client's process (this one for pgpipe, bun's for Bun.sql) and of every process the " +
-          `postmaster started, read around that run only (10 ms ticks: ±${
-            fmt(1e4 / BUN_TOTAL, 2)
-          } µs per query).`,
+          `CPU per query of the ${BUN_WINDOW}-in-flight run: the run time Linux counts ` +
+          "(/proc/<pid>/task/*/schedstat) for the client's process (this one for pgpipe, " +
+          "bun's for Bun.sql) and for every process the postmaster started, read around that " +
+          "run only.",
         ]
         : []),
     ],
@@ -757,8 +756,8 @@ async function tlsShare(
   ];
   if (postmaster !== undefined) {
     tables.push({
-      title: `CPU per query of the same runs (µs, median of 3; this process, and the server's ` +
-        `processes; each figure ±${fmt(1e4 / half, 2)} µs: /proc counts 10 ms ticks)`,
+      title: "CPU per query of the same runs (µs, median of 3; this process, and the server's " +
+        "processes)",
       head: [
         "client",
         "client CPU",
@@ -796,8 +795,9 @@ async function tlsShare(
       }),
     });
     notes.push(
-      "CPU per query: utime + stime from /proc of this process and of every process the " +
-        "postmaster started, read around each run, divided by its queries. With one Sync per " +
+      "CPU per query: the run time Linux counts (/proc/<pid>/task/*/schedstat) for this " +
+        "process and for every process the postmaster started, read around each run, divided " +
+        "by its queries. With one Sync per " +
         "query the server encrypts every answer and sends it as its own TLS record: its extra " +
         "CPU per query is the part of TLS no client can remove (in a transaction, one Sync " +
         "per batch, it shrinks). Where the client and the server share the machine's cores " +
