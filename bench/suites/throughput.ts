@@ -476,6 +476,97 @@ async function pgpipeDefaultPool(ssl: unknown, postmaster: number | undefined): 
 }
 
 /**
+ * In a TLS variant: the floor of a serial TLS round trip on each runtime, in alternating rounds:
+ * pgpipe's `select 1` replayed on raw sockets over node:tls and native TLS in this process, and
+ * over node:tls in a bun process (bench/probes/bun_pingpong.ts). Beside the drivers' serial
+ * figures it says how much of a gap between Bun.sql and pgpipe is the runtimes' own.
+ */
+async function runtimeFloors(session: WireSession): Promise<{ table?: Table; notes: string[] }> {
+  const bun = await findBun((line) => console.log(`throughput: ${line}`));
+  if (!("path" in bun)) return { notes: [] };
+  const u = new URL(url);
+  const host = u.hostname;
+  const port = Number(u.port || 5432);
+  const steady = session.requests[session.requests.length - 1].bytes;
+  const dir = await Deno.makeTempDir({ prefix: "pgpipe-floors-" });
+  const file = `${dir}/session.json`;
+  await Deno.writeTextFile(
+    file,
+    JSON.stringify({
+      startup: [...session.startup],
+      requests: session.requests.map((r) => ({ bytes: [...r.bytes], types: r.types })),
+    }),
+  );
+  const probe = new URL("../probes/bun_pingpong.ts", import.meta.url).pathname;
+  const inBun = async (): Promise<number[]> => {
+    const out = await new Deno.Command(bun.path, {
+      args: [probe, file, host, String(port), String(BUN_SERIAL)],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (!out.success) throw new Error(`Bun ping-pong: ${new TextDecoder().decode(out.stderr)}`);
+    const r = JSON.parse(new TextDecoder().decode(out.stdout).trim().split("\n").pop()!) as {
+      meanUs: number;
+      p50Us: number;
+    };
+    return [r.meanUs, r.p50Us];
+  };
+  const inDeno = (once: () => Promise<void>) => async (): Promise<number[]> => {
+    for (let i = 0; i < 500; i++) await once(); // warm-up, as the Bun probe does
+    const samples = await serialOnce(
+      { name: "", once, close: () => Promise.resolve() },
+      BUN_SERIAL,
+      Infinity,
+    );
+    return [mean(samples), percentile(samples, 50)];
+  };
+  const node = await NodeTlsPingPong.open(host, port, session);
+  const ca = benchCa();
+  const native = ca === undefined ? undefined : await PingPong.open(host, port, session, ca);
+  const runs: [string, () => Promise<number[]>][] = [
+    [`${RAW_NODE}, Deno ${Deno.version.deno}`, inDeno(() => node.roundTrip(steady))],
+    ...(native
+      ? [[`${RAW_NATIVE}, Deno ${Deno.version.deno}`, inDeno(() => native.roundTrip(steady))] as [
+        string,
+        () => Promise<number[]>,
+      ]]
+      : []),
+    [`${RAW_NODE}, Bun ${bun.version}`, inBun],
+  ];
+  const got = new Map(runs.map(([name]) => [name, [] as number[][]]));
+  try {
+    for (let r = 0; r < BUN_ROUNDS; r++) {
+      for (let k = 0; k < runs.length; k++) {
+        const [name, run] = runs[(k + r) % runs.length];
+        got.get(name)!.push(await run());
+      }
+    }
+  } finally {
+    node.close();
+    native?.close();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+  return {
+    table: {
+      title: `Serial TLS round trip on raw sockets, by runtime: pgpipe's select 1 replayed ` +
+        `(µs; ${fmt(BUN_SERIAL)} each, median of ${BUN_ROUNDS} alternating rounds)`,
+      head: ["raw replay", "mean", "p50"],
+      rows: [...got].map(([name, xs]) => [
+        name,
+        fmt(middle(xs.map((x) => x[0])), 1),
+        fmt(middle(xs.map((x) => x[1])), 1),
+      ]),
+    },
+    notes: [
+      "Raw TLS round trips by runtime: the same replay as the ping-pong table's, over node:tls " +
+      "in this Deno process and in a bun process (bench/probes/bun_pingpong.ts), and over " +
+      "Deno's native TLS. A driver's serial time minus its runtime's floor is the driver's own " +
+      "cost; the floors' difference is the runtimes'.",
+    ],
+  };
+}
+
+/**
  * pgpipe against Bun.sql on Bun, each with its default pool (10 connections), in alternating
  * rounds: strictly serial `select 1`, and `select $1::int` with 500 in flight.
  */
@@ -820,6 +911,7 @@ async function main(): Promise<void> {
   const ping = pingReport(pings);
   const postmaster = await postmasterPid();
   const bun = await versusBun(postmaster);
+  const floors = tls ? await runtimeFloors(pings.session) : undefined;
   const share = tls ? await tlsShare(drivers, postmaster, pings.session) : undefined;
 
   const base = results[0];
@@ -959,11 +1051,18 @@ async function main(): Promise<void> {
       lat,
       ping.table,
       ...(bun.table ? [bun.table] : []),
+      ...(floors?.table ? [floors.table] : []),
       ...(share?.tables ?? []),
     ],
     ratios,
     measures: ping.measures,
-    notes: [...notes, ...ping.notes, ...bun.notes, ...(share?.notes ?? [])],
+    notes: [
+      ...notes,
+      ...ping.notes,
+      ...bun.notes,
+      ...(floors?.notes ?? []),
+      ...(share?.notes ?? []),
+    ],
   };
   await emitReport(report);
 }
