@@ -19,6 +19,7 @@ import {
   ProtocolViolation,
   rowDescription,
 } from "../protocol/backend.ts";
+import { setImmediate } from "node:timers";
 import { Framer } from "../protocol/framer.ts";
 import * as fe from "../protocol/frontend.ts";
 import { Writer } from "../protocol/writer.ts";
@@ -620,7 +621,14 @@ export class Connection implements EncodeContext {
     // behind 100"), and on loopback batching writes that way gained nothing measurable.
     if (this.#flushQueued || this.#writing) return;
     this.#flushQueued = true;
-    queueMicrotask(this.#flush);
+    // Over native TLS while others are in flight: one turn of the event loop later (about a µs),
+    // after the answers that already arrived were read, so the queries they free leave together
+    // in one TLS record rather than one per read (each costs the server a decrypt). Pipelined,
+    // that measured 5-10% more queries/s on one connection and on the pool, with less CPU per
+    // query on both sides; over node:tls and plain TCP no gain stood out of the noise, so they
+    // are left as they were. A lone query still leaves at once.
+    if (this.#tail - this.#head > 1 && this.#transport.tls === "native") setImmediate(this.#flush);
+    else queueMicrotask(this.#flush);
   }
 
   #flush = async (): Promise<void> => {
