@@ -2,8 +2,9 @@
  * One connection to the server and its pipeline.
  *
  * Requests are encoded into the write buffer the moment they are sent and
- * queued in FIFO order; one flush per tick writes everything encoded since
- * the last one. A single read loop frames the answers and hands each message
+ * queued in FIFO order; one flush per tick (over native TLS while others are
+ * in flight, per turn of the event loop) writes everything encoded since the
+ * last one. A single read loop frames the answers and hands each message
  * to the request at the head of the FIFO; ReadyForQuery pops it. Notices,
  * parameter changes and notifications are routed by type, never by position.
  */
