@@ -181,6 +181,39 @@ clusterTest("tls path: prefer against a server without TLS → plain, null", pla
   assert.deepEqual(await pathOf(via(c, "prefer")), { tls: null, ssl: false });
 });
 
+// Over native TLS a query sent while others are in flight is flushed one turn of the event loop
+// later (connection.ts, #scheduleFlush): each must still leave, get its own answer, and fail alone.
+clusterTest("native TLS, pipelined: queries sent while others are in flight", tls, async (c) => {
+  const sql = postgres({ ...quiet, ...via(c, { mode: "require", ca: ca(c) }), max: 1 });
+  try {
+    const slow = sql`select pg_sleep(0.05), 'slow' as x`;
+    let next = 0;
+    const answers: unknown[] = [];
+    // 20 lanes of 15: each lane's next query goes out while the other lanes' are in flight.
+    await Promise.all(Array.from({ length: 20 }, async () => {
+      while (next < 300) {
+        const i = next++;
+        answers[i] = i === 150
+          ? await sql`select 1/0`.catch((e) => e instanceof PostgresError ? e.code : e)
+          : (await sql`select ${i}::int as i`)[0].i;
+      }
+    }));
+    assert.deepEqual(answers, Array.from({ length: 300 }, (_, i) => i === 150 ? "22012" : i));
+    const [row] = await slow;
+    assert.equal(row.x, "slow");
+    const inTx = await sql.begin((tx) =>
+      Promise.all(
+        Array.from({ length: 50 }, async (_, i) => (await tx`select ${i}::int as i`)[0].i),
+      )
+    );
+    assert.deepEqual(inTx, Array.from({ length: 50 }, (_, i) => i));
+    const last = await sql`select 1 as one`;
+    assert.equal(last.state!.tls, "native");
+  } finally {
+    await sql.end();
+  }
+});
+
 Deno.test({
   name: "tls path: require without a CA → node:tls at once (no native attempt to fail), " +
     "and what it learned keeps later connections there",

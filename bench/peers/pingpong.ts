@@ -27,6 +27,35 @@ function int32(b: Uint8Array, at: number): number {
   return ((b[at] << 24) | (b[at + 1] << 16) | (b[at + 2] << 8) | b[at + 3]) >>> 0;
 }
 
+/** `count` copies of `bytes`, back to back. */
+function repeated(bytes: Uint8Array, count: number): Uint8Array {
+  const out = new Uint8Array(bytes.length * count);
+  for (let i = 0; i < count; i++) out.set(bytes, i * bytes.length);
+  return out;
+}
+
+/**
+ * Walks the complete backend messages in `buf` up to `end`: where the incomplete rest starts and
+ * how many ReadyForQuery messages it held. An ErrorResponse or an authentication request (the
+ * replay cannot answer one) throws.
+ */
+function scanAnswers(buf: Uint8Array, end: number): { at: number; ready: number } {
+  let at = 0;
+  let ready = 0;
+  while (at + 5 <= end) {
+    const length = int32(buf, at + 1);
+    if (at + 1 + length > end) break;
+    const type = buf[at];
+    if (type === 0x5a) ready++; // 'Z' ReadyForQuery
+    else if (type === 0x45) throw new Error("the server answered the replay with an ErrorResponse");
+    else if (type === 0x52 && int32(buf, at + 5) !== 0) {
+      throw new Error("the server asked for a password: the ping-pong needs a trust login");
+    }
+    at += 1 + length;
+  }
+  return { at, ready };
+}
+
 /**
  * Splits a frontend byte stream (as a client sends it from the start of a session) into the
  * startup message and requests: each Sync ('S') or simple Query ('Q') ends one.
@@ -212,34 +241,43 @@ export class PingPong {
    */
   async roundTrip(bytes: Uint8Array): Promise<void> {
     await writeAll(this.#conn, bytes);
-    let ready = false;
-    let error = "";
-    while (!ready) {
-      if (this.#have === this.#buf.length) {
-        const bigger = new Uint8Array(this.#buf.length * 2);
-        bigger.set(this.#buf);
-        this.#buf = bigger;
+    while (await this.#readAnswers() === 0);
+  }
+
+  /**
+   * Pipelines `total` copies of one request keeping `window` in flight, the way a pipelining
+   * driver does at best: on each read, as many new copies as answers arrived, in one write.
+   */
+  async pipeline(bytes: Uint8Array, total: number, window: number): Promise<void> {
+    const burst = repeated(bytes, Math.min(window, total));
+    let sent = Math.min(window, total);
+    await writeAll(this.#conn, burst);
+    for (let answered = 0; answered < total;) {
+      const n = await this.#readAnswers();
+      answered += n;
+      const more = Math.min(n, total - sent);
+      if (more > 0) {
+        await writeAll(this.#conn, burst.subarray(0, more * bytes.length));
+        sent += more;
       }
-      const n = await this.#conn.read(this.#buf.subarray(this.#have));
-      if (n === null) throw new Error("server closed the ping-pong connection");
-      const buf = this.#buf;
-      const end = this.#have + n;
-      let at = 0;
-      while (at + 5 <= end) {
-        const length = int32(buf, at + 1);
-        if (at + 1 + length > end) break;
-        const type = buf[at];
-        if (type === 0x5a) ready = true; // 'Z' ReadyForQuery
-        else if (type === 0x45) error ||= "the server answered the replay with an ErrorResponse";
-        else if (type === 0x52 && int32(buf, at + 5) !== 0) {
-          throw new Error("the server asked for a password: the ping-pong needs a trust login");
-        }
-        at += 1 + length;
-      }
-      buf.copyWithin(0, at, end);
-      this.#have = end - at;
     }
-    if (error) throw new Error(error);
+  }
+
+  /** Reads once and counts the ReadyForQuery messages that completed (an error rejects). */
+  async #readAnswers(): Promise<number> {
+    if (this.#have === this.#buf.length) {
+      const bigger = new Uint8Array(this.#buf.length * 2);
+      bigger.set(this.#buf);
+      this.#buf = bigger;
+    }
+    const n = await this.#conn.read(this.#buf.subarray(this.#have));
+    if (n === null) throw new Error("server closed the ping-pong connection");
+    const buf = this.#buf;
+    const end = this.#have + n;
+    const { at, ready } = scanAnswers(buf, end);
+    buf.copyWithin(0, at, end);
+    this.#have = end - at;
+    return ready;
   }
 
   close(): void {
@@ -254,13 +292,17 @@ export class PingPong {
 export class NodeTlsPingPong {
   #socket: import("node:tls").TLSSocket;
   #pending: Uint8Array = new Uint8Array(0);
-  #done: ((e?: Error) => void) | null = null;
+  /** Told how many answers (ReadyForQuery) a chunk completed, or the error that ended it. */
+  #answered: ((n: number, e?: Error) => void) | null = null;
 
   private constructor(socket: import("node:tls").TLSSocket) {
     this.#socket = socket;
     socket.on("data", (chunk: Uint8Array) => this.#data(chunk));
-    socket.on("error", (e: Error) => this.#done?.(e));
-    socket.on("close", () => this.#done?.(new Error("server closed the ping-pong connection")));
+    socket.on("error", (e: Error) => this.#answered?.(0, e));
+    socket.on(
+      "close",
+      () => this.#answered?.(0, new Error("server closed the ping-pong connection")),
+    );
   }
 
   /** Connects, asks for TLS on a node:net socket, then replays startup and set-up. */
@@ -294,27 +336,51 @@ export class NodeTlsPingPong {
       buf.set(this.#pending);
       buf.set(chunk, this.#pending.length);
     }
-    let at = 0;
-    let ready = false;
-    while (at + 5 <= buf.length) {
-      const length = int32(buf, at + 1);
-      if (at + 1 + length > buf.length) break;
-      if (buf[at] === 0x5a) ready = true;
-      at += 1 + length;
+    let scanned;
+    try {
+      scanned = scanAnswers(buf, buf.length);
+    } catch (e) {
+      return this.#answered?.(0, e as Error);
     }
-    this.#pending = buf.subarray(at);
-    if (ready) this.#done?.();
+    this.#pending = buf.subarray(scanned.at);
+    if (scanned.ready > 0) this.#answered?.(scanned.ready);
   }
 
   /** Writes one request and resolves at its ReadyForQuery. */
   roundTrip(bytes: Uint8Array): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.#done = (e) => {
-        this.#done = null;
+      this.#answered = (_n, e) => {
+        this.#answered = null;
         if (e) reject(e);
         else resolve();
       };
       this.#socket.write(bytes);
+    });
+  }
+
+  /** As {@link PingPong.pipeline}: `window` in flight, one write per batch of answers. */
+  pipeline(bytes: Uint8Array, total: number, window: number): Promise<void> {
+    const burst = repeated(bytes, Math.min(window, total));
+    let sent = Math.min(window, total);
+    let answered = 0;
+    return new Promise((resolve, reject) => {
+      this.#answered = (n, e) => {
+        if (e) {
+          this.#answered = null;
+          return reject(e);
+        }
+        answered += n;
+        if (answered >= total) {
+          this.#answered = null;
+          return resolve();
+        }
+        const more = Math.min(n, total - sent);
+        if (more > 0) {
+          this.#socket.write(burst.subarray(0, more * bytes.length));
+          sent += more;
+        }
+      };
+      this.#socket.write(burst);
     });
   }
 

@@ -1,8 +1,11 @@
 // Bun.sql's side of the throughput suite's comparison, run by bun: `bun bench/probes/bun_sql.ts
-// URL SERIAL TOTAL WINDOW` opens Bun.sql with its default pool, runs SERIAL strictly serial
-// `select 1`, then TOTAL `select $1::int` keeping WINDOW in flight, and prints
-// `{"serialUs":…,"qps":…}`. Deno type-checks this file too, so the little of Bun's API it uses is
-// declared here.
+// URL SERIAL TOTAL WINDOW [POSTMASTER]` opens Bun.sql with its default pool, runs SERIAL strictly
+// serial `select 1`, then TOTAL `select $1::int` keeping WINDOW in flight, and prints
+// `{"serialUs":…,"qps":…}`; given the local postmaster's pid, also `"cpu":{"client":…,"server":…}`,
+// the CPU per query of the in-flight run in this process and the server's (bench/shared/cpu.ts).
+// Deno type-checks this file too, so the little of Bun's API it uses is declared here.
+import { cpuPerQuery } from "../shared/cpu.ts";
+
 interface BunSql {
   (strings: TemplateStringsArray, ...values: unknown[]): Promise<Record<string, unknown>[]>;
   close(options?: { timeout?: number }): Promise<void>;
@@ -11,7 +14,7 @@ const Bun = (globalThis as unknown as {
   Bun: { argv: string[]; SQL: new (url: string) => BunSql };
 }).Bun;
 
-const [url, serialText, totalText, windowText] = Bun.argv.slice(2);
+const [url, serialText, totalText, windowText, postmasterText] = Bun.argv.slice(2);
 const serial = Number(serialText);
 const total = Number(totalText);
 const window = Number(windowText);
@@ -24,7 +27,7 @@ const sql = new Bun.SQL(url);
 await Promise.all(Array.from({ length: 100 }, (_, i) => sql`select ${i}::int as x`));
 
 for (let i = 0; i < 200; i++) await sql`select 1`;
-let t0 = performance.now();
+const t0 = performance.now();
 for (let i = 0; i < serial; i++) {
   const [row] = await sql`select 1`;
   if (Object.values(row)[0] !== 1) throw new Error("wrong answer");
@@ -39,8 +42,16 @@ const lane = async () => {
     if (x !== v) throw new Error(`wrong answer: ${x} for ${v}`);
   }
 };
-t0 = performance.now();
-await Promise.all(Array.from({ length: window }, lane));
-const qps = total / ((performance.now() - t0) / 1000);
+// Timed inside, so reading /proc around the run stays out of the rate.
+const { result: ms, cpu } = await cpuPerQuery(
+  postmasterText ? Number(postmasterText) : undefined,
+  async () => {
+    const start = performance.now();
+    await Promise.all(Array.from({ length: window }, lane));
+    return performance.now() - start;
+  },
+  () => total,
+);
+const qps = total / (ms / 1000);
 await sql.close({ timeout: 5 });
-console.log(JSON.stringify({ serialUs, qps }));
+console.log(JSON.stringify({ serialUs, qps, ...(cpu ? { cpu } : {}) }));

@@ -22,6 +22,7 @@ import {
   type Table,
 } from "../shared/report.ts";
 import { startSpinner } from "../shared/spinner.ts";
+import { type CpuPerQuery, cpuPerQuery, localPostmaster } from "../shared/cpu.ts";
 import { mean, percentile } from "../shared/stats.ts";
 
 const quick = isQuick();
@@ -32,6 +33,11 @@ const PLAIN_PGPIPE = "pgpipe (plaintext)";
 const RAW = "raw socket ping-pong";
 const RAW_NATIVE = "raw native TLS ping-pong";
 const RAW_NODE = "raw node:tls ping-pong";
+/** In a TLS variant, pgpipe's bytes pipelined on raw sockets: the floor of a pipelined rate. */
+const RAW_PIPELINE = "raw socket pipeline";
+const RAW_NATIVE_PIPELINE = "raw native TLS pipeline";
+const RAW_NODE_PIPELINE = "raw node:tls pipeline";
+const RAW_PIPELINES = [RAW_PIPELINE, RAW_NATIVE_PIPELINE, RAW_NODE_PIPELINE];
 const TOTAL = quick ? 10_000 : 100_000;
 const WINDOW = 1_000;
 const SERIAL = quick ? 1_000 : 10_000;
@@ -434,8 +440,15 @@ const BUN_TOTAL = quick ? 20_000 : 100_000;
 const BUN_WINDOW = 500;
 const BUN_ROUNDS = quick ? 1 : 3;
 
+/** What one default-pool round measured: serial µs, q/s in flight, and that run's CPU per query. */
+interface PoolRound {
+  serialUs: number;
+  qps: number;
+  cpu?: CpuPerQuery;
+}
+
 /** pgpipe with its default pool: serial `select 1` (µs each) and BUN_WINDOW in flight (q/s). */
-async function pgpipeDefaultPool(ssl: unknown): Promise<{ serialUs: number; qps: number }> {
+async function pgpipeDefaultPool(ssl: unknown, postmaster: number | undefined): Promise<PoolRound> {
   const sql = postgres(url, { ssl: ssl as "require", onnotice: () => {} });
   try {
     await Promise.all(Array.from({ length: 100 }, (_, i) => sql`select ${i}::int as x`));
@@ -446,22 +459,120 @@ async function pgpipeDefaultPool(ssl: unknown): Promise<{ serialUs: number; qps:
       if (Object.values(row)[0] !== 1) throw new Error("wrong answer: select 1");
     }
     const serialUs = (performance.now() - t0) * 1000 / BUN_SERIAL;
-    const rate = await pipelined(
-      { selectInt: async (v) => (await sql`select ${v}::int as x`)[0].x as number },
-      BUN_TOTAL,
-      BUN_WINDOW,
+    const { result: rate, cpu } = await cpuPerQuery(
+      postmaster,
+      () =>
+        pipelined(
+          { selectInt: async (v) => (await sql`select ${v}::int as x`)[0].x as number },
+          BUN_TOTAL,
+          BUN_WINDOW,
+        ),
+      (done) => done.queries,
     );
-    return { serialUs, qps: rate.qps };
+    return { serialUs, qps: rate.qps, cpu };
   } finally {
     await sql.end();
   }
 }
 
 /**
+ * In a TLS variant: the floor of a serial TLS round trip on each runtime, in alternating rounds:
+ * pgpipe's `select 1` replayed on raw sockets over node:tls and native TLS in this process, and
+ * over node:tls in a bun process (bench/probes/bun_pingpong.ts). Beside the drivers' serial
+ * figures it says how much of a gap between Bun.sql and pgpipe is the runtimes' own.
+ */
+async function runtimeFloors(session: WireSession): Promise<{ table?: Table; notes: string[] }> {
+  const bun = await findBun((line) => console.log(`throughput: ${line}`));
+  if (!("path" in bun)) return { notes: [] };
+  const u = new URL(url);
+  const host = u.hostname;
+  const port = Number(u.port || 5432);
+  const steady = session.requests[session.requests.length - 1].bytes;
+  const dir = await Deno.makeTempDir({ prefix: "pgpipe-floors-" });
+  const file = `${dir}/session.json`;
+  await Deno.writeTextFile(
+    file,
+    JSON.stringify({
+      startup: [...session.startup],
+      requests: session.requests.map((r) => ({ bytes: [...r.bytes], types: r.types })),
+    }),
+  );
+  const probe = new URL("../probes/bun_pingpong.ts", import.meta.url).pathname;
+  const inBun = async (): Promise<number[]> => {
+    const out = await new Deno.Command(bun.path, {
+      args: [probe, file, host, String(port), String(BUN_SERIAL)],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (!out.success) throw new Error(`Bun ping-pong: ${new TextDecoder().decode(out.stderr)}`);
+    const r = JSON.parse(new TextDecoder().decode(out.stdout).trim().split("\n").pop()!) as {
+      meanUs: number;
+      p50Us: number;
+    };
+    return [r.meanUs, r.p50Us];
+  };
+  const inDeno = (once: () => Promise<void>) => async (): Promise<number[]> => {
+    for (let i = 0; i < 500; i++) await once(); // warm-up, as the Bun probe does
+    const samples = await serialOnce(
+      { name: "", once, close: () => Promise.resolve() },
+      BUN_SERIAL,
+      Infinity,
+    );
+    return [mean(samples), percentile(samples, 50)];
+  };
+  const node = await NodeTlsPingPong.open(host, port, session);
+  const ca = benchCa();
+  const native = ca === undefined ? undefined : await PingPong.open(host, port, session, ca);
+  const runs: [string, () => Promise<number[]>][] = [
+    [`${RAW_NODE}, Deno ${Deno.version.deno}`, inDeno(() => node.roundTrip(steady))],
+    ...(native
+      ? [[`${RAW_NATIVE}, Deno ${Deno.version.deno}`, inDeno(() => native.roundTrip(steady))] as [
+        string,
+        () => Promise<number[]>,
+      ]]
+      : []),
+    [`${RAW_NODE}, Bun ${bun.version}`, inBun],
+  ];
+  const got = new Map(runs.map(([name]) => [name, [] as number[][]]));
+  try {
+    for (let r = 0; r < BUN_ROUNDS; r++) {
+      for (let k = 0; k < runs.length; k++) {
+        const [name, run] = runs[(k + r) % runs.length];
+        got.get(name)!.push(await run());
+      }
+    }
+  } finally {
+    node.close();
+    native?.close();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+  return {
+    table: {
+      title: `Serial TLS round trip on raw sockets, by runtime: pgpipe's select 1 replayed ` +
+        `(µs; ${fmt(BUN_SERIAL)} each, median of ${BUN_ROUNDS} alternating rounds)`,
+      head: ["raw replay", "mean", "p50"],
+      rows: [...got].map(([name, xs]) => [
+        name,
+        fmt(middle(xs.map((x) => x[0])), 1),
+        fmt(middle(xs.map((x) => x[1])), 1),
+      ]),
+    },
+    notes: [
+      "Raw TLS round trips by runtime: the same replay as the ping-pong table's, over node:tls " +
+      "in this Deno process and in a bun process (bench/probes/bun_pingpong.ts), and over " +
+      "Deno's native TLS. A driver's serial time minus its runtime's floor is the driver's own " +
+      "cost; the floors' difference is the runtimes'.",
+    ],
+  };
+}
+
+/**
  * pgpipe against Bun.sql on Bun, each with its default pool (10 connections), in alternating
  * rounds: strictly serial `select 1`, and `select $1::int` with 500 in flight.
  */
-async function versusBun(): Promise<{ table?: Table; ratios: Ratio[]; notes: string[] }> {
+async function versusBun(
+  postmaster: number | undefined,
+): Promise<{ table?: Table; ratios: Ratio[]; notes: string[] }> {
   const bun = await findBun((line) => console.log(`throughput: ${line}`));
   if (!("path" in bun)) {
     return { ratios: [], notes: [`skipped Bun.sql: no bun binary (${bun.reason})`] };
@@ -469,33 +580,38 @@ async function versusBun(): Promise<{ table?: Table; ratios: Ratio[]; notes: str
   const probe = new URL("../probes/bun_sql.ts", import.meta.url).pathname;
   const runBun = async () => {
     const out = await new Deno.Command(bun.path, {
-      args: [probe, url, String(BUN_SERIAL), String(BUN_TOTAL), String(BUN_WINDOW)],
+      args: [
+        probe,
+        url,
+        String(BUN_SERIAL),
+        String(BUN_TOTAL),
+        String(BUN_WINDOW),
+        ...(postmaster === undefined ? [] : [String(postmaster)]),
+      ],
       stdout: "piped",
       stderr: "piped",
     }).output();
     if (!out.success) throw new Error(`Bun.sql probe: ${new TextDecoder().decode(out.stderr)}`);
-    return JSON.parse(new TextDecoder().decode(out.stdout).trim().split("\n").pop()!) as {
-      serialUs: number;
-      qps: number;
-    };
+    return JSON.parse(
+      new TextDecoder().decode(out.stdout).trim().split("\n").pop()!,
+    ) as PoolRound;
   };
-  const ours = { serial: [] as number[], qps: [] as number[] };
-  const theirs = { serial: [] as number[], qps: [] as number[] };
+  const ours = { serial: [] as number[], qps: [] as number[], cpu: [] as CpuPerQuery[] };
+  const theirs = { serial: [] as number[], qps: [] as number[], cpu: [] as CpuPerQuery[] };
   // In a TLS variant, also pgpipe given the server's CA: what native TLS does beside Bun.
   const ca = tls ? benchCa() : undefined;
-  const native = { serial: [] as number[], qps: [] as number[] };
+  const native = { serial: [] as number[], qps: [] as number[], cpu: [] as CpuPerQuery[] };
+  const add = (to: typeof ours, round: PoolRound) => {
+    to.serial.push(round.serialUs);
+    to.qps.push(round.qps);
+    if (round.cpu) to.cpu.push(round.cpu);
+  };
   for (let r = 0; r < BUN_ROUNDS; r++) {
-    const a = await pgpipeDefaultPool(tls ? "require" : false);
+    const a = await pgpipeDefaultPool(tls ? "require" : false, postmaster);
     const b = await runBun();
-    ours.serial.push(a.serialUs);
-    ours.qps.push(a.qps);
-    theirs.serial.push(b.serialUs);
-    theirs.qps.push(b.qps);
-    if (ca !== undefined) {
-      const n = await pgpipeDefaultPool({ mode: "require", ca });
-      native.serial.push(n.serialUs);
-      native.qps.push(n.qps);
-    }
+    add(ours, a);
+    add(theirs, b);
+    if (ca !== undefined) add(native, await pgpipeDefaultPool({ mode: "require", ca }, postmaster));
     console.log(
       `throughput: vs Bun.sql round ${r + 1}: serial ${fmt(a.serialUs, 1)} / ${
         fmt(b.serialUs, 1)
@@ -505,17 +621,33 @@ async function versusBun(): Promise<{ table?: Table; ratios: Ratio[]; notes: str
   }
   const serial = { pgpipe: middle(ours.serial), bun: middle(theirs.serial) };
   const qps = { pgpipe: middle(ours.qps), bun: middle(theirs.qps) };
+  const withCpu = ours.cpu.length > 0;
+  const cpuCells = (xs: CpuPerQuery[]) => {
+    if (!withCpu) return [];
+    const c = xs.length ? middleCpu(xs) : { client: NaN, server: NaN };
+    return [fmtCpu(c.client), fmtCpu(c.server)];
+  };
   return {
     table: {
       title:
         `pgpipe and Bun.sql (Bun ${bun.version}), default pools (median of ${BUN_ROUNDS} alternating rounds)`,
-      head: ["driver", "serial select 1 (µs)", `select $1::int, ${BUN_WINDOW} in flight (q/s)`],
+      head: [
+        "driver",
+        "serial select 1 (µs)",
+        `select $1::int, ${BUN_WINDOW} in flight (q/s)`,
+        ...(withCpu ? ["its client CPU (µs/query)", "its server CPU (µs/query)"] : []),
+      ],
       rows: [
-        ["pgpipe", fmt(serial.pgpipe, 1), fmt(qps.pgpipe)],
+        ["pgpipe", fmt(serial.pgpipe, 1), fmt(qps.pgpipe), ...cpuCells(ours.cpu)],
         ...(native.serial.length
-          ? [[PGPIPE_NATIVE, fmt(middle(native.serial), 1), fmt(middle(native.qps))]]
+          ? [[
+            PGPIPE_NATIVE,
+            fmt(middle(native.serial), 1),
+            fmt(middle(native.qps)),
+            ...cpuCells(native.cpu),
+          ]]
           : []),
-        ["Bun.sql", fmt(serial.bun, 1), fmt(qps.bun)],
+        ["Bun.sql", fmt(serial.bun, 1), fmt(qps.bun), ...cpuCells(theirs.cpu)],
       ],
     },
     ratios: [
@@ -554,43 +686,144 @@ async function versusBun(): Promise<{ table?: Table; ratios: Ratio[]; notes: str
           ? " (sslmode=require: Bun encrypts without verifying, as pgpipe's node:tls path does)"
           : ""
       }; each side warms its pool first.`,
+      ...(withCpu
+        ? [
+          `CPU per query of the ${BUN_WINDOW}-in-flight run: the run time Linux counts ` +
+          "(/proc/<pid>/task/*/schedstat) for the client's process (this one for pgpipe, " +
+          "bun's for Bun.sql) and for every process the postmaster started, read around that " +
+          "run only.",
+        ]
+        : []),
     ],
   };
 }
 
+/** The local postmaster's pid (for CPU accounting), or undefined when the server is elsewhere. */
+async function postmasterPid(): Promise<number | undefined> {
+  const sql = postgres(plainBenchUrl(), { max: 1, ssl: false, onnotice: () => {} });
+  try {
+    const [{ pid }] = await sql`select pg_backend_pid() as pid`;
+    return localPostmaster(pid as number);
+  } finally {
+    await sql.end();
+  }
+}
+
+/**
+ * pgpipe's steady serial request pipelined on raw sockets (plain TCP, native TLS when the CA is
+ * known, node:tls), each run timed like a driver's.
+ */
+async function rawPipelines(
+  session: WireSession,
+): Promise<{ name: string; run(): Promise<Rate>; close(): Promise<void> }[]> {
+  const u = new URL(url);
+  const host = u.hostname;
+  const port = Number(u.port || 5432);
+  const bytes = session.requests[session.requests.length - 1].bytes;
+  const half = TOTAL / 2;
+  const timed = (pipeline: () => Promise<void>) => async (): Promise<Rate> => {
+    const t0 = performance.now();
+    await pipeline();
+    const ms = performance.now() - t0;
+    return { queries: half, ms, qps: half / (ms / 1000) };
+  };
+  const out = [];
+  try {
+    const plain = await PingPong.open(host, port, session);
+    out.push({
+      name: RAW_PIPELINE,
+      run: timed(() => plain.pipeline(bytes, half, WINDOW)),
+      close: () => Promise.resolve(plain.close()),
+    });
+    const ca = benchCa();
+    if (ca !== undefined) {
+      const native = await PingPong.open(host, port, session, ca);
+      out.push({
+        name: RAW_NATIVE_PIPELINE,
+        run: timed(() => native.pipeline(bytes, half, WINDOW)),
+        close: () => Promise.resolve(native.close()),
+      });
+    }
+    const node = await NodeTlsPingPong.open(host, port, session);
+    out.push({
+      name: RAW_NODE_PIPELINE,
+      run: timed(() => node.pipeline(bytes, half, WINDOW)),
+      close: () => Promise.resolve(node.close()),
+    });
+  } catch (e) {
+    await Promise.allSettled(out.map((c) => c.close()));
+    throw e;
+  }
+  return out;
+}
+
+/** Median CPU per query on each side over rounds (NaN where a side could not be read). */
+function middleCpu(xs: CpuPerQuery[]): CpuPerQuery {
+  return { client: middle(xs.map((x) => x.client)), server: middle(xs.map((x) => x.server)) };
+}
+
+/** A CPU figure in µs, "-" when it could not be read. */
+function fmtCpu(us: number): string {
+  return Number.isFinite(us) ? fmt(us, 2) : "-";
+}
+
 /**
  * In a TLS variant: pipelined q/s on one connection over TLS as a share of the same over plain
- * TCP, both paths, in alternating rounds in this one process.
+ * TCP, both paths, in alternating rounds in this one process; and, where the server runs on this
+ * machine, the CPU each query cost this process and the server's backends, which says which side
+ * the encryption weighs on.
  */
-async function tlsShare(drivers: Driver[]): Promise<{ table: Table; ratios: Ratio[] }> {
+async function tlsShare(
+  drivers: Driver[],
+  postmaster: number | undefined,
+  session: WireSession,
+): Promise<{ tables: Table[]; ratios: Ratio[]; notes: string[] }> {
+  const half = TOTAL / 2;
   const plain = postgres(plainBenchUrl(), { max: 1, ssl: false, onnotice: () => {} });
-  const clients: { name: string; a: Pick<Adapter, "selectInt">; close(): Promise<void> }[] = [{
+  const viaDriver = (a: Pick<Adapter, "selectInt">) => () => pipelined(a, half, WINDOW);
+  const clients: { name: string; run(): Promise<Rate>; close(): Promise<void> }[] = [{
     name: PLAIN_PGPIPE,
-    a: { selectInt: async (v) => (await plain`select ${v}::int as x`)[0].x as number },
+    run: viaDriver({
+      selectInt: async (v) => (await plain`select ${v}::int as x`)[0].x as number,
+    }),
     close: () => plain.end(),
   }];
-  for (const d of drivers.filter((d) => d.name === "pgpipe" || d.name === PGPIPE_NATIVE)) {
-    const a = await d.connect(url);
-    clients.push({ name: d.name, a, close: () => a.close() });
+  try {
+    for (const d of drivers.filter((d) => d.name === "pgpipe" || d.name === PGPIPE_NATIVE)) {
+      const a = await d.connect(url);
+      clients.push({ name: d.name, run: viaDriver(a), close: () => a.close() });
+    }
+    clients.push(...await rawPipelines(session));
+  } catch (e) {
+    await Promise.allSettled(clients.map((c) => c.close()));
+    throw e;
   }
   const rates = new Map(clients.map((c) => [c.name, [] as number[]]));
+  const cpus = new Map(clients.map((c) => [c.name, [] as CpuPerQuery[]]));
   try {
     for (let r = 0; r < 3; r++) {
       for (let k = 0; k < clients.length; k++) {
         const c = clients[(k + r) % clients.length];
-        rates.get(c.name)!.push((await pipelined(c.a, TOTAL / 2, WINDOW)).qps);
+        const { result: rate, cpu } = await cpuPerQuery(
+          postmaster,
+          () => c.run(),
+          (done) => done.queries,
+        );
+        rates.get(c.name)!.push(rate.qps);
+        if (cpu) cpus.get(c.name)!.push(cpu);
       }
     }
   } finally {
     await Promise.allSettled(clients.map((c) => c.close()));
   }
-  const base = middle(rates.get(PLAIN_PGPIPE)!);
+  const plainOf = (name: string) => RAW_PIPELINES.includes(name) ? RAW_PIPELINE : PLAIN_PGPIPE;
   const ratios: Ratio[] = [];
   const rows: string[][] = [];
   for (const [name, xs] of rates) {
     const qps = middle(xs);
+    const base = middle(rates.get(plainOf(name))!);
     rows.push([name, fmt(qps), formatRatio(qps / base)]);
-    if (name === PLAIN_PGPIPE) continue;
+    if (name === PLAIN_PGPIPE || RAW_PIPELINES.includes(name)) continue;
     const path = name === "pgpipe" ? "node:tls" : "native TLS";
     ratios.push({
       suite: "throughput",
@@ -599,15 +832,72 @@ async function tlsShare(drivers: Driver[]): Promise<{ table: Table; ratios: Rati
       value: qps / base,
     });
   }
-  return {
-    table: {
-      title: `pgpipe pipelined over TLS and over plain TCP: select $1::int, ${fmt(TOTAL / 2)} ` +
-        `queries, ${fmt(WINDOW)} in flight, 1 connection (median of 3 alternating rounds)`,
-      head: ["client", "q/s", "share of plain TCP"],
-      rows,
-    },
-    ratios,
-  };
+  const tables: Table[] = [{
+    title: `Pipelined over TLS and over plain TCP: ${fmt(half)} queries, ${fmt(WINDOW)} in ` +
+      "flight, 1 connection (median of 3 alternating rounds)",
+    head: ["client", "q/s", "share of plain TCP"],
+    rows,
+  }];
+  const notes = [
+    "Raw pipelines: the bytes pgpipe sends for a serial `select 1` (Bind Execute Sync of its " +
+    "prepared statement, one Sync each, as pgpipe's select $1::int) replayed on a raw socket " +
+    `with ${fmt(WINDOW)} in flight, each read answered by as many new copies in one write, ` +
+    "decoding nothing: the rate and the TLS share the runtime and the server allow without " +
+    "a driver. Their share is of the raw plain-TCP pipeline.",
+  ];
+  if (postmaster !== undefined) {
+    tables.push({
+      title: "CPU per query of the same runs (µs, median of 3; this process, and the server's " +
+        "processes)",
+      head: [
+        "client",
+        "client CPU",
+        "server CPU",
+        "server: TLS's extra",
+        "both",
+        "plaintext's total / this total",
+        "ceiling were the client's TLS free",
+      ],
+      rows: [...cpus.keys()].map((name) => {
+        const c = middleCpu(cpus.get(name)!);
+        if (name === plainOf(name)) {
+          return [
+            name,
+            fmtCpu(c.client),
+            fmtCpu(c.server),
+            "",
+            fmtCpu(c.client + c.server),
+            "",
+            "",
+          ];
+        }
+        const p = middleCpu(cpus.get(plainOf(name))!);
+        const plainTotal = p.client + p.server;
+        const extra = c.server - p.server;
+        return [
+          name,
+          fmtCpu(c.client),
+          fmtCpu(c.server),
+          fmtCpu(extra),
+          fmtCpu(c.client + c.server),
+          formatRatio(plainTotal / (c.client + c.server)),
+          formatRatio(plainTotal / (plainTotal + extra)),
+        ];
+      }),
+    });
+    notes.push(
+      "CPU per query: the run time Linux counts (/proc/<pid>/task/*/schedstat) for this " +
+        "process and for every process the postmaster started, read around each run, divided " +
+        "by its queries. With one Sync per " +
+        "query the server encrypts every answer and sends it as its own TLS record: its extra " +
+        "CPU per query is the part of TLS no client can remove (in a transaction, one Sync " +
+        "per batch, it shrinks). Where the client and the server share the machine's cores " +
+        "and use them all, the rate follows their total CPU per query; the last column is " +
+        "then the most TLS could reach of plain TCP's rate with a client whose own TLS cost " +
+        "nothing (against the plain run of the same kind: pgpipe's, or the raw pipeline's).",
+    );
+  }
+  return { tables, ratios, notes };
 }
 
 async function main(): Promise<void> {
@@ -617,9 +907,12 @@ async function main(): Promise<void> {
   const limit = await pgbenchPipeline(url, { seconds: quick ? 2 : 5, lines: WINDOW });
   if (limit.qps) console.log(`throughput: libpq pipeline (pgbench): ${fmt(limit.qps)} q/s`);
   const same = await sameShapeLimit();
-  const ping = pingReport(await pingPong(drivers));
-  const bun = await versusBun();
-  const share = tls ? await tlsShare(drivers) : undefined;
+  const pings = await pingPong(drivers);
+  const ping = pingReport(pings);
+  const postmaster = await postmasterPid();
+  const bun = await versusBun(postmaster);
+  const floors = tls ? await runtimeFloors(pings.session) : undefined;
+  const share = tls ? await tlsShare(drivers, postmaster, pings.session) : undefined;
 
   const base = results[0];
   const ours = base.pipelined;
@@ -758,11 +1051,18 @@ async function main(): Promise<void> {
       lat,
       ping.table,
       ...(bun.table ? [bun.table] : []),
-      ...(share ? [share.table] : []),
+      ...(floors?.table ? [floors.table] : []),
+      ...(share?.tables ?? []),
     ],
     ratios,
     measures: ping.measures,
-    notes: [...notes, ...ping.notes, ...bun.notes],
+    notes: [
+      ...notes,
+      ...ping.notes,
+      ...bun.notes,
+      ...(floors?.notes ?? []),
+      ...(share?.notes ?? []),
+    ],
   };
   await emitReport(report);
 }

@@ -2,8 +2,9 @@
  * One connection to the server and its pipeline.
  *
  * Requests are encoded into the write buffer the moment they are sent and
- * queued in FIFO order; one flush per tick writes everything encoded since
- * the last one. A single read loop frames the answers and hands each message
+ * queued in FIFO order; one flush per tick (over native TLS while others are
+ * in flight, per turn of the event loop) writes everything encoded since the
+ * last one. A single read loop frames the answers and hands each message
  * to the request at the head of the FIFO; ReadyForQuery pops it. Notices,
  * parameter changes and notifications are routed by type, never by position.
  */
@@ -19,6 +20,7 @@ import {
   ProtocolViolation,
   rowDescription,
 } from "../protocol/backend.ts";
+import { setImmediate } from "node:timers";
 import { Framer } from "../protocol/framer.ts";
 import * as fe from "../protocol/frontend.ts";
 import { Writer } from "../protocol/writer.ts";
@@ -620,7 +622,14 @@ export class Connection implements EncodeContext {
     // behind 100"), and on loopback batching writes that way gained nothing measurable.
     if (this.#flushQueued || this.#writing) return;
     this.#flushQueued = true;
-    queueMicrotask(this.#flush);
+    // Over native TLS while others are in flight: one turn of the event loop later (about a µs),
+    // after the answers that already arrived were read, so the queries they free leave together
+    // in one TLS record rather than one per read (each costs the server a decrypt). Pipelined,
+    // that measured 5-10% more queries/s on one connection and on the pool, with less CPU per
+    // query on both sides; over node:tls and plain TCP no gain stood out of the noise, so they
+    // are left as they were. A lone query still leaves at once.
+    if (this.#tail - this.#head > 1 && this.#transport.tls === "native") setImmediate(this.#flush);
+    else queueMicrotask(this.#flush);
   }
 
   #flush = async (): Promise<void> => {

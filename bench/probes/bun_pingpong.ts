@@ -1,0 +1,42 @@
+// Bun's floor for a serial TLS round trip, run by bun: `bun bench/probes/bun_pingpong.ts SESSION
+// HOST PORT COUNT` replays the captured session in the JSON file SESSION (what
+// bench/peers/pingpong.ts captured from pgpipe: its startup, set-up requests and, last, the
+// steady `select 1`) over node:tls in Bun, exactly as NodeTlsPingPong does in Deno, then times
+// COUNT serial round trips of the last request and prints `{"meanUs":…,"p50Us":…}`. Beside the
+// same replay in Deno it tells how much of a serial gap between Bun.sql and pgpipe is the
+// runtimes' own.
+import { NodeTlsPingPong } from "../peers/pingpong.ts";
+
+const Bun = (globalThis as unknown as { Bun: { argv: string[]; file(path: string): Blob } }).Bun;
+const [sessionFile, host, portText, countText] = Bun.argv.slice(2);
+const port = Number(portText);
+const count = Number(countText);
+if (!sessionFile || !host || !(port > 0) || !(count > 0)) {
+  throw new Error("usage: bun bun_pingpong.ts SESSION HOST PORT COUNT");
+}
+
+const saved = JSON.parse(await Bun.file(sessionFile).text()) as {
+  startup: number[];
+  requests: { bytes: number[]; types: string }[];
+};
+const session = {
+  startup: Uint8Array.from(saved.startup),
+  requests: saved.requests.map((r) => ({ bytes: Uint8Array.from(r.bytes), types: r.types })),
+};
+const steady = session.requests[session.requests.length - 1].bytes;
+
+const p = await NodeTlsPingPong.open(host, port, session);
+try {
+  for (let i = 0; i < 500; i++) await p.roundTrip(steady); // warm-up
+  const samples: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const t0 = performance.now();
+    await p.roundTrip(steady);
+    samples.push((performance.now() - t0) * 1000);
+  }
+  const sorted = [...samples].sort((a, b) => a - b);
+  const meanUs = samples.reduce((a, b) => a + b, 0) / samples.length;
+  console.log(JSON.stringify({ meanUs, p50Us: sorted[Math.floor(sorted.length / 2)] }));
+} finally {
+  p.close();
+}
