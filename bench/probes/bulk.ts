@@ -22,7 +22,7 @@ import {
   type ProcessCpu,
   processCpu,
   processCpuSince,
-} from "../shared/cpu_time.ts";
+} from "../shared/cpu.ts";
 
 const [method, url, tableName, rowsText, runsText] = Deno.args;
 const spec: BulkTable | undefined = BULK_TABLES[tableName as BulkTable["name"]];

@@ -1,7 +1,9 @@
-// CPU accounting for the throughput suite: how much processor time a run cost the client process
-// and the server's backends, read from Linux's /proc. It tells which side limits a rate, and what
-// TLS adds on each. Plain node:fs, so the Bun probe uses it too. Everything returns undefined
-// where /proc is not there or the server is not local.
+// CPU accounting for the benchmarks, read from Linux's /proc (schedstat: ns on a CPU, and ns
+// runnable but waiting for one). The throughput suite uses it for how much processor time a run
+// cost the client process and the server's backends (which side limits a rate, and what TLS adds
+// on each); the bulk suite for what a load costs the client's threads and the server backend, and
+// whether they ran side by side or took turns. Plain node:fs, so the Bun probe uses it too.
+// Everything returns undefined (or null) where /proc is not there or the server is not local.
 import { readdirSync, readFileSync } from "node:fs";
 import process from "node:process";
 
@@ -26,7 +28,7 @@ function statFields(pid: number): { comm: string; fields: string[] } | undefined
 /** Nanoseconds a thread has run, from its schedstat; undefined where the kernel has none. */
 function threadRunNs(path: string): number | undefined {
   try {
-    return Number(readFileSync(path, "utf8").split(" ")[0]);
+    return parseSchedstat(readFileSync(path, "utf8")).cpu * 1e6;
   } catch {
     return undefined;
   }
@@ -119,3 +121,60 @@ export async function cpuPerQuery<T>(
     },
   };
 }
+
+/** CPU and run-queue time, in ms. */
+export interface CpuTimes {
+  /** On a CPU. */
+  cpu: number;
+  /** Runnable, waiting for a CPU. */
+  wait: number;
+}
+
+/** This process's threads: the main (JavaScript) thread and all the others together. */
+export interface ProcessCpu {
+  main: CpuTimes;
+  /** V8's GC helper threads, Deno's I/O threads and the rest. */
+  others: CpuTimes;
+}
+
+/** `cpu wait slices` (ns) as /proc/.../schedstat writes them. */
+export function parseSchedstat(text: string): CpuTimes {
+  const [cpu, wait] = text.trim().split(/\s+/).map(Number);
+  return { cpu: cpu / 1e6, wait: wait / 1e6 };
+}
+
+/** This process's threads' times so far, or null off Linux. */
+export function processCpu(): ProcessCpu | null {
+  try {
+    const main = parseSchedstat(readFileSync(`/proc/self/task/${process.pid}/schedstat`, "utf8"));
+    const others: CpuTimes = { cpu: 0, wait: 0 };
+    for (const task of readdirSync("/proc/self/task")) {
+      if (task === String(process.pid)) continue;
+      try {
+        const t = parseSchedstat(readFileSync(`/proc/self/task/${task}/schedstat`, "utf8"));
+        others.cpu += t.cpu;
+        others.wait += t.wait;
+      } catch {
+        // the thread ended between the listing and the read
+      }
+    }
+    return { main, others };
+  } catch {
+    return null;
+  }
+}
+
+/** What a span cost this process: `after - before`. */
+export function processCpuSince(before: ProcessCpu | null): ProcessCpu | null {
+  const after = processCpu();
+  if (before === null || after === null) return null;
+  return { main: minus(after.main, before.main), others: minus(after.others, before.others) };
+}
+
+/** `a - b`, field by field. */
+export function minus(a: CpuTimes, b: CpuTimes): CpuTimes {
+  return { cpu: a.cpu - b.cpu, wait: a.wait - b.wait };
+}
+
+/** The query that reads a backend's own times (needs pg_read_server_files or a superuser). */
+export const BACKEND_SCHEDSTAT = "select pg_read_file('/proc/self/schedstat') as s";

@@ -15,7 +15,7 @@ import postgres from "../../mod.ts";
 import { findPgBin } from "../../test/harness/cluster.ts";
 import { suiteDrivers } from "../peers/drivers.ts";
 import { BULK_TABLES, type BulkTable, CODEC_TYPES } from "../shared/bulk_tables.ts";
-import { BACKEND_SCHEDSTAT, type CpuTimes, parseSchedstat } from "../shared/cpu_time.ts";
+import { BACKEND_SCHEDSTAT, type CpuTimes, parseSchedstat } from "../shared/cpu.ts";
 import { benchUrl, isQuick } from "../shared/env.ts";
 import {
   emitReport,
