@@ -36,7 +36,7 @@ import {
   socketPath,
   type Transport,
 } from "./transport.ts";
-import { type TlsPath, verification } from "./tls.ts";
+import type { TlsPath } from "./tls.ts";
 
 /** Everything one connection needs to know. */
 export interface ConnectionOptions {
@@ -433,8 +433,6 @@ export class Connection implements EncodeContext {
     const framer = this.#framer;
     const transport = () => this.#transport;
     const message = { type: 0, buf: framer.buf, start: 0, end: 0 };
-    const tls = this.#transport.tls;
-    const endpoint = this.#options.endpoint;
     return {
       writer: () => this.#writer,
       flush: async () => {
@@ -457,8 +455,7 @@ export class Connection implements EncodeContext {
       authenticated: () => {
         this.#authenticated = true;
       },
-      serverVerified: tls === "native" ||
-        (tls === "node" && verification(endpoint.sslmode, endpoint.ca) !== "none"),
+      serverVerified: this.#transport.verified,
       next: async () => {
         while (!framer.next()) {
           const n = await transport().read(framer.space());

@@ -143,6 +143,11 @@ export interface Transport {
   close(): void;
   /** The TLS implementation the stream runs on, or null when it is not encrypted. */
   readonly tls: TlsPath | null;
+  /**
+   * Whether the TLS handshake authenticated the server (a chain to trusted roots, and the host
+   * name unless sslmode is verify-ca): its queries may then ride with SCRAM's final message.
+   */
+  readonly verified: boolean;
 }
 
 /** The unix socket file for a socket directory and port, as libpq names it. */
@@ -161,9 +166,12 @@ function describe(endpoint: Endpoint): Where {
 class DenoTransport implements Transport {
   #conn: DenoLikeConn;
   readonly tls: TlsPath | null;
+  readonly verified: boolean;
   constructor(conn: DenoLikeConn, tls: TlsPath | null) {
     this.#conn = conn;
     this.tls = tls;
+    // Deno's native TLS always checks the chain and the host name.
+    this.verified = tls === "native";
   }
   read(p: Uint8Array): Promise<number | null> {
     return this.#conn.read(p);
@@ -192,11 +200,12 @@ class NodeTransport implements Transport {
   #error: Error | null = null;
   #wake: (() => void) | null = null;
   readonly tls: TlsPath | null;
+  readonly verified: boolean;
 
-  constructor(socket: NodeLikeSocket, tls: TlsPath | null, initial?: Uint8Array) {
+  constructor(socket: NodeLikeSocket, tls: TlsPath | null, verified = false) {
     this.#socket = socket;
     this.tls = tls;
-    if (initial && initial.length > 0) this.#push(initial);
+    this.verified = verified;
     socket.on("data", (chunk: Uint8Array) => this.#push(chunk));
     socket.on("end", () => this.#finish(null));
     socket.on("close", () => this.#finish(null));
@@ -472,8 +481,12 @@ async function nodeSecure(
     secured.destroy();
     throw e;
   }
-  learn?.(wouldPassNatively(secured, endpoint.host));
-  return new NodeTransport(secured, "node");
+  // A certificate the native check would accept authenticates the server as well as that check
+  // does, whatever the sslmode asked.
+  const native = wouldPassNatively(secured, endpoint.host);
+  learn?.(native);
+  const verified = native || verification(endpoint.sslmode, endpoint.ca) !== "none";
+  return new NodeTransport(secured, "node", verified);
 }
 
 /** Finishes TLS over a user's socket whose SSLRequest got `answer`. */
@@ -493,10 +506,12 @@ function secureAnswered(
 
 /**
  * TLS through node:tls on a fresh node:net socket (after an SSLRequest, or at
- * once for direct TLS). Resolves to null when the server answers "N" and
- * sslmode accepts plain (`prefer`, `allow`): it offered TLS to the native
- * attempt, or needed node:tls before, but has stopped (ssl=off and a reload),
- * so the caller connects plain instead of failing.
+ * once for direct TLS). When the server answers "N" and sslmode accepts plain
+ * (`prefer`, `allow`): on a first connection (`learn` given) the socket goes on
+ * plain (a reconnect would cost the cold start a round trip) and later
+ * connections go native, which keeps its socket on "N"; otherwise the server
+ * needed node:tls before but has stopped offering TLS (ssl=off and a reload),
+ * and this resolves to null, so the caller connects plain instead of failing.
  */
 async function tlsViaNode(
   endpoint: Endpoint,
@@ -519,6 +534,10 @@ async function tlsViaNode(
   });
   await taught;
   if (answer === 0x4e && (endpoint.sslmode === "prefer" || endpoint.sslmode === "allow")) {
+    if (learn !== undefined) {
+      learn(true);
+      return new NodeTransport(socket, null);
+    }
     close();
     return null;
   }
@@ -782,24 +801,16 @@ export async function openTransport(
     }
     const target = tlsTarget(endpoint);
     const known = knownPath(target);
-    // require without a CA checks nothing: an unknown server is taken on node:tls, which
-    // tells whether the native check would pass for the next connections.
-    const learn = known === undefined && mode === "require" &&
-      verification(mode, endpoint.ca) === "none";
+    if (known === undefined) return await firstTls(endpoint, target, n, where, signal);
     let nativeFailed = false;
-    if (known !== "node" && !learn) {
+    if (known !== "node") {
       const native = await tlsViaDeno(endpoint, n, where);
       if (native !== null) return native;
       // The connect timeout fired during the native handshake: no second attempt.
       if (signal?.aborted) throw handshakeFailed(new Error("aborted"), endpoint, where);
       nativeFailed = true;
     }
-    const secured = await tlsViaNode(
-      endpoint,
-      n,
-      where,
-      learn ? (native) => rememberPath(target, native ? "native" : "node") : undefined,
-    );
+    const secured = await tlsViaNode(endpoint, n, where);
     if (secured !== null) {
       if (nativeFailed) rememberPath(target, "node");
       return secured;
@@ -813,6 +824,49 @@ export async function openTransport(
   } finally {
     n.done();
   }
+}
+
+/**
+ * A process's first TLS connection to a server (no path known for it yet): node:tls, taught to
+ * send the share PostgreSQL 17 and older take (tls_group.ts), so the handshake needs no
+ * HelloRetryRequest, which Deno's native TLS cannot avoid and which costs a cold start a whole
+ * network round trip; node:tls costs a few µs a round trip more. It verifies what the sslmode
+ * asks, and its certificate tells whether the native check would pass: later connections go
+ * native when it would, stay on node:tls when not. A certificate node:tls refuses (it trusts
+ * only the CA given) is put to the native check (the default roots beside the CA) before the
+ * connection fails, so a first connection accepts what a later native one would; if that check
+ * refuses it too, node:tls's error (naming the host) is the one reported.
+ */
+async function firstTls(
+  endpoint: Endpoint,
+  target: TlsTarget,
+  n: Negotiation,
+  where: Where,
+  signal?: AbortSignal,
+): Promise<Transport> {
+  try {
+    const secured = await tlsViaNode(
+      endpoint,
+      n,
+      where,
+      (native) => rememberPath(target, native ? "native" : "node"),
+    );
+    // `learn` given: "N" leaves the socket plain rather than resolving to null.
+    return secured!;
+  } catch (e) {
+    if (signal?.aborted || !certificateRefused(e)) throw e;
+    const native = await tlsViaDeno(endpoint, n, where);
+    if (native === null) throw e;
+    rememberPath(target, "native");
+    return native;
+  }
+}
+
+/** Whether a failed node:tls handshake refused the server's certificate (its code says so). */
+function certificateRefused(e: unknown): boolean {
+  const code = (e as { cause?: { code?: unknown } } | null)?.cause?.code;
+  return typeof code === "string" &&
+    /CERT|VERIFY|SIGNATURE|ISSUER|SELF_SIGNED|CHAIN|ALTNAME/.test(code);
 }
 
 /** A socket that could not be opened: Node's code when it is an OS error, else CONNECT_FAILED. */
