@@ -801,7 +801,12 @@ export async function openTransport(
     }
     const target = tlsTarget(endpoint);
     const known = knownPath(target);
-    if (known === undefined) return await firstTls(endpoint, target, n, where, signal);
+    // Direct TLS with a check stays native: it needs PostgreSQL 17+, and 18 offers X25519, so
+    // there is no HelloRetryRequest to spare, while node:tls's first handshake costs ~5 ms more
+    // local time. (require without a CA took node:tls first already: it checks nothing.)
+    const first = known === undefined &&
+      (endpoint.sslnegotiation !== "direct" || verification(mode, endpoint.ca) === "none");
+    if (first) return await firstTls(endpoint, target, n, where, signal);
     let nativeFailed = false;
     if (known !== "node") {
       const native = await tlsViaDeno(endpoint, n, where);
