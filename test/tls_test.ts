@@ -192,6 +192,69 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name: "tls path: a first connection whose certificate node:tls refuses but the native check " +
+    "accepts (a root Deno trusts beside the CA given) → native, as later connections",
+  ignore: !hasClusters || !tls,
+  async fn() {
+    const c = tls!;
+    // DENO_CERT puts the test CA among Deno's default roots, which the native check trusts
+    // beside the CA given (the unrelated one here); node:tls trusts only the CA given.
+    const dir = await Deno.makeTempDir();
+    try {
+      const script = `${dir}/first.ts`;
+      await Deno.writeTextFile(
+        script,
+        `import postgres from ${JSON.stringify(new URL("../mod.ts", import.meta.url).href)};
+const paths = [];
+for (let i = 0; i < 2; i++) {
+  const sql = postgres(${
+          JSON.stringify(via(c, { mode: "verify-full", ca: otherCa(c) }, "localhost"))
+        });
+  paths.push((await sql\`select 1\`).state.tls);
+  await sql.end();
+}
+console.log(JSON.stringify(paths));`,
+      );
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "--no-lock", script],
+        env: { DENO_CERT: c.caCertPath! },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.ok(out.success, new TextDecoder().decode(out.stderr));
+      assert.deepEqual(JSON.parse(new TextDecoder().decode(out.stdout)), ["native", "native"]);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+    // Without that root, the same client fails (node:tls's error, naming the host).
+    const e = assertConnectionError(
+      await failure(via(c, { mode: "verify-full", ca: otherCa(c) }, "localhost")),
+      "SSL_FAILED",
+    );
+    assert.match(e.message, /localhost/);
+  },
+});
+
+Deno.test({
+  name: "tls path: prefer's first connection to a server without TLS goes on plain on the same " +
+    "socket, and later ones too",
+  ignore: !hasClusters || !plain,
+  async fn() {
+    const c = plain!;
+    const p = flightRecorder({ hostname: c.host, port: c.port });
+    try {
+      const options = { ...via(c, "prefer"), port: p.port };
+      assert.deepEqual(await pathOf(options), { tls: null, ssl: false });
+      assert.equal(p.connections.length, 1, "no second connect after the server's N");
+      assert.deepEqual(await pathOf(options), { tls: null, ssl: false });
+      assert.equal(p.connections.length, 2);
+    } finally {
+      await p.close();
+    }
+  },
+});
+
 clusterTest("tls path: plain connections say null", tls, async (c) => {
   assert.deepEqual(await pathOf(via(c, "disable")), { tls: null, ssl: false });
   assert.deepEqual(await pathOf(via(c, "require", c.socketDir)), { tls: null, ssl: false });
