@@ -326,8 +326,11 @@ async function negotiateDeno(conn: DenoLikeConn): Promise<number> {
   return answer[0];
 }
 
-/** Sends SSLRequest on a node socket; resolves to the server's one-byte answer. */
-function negotiateNode(socket: NodeLikeSocket): Promise<number> {
+/**
+ * Sends SSLRequest on a node socket; resolves to the server's one-byte answer. `sent` is called
+ * once the request has left, while the answer is on its way.
+ */
+function negotiateNode(socket: NodeLikeSocket, sent?: () => void): Promise<number> {
   return new Promise((resolve, reject) => {
     const onData = (chunk: Uint8Array) => {
       cleanup();
@@ -361,7 +364,7 @@ function negotiateNode(socket: NodeLikeSocket): Promise<number> {
     socket.on("end", onEnd);
     const w = new Writer(8);
     sslRequest(w);
-    socket.write(w.buf.slice(0, w.length));
+    socket.write(w.buf.slice(0, w.length), (e) => e ? undefined : sent?.());
   });
 }
 
@@ -519,23 +522,26 @@ async function tlsViaNode(
   where: Where,
   learn?: (native: boolean) => void,
 ): Promise<Transport | null> {
-  // Taught while the socket connects and the SSLRequest is answered (once per host): the first
-  // handshake then needs no HelloRetryRequest from PostgreSQL 17 and older (tls_group.ts). The
-  // connect goes first: the first teaching in a process takes ~20 ms of CPU (rustls starting
-  // up), which then overlaps the connect's round trip instead of delaying it.
+  // Taught (once per host) while a round trip is under way: the first handshake then needs no
+  // HelloRetryRequest from PostgreSQL 17 and older (tls_group.ts). The first teaching in a
+  // process takes ~20 ms of CPU (Deno loading node:tls and starting rustls), so it runs once a
+  // packet has left: the SSLRequest (whose answer can only come from the server, while a connect
+  // may be answered by a nearby proxy at once), or for direct TLS the connect.
+  const teach = () => preferP256(nodeOptions(tlsTarget(endpoint)));
+  let taught: Promise<void> | undefined;
   const connecting = nodeConnect(endpoint);
-  const taught = preferP256(nodeOptions(tlsTarget(endpoint)));
+  if (endpoint.sslnegotiation === "direct") taught = teach();
   const socket = n.track(await connecting, (s) => s.destroy());
   const close = () => socket.destroy();
   if (endpoint.sslnegotiation === "direct") {
     await taught;
     return await nodeSecure(socket, endpoint, where, close, learn);
   }
-  const answer = await negotiateNode(socket).catch((e) => {
+  const answer = await negotiateNode(socket, () => taught = teach()).catch((e) => {
     close();
     throw e;
   });
-  await taught;
+  await (taught ?? teach());
   if (answer === 0x4e && (endpoint.sslmode === "prefer" || endpoint.sslmode === "allow")) {
     if (learn !== undefined) {
       learn(true);
@@ -805,8 +811,9 @@ export async function openTransport(
     const target = tlsTarget(endpoint);
     const known = knownPath(target);
     // Direct TLS with a check stays native: it needs PostgreSQL 17+, and 18 offers X25519, so
-    // there is no HelloRetryRequest to spare, while node:tls's first handshake costs ~5 ms more
-    // local time. (require without a CA took node:tls first already: it checks nothing.)
+    // there is no HelloRetryRequest to spare, and without an SSLRequest node:tls's first teaching
+    // has no server round trip to hide behind. (require without a CA took node:tls first
+    // already: it checks nothing.)
     const first = known === undefined &&
       (endpoint.sslnegotiation !== "direct" || verification(mode, endpoint.ca) === "none");
     if (first) return await firstTls(endpoint, target, n, where, signal);
