@@ -159,17 +159,100 @@ async function pathOf(options: Options | string): Promise<{ tls: TlsPath | null;
   }
 }
 
-clusterTest("tls path: native wherever the certificate verifies", tls, async (c) => {
-  const native = { tls: "native", ssl: true };
-  assert.deepEqual(await pathOf(via(c, { mode: "verify-full", ca: ca(c) }, "localhost")), native);
-  assert.deepEqual(await pathOf(via(c, { mode: "verify-ca", ca: ca(c) })), native);
-  assert.deepEqual(await pathOf(via(c, { mode: "require", ca: ca(c) })), native);
-  // prefer with a CA checks nothing, but the certificate verifies: still native.
-  assert.deepEqual(await pathOf(via(c, { mode: "prefer", ca: ca(c) })), native);
-  const u = c.users.trust;
-  const url = `postgres://${u.user}@localhost:${c.port}/${c.database}` +
-    `?sslmode=verify-full&sslrootcert=${encodeURIComponent(c.caCertPath!)}`;
-  assert.deepEqual(await pathOf(url), native);
+Deno.test({
+  name: "tls path: a process's first connection to a server takes node:tls (no HelloRetryRequest " +
+    "from PostgreSQL 17 and older), later ones native wherever the certificate verifies",
+  ignore: !hasClusters || !tls,
+  async fn() {
+    const c = tls!;
+    // A port of its own, so no earlier test taught pgpipe anything about this server.
+    const p = flightRecorder({ hostname: c.host, port: c.port });
+    try {
+      const at = (o: Options) => ({ ...o, port: p.port });
+      const node = { tls: "node", ssl: true };
+      const native = { tls: "native", ssl: true };
+      const full = at(via(c, { mode: "verify-full", ca: ca(c) }, "localhost"));
+      assert.deepEqual(await pathOf(full), node);
+      assert.deepEqual(await pathOf(full), native);
+      assert.deepEqual(await pathOf(full), native);
+      // 127.0.0.1 with the CA is another server to the path memory: first node:tls again.
+      assert.deepEqual(await pathOf(at(via(c, { mode: "verify-ca", ca: ca(c) }))), node);
+      assert.deepEqual(await pathOf(at(via(c, { mode: "verify-ca", ca: ca(c) }))), native);
+      assert.deepEqual(await pathOf(at(via(c, { mode: "require", ca: ca(c) }))), native);
+      // prefer with a CA checks nothing, but the certificate verifies: still native.
+      assert.deepEqual(await pathOf(at(via(c, { mode: "prefer", ca: ca(c) }))), native);
+      const u = c.users.trust;
+      const url = `postgres://${u.user}@localhost:${p.port}/${c.database}` +
+        `?sslmode=verify-full&sslrootcert=${encodeURIComponent(c.caCertPath!)}`;
+      assert.deepEqual(await pathOf(url), native);
+      assert.equal(p.connections.length, 8, "one connection each: no failed attempt");
+    } finally {
+      await p.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "tls path: a first connection whose certificate node:tls refuses but the native check " +
+    "accepts (a root Deno trusts beside the CA given) → native, as later connections",
+  ignore: !hasClusters || !tls,
+  async fn() {
+    const c = tls!;
+    // DENO_CERT puts the test CA among Deno's default roots, which the native check trusts
+    // beside the CA given (the unrelated one here); node:tls trusts only the CA given.
+    const dir = await Deno.makeTempDir();
+    try {
+      const script = `${dir}/first.ts`;
+      await Deno.writeTextFile(
+        script,
+        `import postgres from ${JSON.stringify(new URL("../mod.ts", import.meta.url).href)};
+const paths = [];
+for (let i = 0; i < 2; i++) {
+  const sql = postgres(${
+          JSON.stringify(via(c, { mode: "verify-full", ca: otherCa(c) }, "localhost"))
+        });
+  paths.push((await sql\`select 1\`).state.tls);
+  await sql.end();
+}
+console.log(JSON.stringify(paths));`,
+      );
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "--no-lock", script],
+        env: { DENO_CERT: c.caCertPath! },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.ok(out.success, new TextDecoder().decode(out.stderr));
+      assert.deepEqual(JSON.parse(new TextDecoder().decode(out.stdout)), ["native", "native"]);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+    // Without that root, the same client fails (node:tls's error, naming the host).
+    const e = assertConnectionError(
+      await failure(via(c, { mode: "verify-full", ca: otherCa(c) }, "localhost")),
+      "SSL_FAILED",
+    );
+    assert.match(e.message, /localhost/);
+  },
+});
+
+Deno.test({
+  name: "tls path: prefer's first connection to a server without TLS goes on plain on the same " +
+    "socket, and later ones too",
+  ignore: !hasClusters || !plain,
+  async fn() {
+    const c = plain!;
+    const p = flightRecorder({ hostname: c.host, port: c.port });
+    try {
+      const options = { ...via(c, "prefer"), port: p.port };
+      assert.deepEqual(await pathOf(options), { tls: null, ssl: false });
+      assert.equal(p.connections.length, 1, "no second connect after the server's N");
+      assert.deepEqual(await pathOf(options), { tls: null, ssl: false });
+      assert.equal(p.connections.length, 2);
+    } finally {
+      await p.close();
+    }
+  },
 });
 
 clusterTest("tls path: plain connections say null", tls, async (c) => {
@@ -229,12 +312,12 @@ Deno.test({
       // The default roots do not cover the test CA: the native check would fail, so node:tls.
       assert.deepEqual(await pathOf(options), { tls: "node", ssl: true });
       assert.equal(p.connections.length, 2);
-      // A client that gives the CA is another case: its native check passes.
-      assert.deepEqual(await pathOf({ ...options, ssl: { mode: "require", ca: ca(c) } }), {
-        tls: "native",
-        ssl: true,
-      });
-      assert.equal(p.connections.length, 3);
+      // A client that gives the CA is another case: its first connection is node:tls too (as
+      // every first one), and its native check passes for the next.
+      const withCa = { ...options, ssl: { mode: "require", ca: ca(c) } } as const;
+      assert.deepEqual(await pathOf(withCa), { tls: "node", ssl: true });
+      assert.deepEqual(await pathOf(withCa), { tls: "native", ssl: true });
+      assert.equal(p.connections.length, 4);
     } finally {
       await p.close();
     }
@@ -247,15 +330,20 @@ clusterTest(
   tls,
   async (c) => {
     const { user, password } = c.users.scram;
-    const starts: { ssl: SslOption; path: TlsPath; encrypted: number }[] = [
-      // Finished+startup, SCRAM first, SCRAM final+queries.
-      { ssl: { mode: "require", ca: ca(c) }, path: "native", encrypted: 3 },
+    const starts: { ssl: SslOption; path: TlsPath; encrypted: number; warm?: true }[] = [
+      // Finished+startup, SCRAM first, SCRAM final+queries: the first connection (node:tls)
+      // and a later one (native).
+      { ssl: { mode: "require", ca: ca(c) }, path: "node", encrypted: 3 },
+      { ssl: { mode: "require", ca: ca(c) }, path: "native", encrypted: 3, warm: true },
       // The same, but the queries wait for the server's signature: a flight of their own.
       { ssl: "require", path: "node", encrypted: 4 },
     ];
-    for (const { ssl, path, encrypted } of starts) {
+    for (const { ssl, path, encrypted, warm } of starts) {
       const rec = flightRecorder({ hostname: c.host, port: c.port });
-      const sql = postgres({ ...quiet, ...via(c, ssl), port: rec.port, user, password, max: 1 });
+      const options = { ...quiet, ...via(c, ssl), port: rec.port, user, password, max: 1 };
+      // A connection first when the start to record is a later one.
+      if (warm) await pathOf(options);
+      const sql = postgres(options);
       try {
         const [a, b] = await Promise.all([sql`select 1 as x`, sql`select 2 as x`]);
         assert.deepEqual([a[0].x, b[0].x, a.state?.tls], [1, 2, path]);
@@ -263,8 +351,8 @@ clusterTest(
         await sql.end();
         await rec.close();
       }
-      assert.equal(rec.connections.length, 1, `${path}: one connection`);
-      const { offer, answer, flights } = keyExchange(rec.connections[0]);
+      assert.equal(rec.connections.length, warm ? 2 : 1, `${path}: one connection`);
+      const { offer, answer, flights } = keyExchange(rec.connections.at(-1)!);
       assert.ok(offer !== null && answer !== null, `${path}: a ClientHello and its answer`);
       assert.ok(offer.shares.length > 0 && offer.shares.every((g) => offer.groups.includes(g)));
       // TLS 1.3: the server asks for another share exactly when it picked a group without one.
@@ -282,45 +370,53 @@ clusterTest(
   },
 );
 
-clusterTest(
-  "tls on the wire: a fresh process's first node:tls handshake sends a secp256r1 share, so no " +
-    "server (PostgreSQL 17 and older offer only prime256v1) answers with a HelloRetryRequest",
-  tls,
-  async (c) => {
-    const { user, password } = c.users.scram;
-    const rec = flightRecorder({ hostname: c.host, port: c.port });
-    try {
-      // A fresh process: node:tls has learned nothing about the server yet.
-      const url = `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${rec.port}/` +
-        `${c.database}?sslmode=require`;
-      const probe = new URL("../bench/probes/cold.ts", import.meta.url).pathname;
-      const out = await new Deno.Command(Deno.execPath(), {
-        args: [
-          "run",
-          "-A",
-          "--no-lock",
-          probe,
-          "pgpipe",
-          url,
-          new URL("../mod.ts", import.meta.url).href,
-        ],
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      assert.ok(out.success, new TextDecoder().decode(out.stderr));
-    } finally {
-      await rec.close();
-    }
-    assert.equal(rec.connections.length, 1);
-    const { offer, answer, flights } = keyExchange(rec.connections[0]);
-    assert.deepEqual(offer?.shares, ["secp256r1"]);
-    assert.deepEqual(answer, { retry: false, group: "secp256r1" });
-    assert.deepEqual(
-      flights.filter((f) => f !== "goodbye").map((f) => f.startsWith("encrypted") ? "enc" : f),
-      ["SSLRequest", "ClientHello", "enc", "enc", "enc", "enc"],
-    );
-  },
-);
+for (const verified of [false, true]) {
+  clusterTest(
+    `tls on the wire: a fresh process's first ${verified ? "CA-verified" : "unverified"} start ` +
+      "goes on node:tls with a secp256r1 share, so no server (PostgreSQL 17 and older offer only " +
+      `prime256v1) answers with a HelloRetryRequest${
+        verified ? ", and sends its queries with SCRAM's final message" : ""
+      }`,
+    tls,
+    async (c) => {
+      const { user, password } = c.users.scram;
+      const rec = flightRecorder({ hostname: c.host, port: c.port });
+      try {
+        // A fresh process: pgpipe and node:tls have learned nothing about the server yet.
+        const url = `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${rec.port}/` +
+          `${c.database}?sslmode=require`;
+        const probe = new URL("../bench/probes/cold.ts", import.meta.url).pathname;
+        const out = await new Deno.Command(Deno.execPath(), {
+          args: [
+            "run",
+            "-A",
+            "--no-lock",
+            probe,
+            verified ? "pgpipe-ca" : "pgpipe",
+            url,
+            new URL("../mod.ts", import.meta.url).href,
+          ],
+          env: verified ? { PGPIPE_BENCH_CA: c.caCertPath! } : {},
+          stdout: "piped",
+          stderr: "piped",
+        }).output();
+        assert.ok(out.success, new TextDecoder().decode(out.stderr));
+      } finally {
+        await rec.close();
+      }
+      assert.equal(rec.connections.length, 1);
+      const { offer, answer, flights } = keyExchange(rec.connections[0]);
+      // Deno's native TLS sends X25519 alone: secp256r1 is the taught node:tls.
+      assert.deepEqual(offer?.shares, ["secp256r1"]);
+      assert.deepEqual(answer, { retry: false, group: "secp256r1" });
+      // Finished+startup, SCRAM first, SCRAM final (+ the query when verified), the query.
+      assert.deepEqual(
+        flights.filter((f) => f !== "goodbye").map((f) => f.startsWith("encrypted") ? "enc" : f),
+        ["SSLRequest", "ClientHello", ...Array(verified ? 3 : 4).fill("enc")],
+      );
+    },
+  );
+}
 
 /** A TLS 1.3 ClientHello record with these supported groups and key shares (32-byte keys). */
 function clientHello(groups: number[], shares: number[]): Uint8Array {
@@ -450,13 +546,15 @@ function altTest(name: string, fn: (c: ClusterInfo, port: number) => Promise<voi
 }
 
 altTest(
-  "tls cluster: verify-full to a host the certificate does not name → SSL_FAILED",
+  "tls cluster: verify-full to a host the certificate does not name → SSL_FAILED, on the " +
+    "first connection (node:tls) as on later ones",
   async (c, port) => {
-    const e = assertConnectionError(
-      await failure({ ...via(c, { mode: "verify-full", ca: ca(c) }, ALT_HOST), port }),
-      "SSL_FAILED",
-    );
-    assert.match(String(e.cause ?? e.message), /not valid for|NotValidForName|name/i);
+    const options = { ...via(c, { mode: "verify-full", ca: ca(c) }, ALT_HOST), port };
+    for (let i = 0; i < 2; i++) {
+      const e = assertConnectionError(await failure(options), "SSL_FAILED");
+      assert.match(String(e.cause ?? e.message), /not valid for|NotValidForName|altnames/i);
+      assert.ok(e.message.includes(ALT_HOST), e.message);
+    }
   },
 );
 

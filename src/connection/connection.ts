@@ -38,7 +38,7 @@ import {
   socketPath,
   type Transport,
 } from "./transport.ts";
-import { type TlsPath, verification } from "./tls.ts";
+import type { TlsPath } from "./tls.ts";
 
 /** Everything one connection needs to know. */
 export interface ConnectionOptions {
@@ -435,8 +435,6 @@ export class Connection implements EncodeContext {
     const framer = this.#framer;
     const transport = () => this.#transport;
     const message = { type: 0, buf: framer.buf, start: 0, end: 0 };
-    const tls = this.#transport.tls;
-    const endpoint = this.#options.endpoint;
     return {
       writer: () => this.#writer,
       flush: async () => {
@@ -459,8 +457,7 @@ export class Connection implements EncodeContext {
       authenticated: () => {
         this.#authenticated = true;
       },
-      serverVerified: tls === "native" ||
-        (tls === "node" && verification(endpoint.sslmode, endpoint.ca) !== "none"),
+      serverVerified: this.#transport.verified,
       next: async () => {
         while (!framer.next()) {
           const n = await transport().read(framer.space());

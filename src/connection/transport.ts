@@ -143,6 +143,11 @@ export interface Transport {
   close(): void;
   /** The TLS implementation the stream runs on, or null when it is not encrypted. */
   readonly tls: TlsPath | null;
+  /**
+   * Whether the TLS handshake authenticated the server (a chain to trusted roots, and the host
+   * name unless sslmode is verify-ca): its queries may then ride with SCRAM's final message.
+   */
+  readonly verified: boolean;
 }
 
 /** The unix socket file for a socket directory and port, as libpq names it. */
@@ -161,9 +166,12 @@ function describe(endpoint: Endpoint): Where {
 class DenoTransport implements Transport {
   #conn: DenoLikeConn;
   readonly tls: TlsPath | null;
+  readonly verified: boolean;
   constructor(conn: DenoLikeConn, tls: TlsPath | null) {
     this.#conn = conn;
     this.tls = tls;
+    // Deno's native TLS always checks the chain and the host name.
+    this.verified = tls === "native";
   }
   read(p: Uint8Array): Promise<number | null> {
     return this.#conn.read(p);
@@ -192,11 +200,12 @@ class NodeTransport implements Transport {
   #error: Error | null = null;
   #wake: (() => void) | null = null;
   readonly tls: TlsPath | null;
+  readonly verified: boolean;
 
-  constructor(socket: NodeLikeSocket, tls: TlsPath | null, initial?: Uint8Array) {
+  constructor(socket: NodeLikeSocket, tls: TlsPath | null, verified = false) {
     this.#socket = socket;
     this.tls = tls;
-    if (initial && initial.length > 0) this.#push(initial);
+    this.verified = verified;
     socket.on("data", (chunk: Uint8Array) => this.#push(chunk));
     socket.on("end", () => this.#finish(null));
     socket.on("close", () => this.#finish(null));
@@ -317,8 +326,11 @@ async function negotiateDeno(conn: DenoLikeConn): Promise<number> {
   return answer[0];
 }
 
-/** Sends SSLRequest on a node socket; resolves to the server's one-byte answer. */
-function negotiateNode(socket: NodeLikeSocket): Promise<number> {
+/**
+ * Sends SSLRequest on a node socket; resolves to the server's one-byte answer. `sent` is called
+ * once the request has left, while the answer is on its way.
+ */
+function negotiateNode(socket: NodeLikeSocket, sent?: () => void): Promise<number> {
   return new Promise((resolve, reject) => {
     const onData = (chunk: Uint8Array) => {
       cleanup();
@@ -352,7 +364,7 @@ function negotiateNode(socket: NodeLikeSocket): Promise<number> {
     socket.on("end", onEnd);
     const w = new Writer(8);
     sslRequest(w);
-    socket.write(w.buf.slice(0, w.length));
+    socket.write(w.buf.slice(0, w.length), (e) => e ? undefined : sent?.());
   });
 }
 
@@ -472,8 +484,12 @@ async function nodeSecure(
     secured.destroy();
     throw e;
   }
-  learn?.(wouldPassNatively(secured, endpoint.host));
-  return new NodeTransport(secured, "node");
+  // A certificate the native check would accept authenticates the server as well as that check
+  // does, whatever the sslmode asked.
+  const native = wouldPassNatively(secured, endpoint.host);
+  learn?.(native);
+  const verified = native || verification(endpoint.sslmode, endpoint.ca) !== "none";
+  return new NodeTransport(secured, "node", verified);
 }
 
 /** Finishes TLS over a user's socket whose SSLRequest got `answer`. */
@@ -493,10 +509,12 @@ function secureAnswered(
 
 /**
  * TLS through node:tls on a fresh node:net socket (after an SSLRequest, or at
- * once for direct TLS). Resolves to null when the server answers "N" and
- * sslmode accepts plain (`prefer`, `allow`): it offered TLS to the native
- * attempt, or needed node:tls before, but has stopped (ssl=off and a reload),
- * so the caller connects plain instead of failing.
+ * once for direct TLS). When the server answers "N" and sslmode accepts plain
+ * (`prefer`, `allow`): on a first connection (`learn` given) the socket goes on
+ * plain (a reconnect would cost the cold start a round trip) and later
+ * connections go native, which keeps its socket on "N"; otherwise the server
+ * needed node:tls before but has stopped offering TLS (ssl=off and a reload),
+ * and this resolves to null, so the caller connects plain instead of failing.
  */
 async function tlsViaNode(
   endpoint: Endpoint,
@@ -504,21 +522,31 @@ async function tlsViaNode(
   where: Where,
   learn?: (native: boolean) => void,
 ): Promise<Transport | null> {
-  // Taught while the socket connects and the SSLRequest is answered (once per host): the first
-  // handshake then needs no HelloRetryRequest from PostgreSQL 17 and older (tls_group.ts).
-  const taught = preferP256(nodeOptions(tlsTarget(endpoint)));
-  const socket = n.track(await nodeConnect(endpoint), (s) => s.destroy());
+  // Taught (once per host) while a round trip is under way: the first handshake then needs no
+  // HelloRetryRequest from PostgreSQL 17 and older (tls_group.ts). The first teaching in a
+  // process takes ~20 ms of CPU (Deno loading node:tls and starting rustls), so it runs once a
+  // packet has left: the SSLRequest (whose answer can only come from the server, while a connect
+  // may be answered by a nearby proxy at once), or for direct TLS the connect.
+  const teach = () => preferP256(nodeOptions(tlsTarget(endpoint)));
+  let taught: Promise<void> | undefined;
+  const connecting = nodeConnect(endpoint);
+  if (endpoint.sslnegotiation === "direct") taught = teach();
+  const socket = n.track(await connecting, (s) => s.destroy());
   const close = () => socket.destroy();
   if (endpoint.sslnegotiation === "direct") {
     await taught;
     return await nodeSecure(socket, endpoint, where, close, learn);
   }
-  const answer = await negotiateNode(socket).catch((e) => {
+  const answer = await negotiateNode(socket, () => taught = teach()).catch((e) => {
     close();
     throw e;
   });
-  await taught;
+  await (taught ?? teach());
   if (answer === 0x4e && (endpoint.sslmode === "prefer" || endpoint.sslmode === "allow")) {
+    if (learn !== undefined) {
+      learn(true);
+      return new NodeTransport(socket, null);
+    }
     close();
     return null;
   }
@@ -782,24 +810,22 @@ export async function openTransport(
     }
     const target = tlsTarget(endpoint);
     const known = knownPath(target);
-    // require without a CA checks nothing: an unknown server is taken on node:tls, which
-    // tells whether the native check would pass for the next connections.
-    const learn = known === undefined && mode === "require" &&
-      verification(mode, endpoint.ca) === "none";
+    // Direct TLS with a check stays native: it needs PostgreSQL 17+, and 18 offers X25519, so
+    // there is no HelloRetryRequest to spare, and without an SSLRequest node:tls's first teaching
+    // has no server round trip to hide behind. (require without a CA took node:tls first
+    // already: it checks nothing.)
+    const first = known === undefined &&
+      (endpoint.sslnegotiation !== "direct" || verification(mode, endpoint.ca) === "none");
+    if (first) return await firstTls(endpoint, target, n, where, signal);
     let nativeFailed = false;
-    if (known !== "node" && !learn) {
+    if (known !== "node") {
       const native = await tlsViaDeno(endpoint, n, where);
       if (native !== null) return native;
       // The connect timeout fired during the native handshake: no second attempt.
       if (signal?.aborted) throw handshakeFailed(new Error("aborted"), endpoint, where);
       nativeFailed = true;
     }
-    const secured = await tlsViaNode(
-      endpoint,
-      n,
-      where,
-      learn ? (native) => rememberPath(target, native ? "native" : "node") : undefined,
-    );
+    const secured = await tlsViaNode(endpoint, n, where);
     if (secured !== null) {
       if (nativeFailed) rememberPath(target, "node");
       return secured;
@@ -813,6 +839,49 @@ export async function openTransport(
   } finally {
     n.done();
   }
+}
+
+/**
+ * A process's first TLS connection to a server (no path known for it yet): node:tls, taught to
+ * send the share PostgreSQL 17 and older take (tls_group.ts), so the handshake needs no
+ * HelloRetryRequest, which Deno's native TLS cannot avoid and which costs a cold start a whole
+ * network round trip; node:tls costs a few µs a round trip more. It verifies what the sslmode
+ * asks, and its certificate tells whether the native check would pass: later connections go
+ * native when it would, stay on node:tls when not. A certificate node:tls refuses (it trusts
+ * only the CA given) is put to the native check (the default roots beside the CA) before the
+ * connection fails, so a first connection accepts what a later native one would; if that check
+ * refuses it too, node:tls's error (naming the host) is the one reported.
+ */
+async function firstTls(
+  endpoint: Endpoint,
+  target: TlsTarget,
+  n: Negotiation,
+  where: Where,
+  signal?: AbortSignal,
+): Promise<Transport> {
+  try {
+    const secured = await tlsViaNode(
+      endpoint,
+      n,
+      where,
+      (native) => rememberPath(target, native ? "native" : "node"),
+    );
+    // `learn` given: "N" leaves the socket plain rather than resolving to null.
+    return secured!;
+  } catch (e) {
+    if (signal?.aborted || !certificateRefused(e)) throw e;
+    const native = await tlsViaDeno(endpoint, n, where);
+    if (native === null) throw e;
+    rememberPath(target, "native");
+    return native;
+  }
+}
+
+/** Whether a failed node:tls handshake refused the server's certificate (its code says so). */
+function certificateRefused(e: unknown): boolean {
+  const code = (e as { cause?: { code?: unknown } } | null)?.cause?.code;
+  return typeof code === "string" &&
+    /CERT|VERIFY|SIGNATURE|ISSUER|SELF_SIGNED|CHAIN|ALTNAME/.test(code);
 }
 
 /** A socket that could not be opened: Node's code when it is an OS error, else CONNECT_FAILED. */
