@@ -2,7 +2,8 @@
 // exit. `deno run -A bench/probes/cold.ts <driver> <url> <module>` (pgpipe, pgpipe-ca,
 // postgres.js or deno-postgres, imported from <module>) prints the ms from process start to the
 // answer and from creating the client to the answer. `pgpipe-ca` gives pgpipe the CA in
-// PGPIPE_BENCH_CA (so it verifies the server: native TLS).
+// PGPIPE_BENCH_CA (so it verifies the server: a process's first connection takes node:tls,
+// native TLS only with sslnegotiation=direct).
 const [driver, url, specifier] = Deno.args;
 const t0 = performance.now(); // ms since this process's time origin (process start)
 /** The slice of pgpipe's and postgres.js's API the probe uses. */

@@ -4,7 +4,7 @@
 //
 // First as before: pgpipe and postgres.js, default options, the plain URL (trust). Then where
 // users live: SCRAM, plaintext and TLS (sslmode=require), on loopback and through the latency
-// proxy (5 ms each way by default), for pgpipe (without the CA: node:tls; with it: native TLS),
+// proxy (5 ms each way by default), for pgpipe (without the CA, and a first start with it: node:tls; direct TLS with the CA: native),
 // postgres.js and Bun.sql. A figure is the time from creating the client to the first answer;
 // the proxy's extra time over loopback, divided by its round trip, is the round trips the start
 // costs on a real link. psql (libpq) is timed the same way, as the reference: its whole process
@@ -200,7 +200,7 @@ if (psql === null) notes.push("skipped psql (the libpq reference): no psql binar
 /** A start's client as the tables name it. */
 function label(s: Start): string {
   const who = s.client === "pgpipe-ca"
-    ? "pgpipe (CA: native TLS)"
+    ? "pgpipe (CA)"
     : s.client === "pgpipe" && s.params.sslmode === "require"
     ? "pgpipe (node:tls)"
     : s.client;
