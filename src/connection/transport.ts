@@ -180,23 +180,58 @@ class DenoTransport implements Transport {
   }
 }
 
+/** The reading switch of a node socket's native handle (`socket._handle`), where it has one. */
+interface ReadSwitch {
+  readStop(): unknown;
+  readStart(): unknown;
+}
+
+/**
+ * The native handle of `socket` (a node:net Socket's `_handle`), when it has
+ * a reading switch; null for a JS stream or a closed socket.
+ */
+function readSwitch(socket: unknown): ReadSwitch | null {
+  const handle = (socket as { _handle?: Partial<ReadSwitch> | null } | null)?._handle;
+  return typeof handle?.readStop === "function" && typeof handle.readStart === "function"
+    ? handle as ReadSwitch
+    : null;
+}
+
+/** Over this many unread bytes the socket is paused; under the second, resumed. */
+const PAUSE_ABOVE = 1 << 20;
+const RESUME_BELOW = 1 << 18;
+
 /**
  * Adapts a node socket's events to pull-style reads, pausing it when we fall
  * behind. Our listeners sit beside any the socket's owner attached.
+ *
+ * `beneath` is the TCP socket under a node:tls socket. Pausing the TLS
+ * socket is not enough in Deno: its TLS layer goes on reading the TCP socket
+ * and decrypting into memory while paused (a paused 100 MB COPY was read
+ * whole). So its native handle's reading is stopped too, again at each chunk
+ * that still arrives while paused (Deno's TLS layer restarts it when it
+ * wants more), and started again on resume.
  */
 class NodeTransport implements Transport {
   #socket: NodeLikeSocket;
+  #beneath: unknown;
   #chunks: Uint8Array[] = [];
   #buffered = 0;
+  #paused = false;
   #ended = false;
   #error: Error | null = null;
   #wake: (() => void) | null = null;
   readonly tls: TlsPath | null;
 
-  constructor(socket: NodeLikeSocket, tls: TlsPath | null, initial?: Uint8Array) {
+  constructor(
+    socket: NodeLikeSocket,
+    tls: TlsPath | null,
+    options: { initial?: Uint8Array; beneath?: unknown } = {},
+  ) {
     this.#socket = socket;
+    this.#beneath = options.beneath;
     this.tls = tls;
-    if (initial && initial.length > 0) this.#push(initial);
+    if (options.initial && options.initial.length > 0) this.#push(options.initial);
     socket.on("data", (chunk: Uint8Array) => this.#push(chunk));
     socket.on("end", () => this.#finish(null));
     socket.on("close", () => this.#finish(null));
@@ -206,8 +241,25 @@ class NodeTransport implements Transport {
   #push(chunk: Uint8Array): void {
     this.#chunks.push(chunk);
     this.#buffered += chunk.length;
-    if (this.#buffered > 1 << 20) this.#socket.pause?.();
+    if (this.#buffered > PAUSE_ABOVE) {
+      if (!this.#paused) {
+        this.#paused = true;
+        this.#socket.pause?.();
+      }
+      if (this.#beneath !== undefined) this.#switchBeneath(false);
+    }
     this.#wake?.();
+  }
+
+  /** Stops or starts the reading of the socket beneath the TLS one (never throws: it may be closing). */
+  #switchBeneath(on: boolean): void {
+    try {
+      const handle = readSwitch(this.#beneath);
+      if (on) handle?.readStart();
+      else handle?.readStop();
+    } catch {
+      // closed under us: the close event ends the reads
+    }
   }
 
   #finish(error: Error | null): void {
@@ -233,7 +285,11 @@ class NodeTransport implements Transport {
       else this.#chunks[0] = chunk.subarray(take);
     }
     this.#buffered -= n;
-    if (this.#buffered < 1 << 18) this.#socket.resume?.();
+    if (this.#paused && this.#buffered < RESUME_BELOW) {
+      this.#paused = false;
+      if (this.#beneath !== undefined) this.#switchBeneath(true);
+      this.#socket.resume?.();
+    }
     return n;
   }
 
@@ -473,7 +529,7 @@ async function nodeSecure(
     throw e;
   }
   learn?.(wouldPassNatively(secured, endpoint.host));
-  return new NodeTransport(secured, "node");
+  return new NodeTransport(secured, "node", { beneath: socket });
 }
 
 /** Finishes TLS over a user's socket whose SSLRequest got `answer`. */
