@@ -4,6 +4,7 @@
 // usable); transactions, reserved connections, transforms, custom types and the text fallback;
 // and a 2,000,000-row streaming load whose memory is measured in a fresh process.
 import assert from "node:assert/strict";
+import * as net from "node:net";
 import postgres, {
   CopyRowError,
   type Options,
@@ -809,23 +810,41 @@ Deno.test("copyTo: batches of the given size; break, the signal and bad argument
 
 // Each way the bytes can come: plain TCP, Deno's native TLS (the CA given), and node:tls (a TLS
 // server without a CA: Deno's native check cannot pass, so pgpipe takes node:tls, whose TLS layer
-// went on reading the TCP socket beneath while pgpipe had stopped reading).
+// went on reading the TCP socket beneath while pgpipe had stopped reading), over a socket of its
+// own or one the `socket` option returns.
 const tls = tlsCluster();
 const onTls = tls !== undefined && !Deno.env.get("DATABASE_URL");
-const readPaths: { path: TlsPath | null; ssl: Options["ssl"] }[] = [
-  { path: null, ssl: false },
+const readPaths: { name: string; path: TlsPath | null; options: Options }[] = [
+  { name: "plain", path: null, options: { ssl: false } },
   ...(onTls
     ? [
-      { path: "native" as const, ssl: { mode: "verify-ca" as const, ca: tls.caCert! } },
-      { path: "node" as const, ssl: "require" as const },
-    ]
+      {
+        name: "native TLS",
+        path: "native",
+        options: { ssl: { mode: "verify-ca", ca: tls.caCert! } },
+      },
+      { name: "node:tls", path: "node", options: { ssl: "require" } },
+      {
+        name: "node:tls over the socket option's net.Socket",
+        path: "node",
+        options: { ssl: "require", socket: () => net.connect({ host: tls.host, port: tls.port }) },
+      },
+      {
+        name: "node:tls over the socket option's Deno.Conn",
+        path: "node",
+        options: {
+          ssl: "require",
+          socket: () => Deno.connect({ hostname: tls.host, port: tls.port }),
+        },
+      },
+    ] satisfies typeof readPaths
     : []),
 ];
 
-for (const { path, ssl } of readPaths) {
-  Deno.test(`copyTo (${path ?? "plain"}): a consumer that stops asking stops the read: only the batch it holds is decoded, and the server waits on the client`, async () => {
+for (const { name, path, options } of readPaths) {
+  Deno.test(`copyTo (${name}): a consumer that stops asking stops the read: only the batch it holds is decoded, and the server waits on the client`, async () => {
     let decoded = 0; // values through the client's transform, which runs as each value is decoded
-    await using sql = client({ ssl, transform: { value: (v: unknown) => (decoded++, v) } });
+    await using sql = client({ ...options, transform: { value: (v: unknown) => (decoded++, v) } });
     await using admin = client();
     const started = await sql`select pg_backend_pid() as pid`;
     assert.equal(started.state!.tls, path);

@@ -187,10 +187,11 @@ interface ReadSwitch {
 }
 
 /**
- * The native handle of `socket` (a node:net Socket's `_handle`), when it has
- * a reading switch; null for a JS stream or a closed socket.
+ * What stops `socket`'s reading: our own ConnDuplex, or a node:net Socket's
+ * native handle (`_handle`); null for another JS stream or a closed socket.
  */
 function readSwitch(socket: unknown): ReadSwitch | null {
+  if (socket instanceof ConnDuplex) return socket;
   const handle = (socket as { _handle?: Partial<ReadSwitch> | null } | null)?._handle;
   return typeof handle?.readStop === "function" && typeof handle.readStart === "function"
     ? handle as ReadSwitch
@@ -314,30 +315,59 @@ class NodeTransport implements Transport {
   }
 }
 
-/** A Deno-style connection as a node duplex, so node:tls can run over it. */
-function connDuplex(conn: DenoLikeConn): Duplex {
-  return new Duplex({
-    read(size) {
-      const buf = new Uint8Array(Math.max(size, 16384));
-      conn.read(buf).then(
-        (n) => this.push(n === null ? null : buf.subarray(0, n)),
-        (e) => this.destroy(e),
-      );
-    },
-    write(chunk: Uint8Array, _encoding, done) {
-      (async () => {
-        for (let off = 0; off < chunk.length;) off += await conn.write(chunk.subarray(off));
-      })().then(() => done(), done);
-    },
-    destroy(err, done) {
-      try {
-        conn.close();
-      } catch {
-        // already closed
-      }
-      done(err);
-    },
-  });
+/**
+ * A Deno-style connection as a node duplex, so node:tls can run over it. It
+ * reads the connection only when node asks for more, and not at all between
+ * `readStop` and `readStart` (node:tls asks all the time, even while paused).
+ */
+class ConnDuplex extends Duplex implements ReadSwitch {
+  #conn: DenoLikeConn;
+  #stopped = false;
+  #asked = 0; // what node asked for while stopped, pulled on readStart
+
+  constructor(conn: DenoLikeConn) {
+    super();
+    this.#conn = conn;
+  }
+
+  override _read(size: number): void {
+    if (this.#stopped) this.#asked = size;
+    else this.#pull(size);
+  }
+
+  #pull(size: number): void {
+    const buf = new Uint8Array(Math.max(size, 16384));
+    this.#conn.read(buf).then(
+      (n) => this.push(n === null ? null : buf.subarray(0, n)),
+      (e) => this.destroy(e),
+    );
+  }
+
+  readStop(): void {
+    this.#stopped = true;
+  }
+
+  readStart(): void {
+    this.#stopped = false;
+    const asked = this.#asked;
+    this.#asked = 0;
+    if (asked > 0) this.#pull(asked);
+  }
+
+  override _write(chunk: Uint8Array, _encoding: string, done: (e?: Error | null) => void): void {
+    (async () => {
+      for (let off = 0; off < chunk.length;) off += await this.#conn.write(chunk.subarray(off));
+    })().then(() => done(), done);
+  }
+
+  override _destroy(err: Error | null, done: (e?: Error | null) => void): void {
+    try {
+      this.#conn.close();
+    } catch {
+      // already closed
+    }
+    done(err);
+  }
 }
 
 async function tcpConnect(endpoint: Endpoint): Promise<Deno.TcpConn> {
@@ -738,13 +768,13 @@ async function userTransport(
       }
     };
     if (endpoint.sslnegotiation === "direct") {
-      return await nodeSecure(connDuplex(conn), endpoint, where, close);
+      return await nodeSecure(new ConnDuplex(conn), endpoint, where, close);
     }
     const answer = await negotiateDeno(conn).catch((e) => {
       close();
       throw e;
     });
-    return await secureAnswered(connDuplex(conn), answer, endpoint, where, close);
+    return await secureAnswered(new ConnDuplex(conn), answer, endpoint, where, close);
   }
   throw new ConnectionError(
     "CONNECT_FAILED",
