@@ -4,14 +4,16 @@
 // usable); transactions, reserved connections, transforms, custom types and the text fallback;
 // and a 2,000,000-row streaming load whose memory is measured in a fresh process.
 import assert from "node:assert/strict";
+import * as net from "node:net";
 import postgres, {
   CopyRowError,
   type Options,
   PostgresError,
   QueryError,
   type Sql,
+  type TlsPath,
 } from "../mod.ts";
-import { databaseUrl } from "./harness/env.ts";
+import { databaseUrl, tlsCluster } from "./harness/env.ts";
 import { serverVersion } from "./harness/util.ts";
 
 const url = databaseUrl();
@@ -806,48 +808,83 @@ Deno.test("copyTo: batches of the given size; break, the signal and bad argument
   await usable(sql);
 });
 
-Deno.test("copyTo: a consumer that stops asking stops the read: only the batch it holds is decoded, and the server waits on the client", async () => {
-  let decoded = 0; // values through the client's transform, which runs as each value is decoded
-  // Plain TCP: under node:tls (a TLS server without a CA given) Deno's TLS socket goes on reading
-  // the socket beneath it while pgpipe has stopped reading, which no pause of pgpipe's can stop.
-  await using sql = client({ ssl: false, transform: { value: (v: unknown) => (decoded++, v) } });
-  await using admin = client();
-  const [{ pid }] = await sql`select pg_backend_pid() as pid`;
-  decoded = 0;
-  // ~100 MB of COPY data: far more than the socket buffers and what copyTo may read ahead.
-  const rows = 200_000;
-  const it = sql.copyTo(
-    sql.unsafe(`select g, repeat('x', 500) as pad from generate_series(1, ${rows}) g`),
-  )[Symbol.asyncIterator]();
-  try {
-    const first = await it.next();
-    assert.equal(first.value?.length, 1000);
-    // Wait until the server is blocked writing to us (what a bounded read-ahead leads to) or is
-    // done sending (what reading everything ahead would lead to).
-    let state: Record<string, unknown> = {};
-    for (let i = 0; i < 1000; i++) {
-      [state] = await admin`select state, wait_event from pg_stat_activity where pid = ${pid}`;
-      if (state.state !== "active" || state.wait_event === "ClientWrite") break;
-      await new Promise((r) => setTimeout(r, 10));
+// Each way the bytes can come: plain TCP, Deno's native TLS (the CA given), and node:tls (a TLS
+// server without a CA: Deno's native check cannot pass, so pgpipe takes node:tls, whose TLS layer
+// went on reading the TCP socket beneath while pgpipe had stopped reading), over a socket of its
+// own or one the `socket` option returns.
+const tls = tlsCluster();
+const onTls = tls !== undefined && !Deno.env.get("DATABASE_URL");
+const readPaths: { name: string; path: TlsPath | null; options: Options }[] = [
+  { name: "plain", path: null, options: { ssl: false } },
+  ...(onTls
+    ? [
+      {
+        name: "native TLS",
+        path: "native",
+        options: { ssl: { mode: "verify-ca", ca: tls.caCert! } },
+      },
+      { name: "node:tls", path: "node", options: { ssl: "require" } },
+      {
+        name: "node:tls over the socket option's net.Socket",
+        path: "node",
+        options: { ssl: "require", socket: () => net.connect({ host: tls.host, port: tls.port }) },
+      },
+      {
+        name: "node:tls over the socket option's Deno.Conn",
+        path: "node",
+        options: {
+          ssl: "require",
+          socket: () => Deno.connect({ hostname: tls.host, port: tls.port }),
+        },
+      },
+    ] satisfies typeof readPaths
+    : []),
+];
+
+for (const { name, path, options } of readPaths) {
+  Deno.test(`copyTo (${name}): a consumer that stops asking stops the read: only the batch it holds is decoded, and the server waits on the client`, async () => {
+    let decoded = 0; // values through the client's transform, which runs as each value is decoded
+    await using sql = client({ ...options, transform: { value: (v: unknown) => (decoded++, v) } });
+    await using admin = client();
+    const started = await sql`select pg_backend_pid() as pid`;
+    assert.equal(started.state!.tls, path);
+    const pid = started[0].pid;
+    decoded = 0;
+    // ~100 MB of COPY data: far more than the socket buffers and what copyTo may read ahead.
+    const rows = 200_000;
+    const it = sql.copyTo(
+      sql.unsafe(`select g, repeat('x', 500) as pad from generate_series(1, ${rows}) g`),
+    )[Symbol.asyncIterator]();
+    try {
+      const first = await it.next();
+      assert.equal(first.value?.length, 1000);
+      // Wait until the server is blocked writing to us (what a bounded read-ahead leads to) or is
+      // done sending (what reading everything ahead would lead to).
+      let state: Record<string, unknown> = {};
+      for (let i = 0; i < 1000; i++) {
+        [state] = await admin`select state, wait_event from pg_stat_activity where pid = ${pid}`;
+        if (state.state !== "active" || state.wait_event === "ClientWrite") break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      assert.deepEqual({ ...state }, { state: "active", wait_event: "ClientWrite" });
+      // Nothing the consumer has not asked for was decoded: the rows read ahead wait as bytes.
+      assert.equal(decoded, 2 * 1000);
+      let read = 1000;
+      let last = 0;
+      for (let next = await it.next(); !next.done; next = await it.next()) {
+        read += next.value.length;
+        assert.ok(decoded <= 2 * read, `${decoded / 2} rows decoded, ${read} handed out`);
+        last = (next.value[next.value.length - 1] as { g: number }).g;
+      }
+      assert.equal(read, rows);
+      assert.equal(last, rows);
+      assert.equal(decoded, 2 * rows);
+    } finally {
+      await it.return?.(); // a failed check must not leave the COPY holding the connection
     }
-    assert.deepEqual({ ...state }, { state: "active", wait_event: "ClientWrite" });
-    // Nothing the consumer has not asked for was decoded: the rows read ahead wait as bytes.
-    assert.equal(decoded, 2 * 1000);
-    let read = 1000;
-    let last = 0;
-    for (let next = await it.next(); !next.done; next = await it.next()) {
-      read += next.value.length;
-      assert.ok(decoded <= 2 * read, `${decoded / 2} rows decoded, ${read} handed out`);
-      last = (next.value[next.value.length - 1] as { g: number }).g;
-    }
-    assert.equal(read, rows);
-    assert.equal(last, rows);
-    assert.equal(decoded, 2 * rows);
-  } finally {
-    await it.return?.(); // a failed check must not leave the COPY holding the connection
-  }
-  await usable(sql);
-});
+    await usable(sql);
+  });
+}
 
 Deno.test("copyFrom then copyTo: 2,000,000 rows streamed from an async generator in bounded memory (measured in a fresh process)", async () => {
   const probe = new URL("./harness/bulk_memory_probe.ts", import.meta.url).pathname;

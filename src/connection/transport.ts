@@ -188,24 +188,61 @@ class DenoTransport implements Transport {
   }
 }
 
+/** The reading switch of a node socket's native handle (`socket._handle`), where it has one. */
+interface ReadSwitch {
+  readStop(): unknown;
+  readStart(): unknown;
+}
+
+/**
+ * What stops `socket`'s reading: our own ConnDuplex, or a node:net Socket's
+ * native handle (`_handle`); null for another JS stream or a closed socket.
+ */
+function readSwitch(socket: unknown): ReadSwitch | null {
+  if (socket instanceof ConnDuplex) return socket;
+  const handle = (socket as { _handle?: Partial<ReadSwitch> | null } | null)?._handle;
+  return typeof handle?.readStop === "function" && typeof handle.readStart === "function"
+    ? handle as ReadSwitch
+    : null;
+}
+
+/** Over this many unread bytes the socket is paused; under the second, resumed. */
+const PAUSE_ABOVE = 1 << 20;
+const RESUME_BELOW = 1 << 18;
+
 /**
  * Adapts a node socket's events to pull-style reads, pausing it when we fall
  * behind. Our listeners sit beside any the socket's owner attached.
+ *
+ * `beneath` is the TCP socket under a node:tls socket. Pausing the TLS
+ * socket is not enough in Deno: its TLS layer goes on reading the TCP socket
+ * and decrypting into memory while paused (a paused 100 MB COPY was read
+ * whole). So its native handle's reading is stopped too, again at each chunk
+ * that still arrives while paused (Deno's TLS layer restarts it when it
+ * wants more), and started again on resume.
  */
 class NodeTransport implements Transport {
   #socket: NodeLikeSocket;
+  #beneath: unknown;
   #chunks: Uint8Array[] = [];
   #buffered = 0;
+  #paused = false;
   #ended = false;
   #error: Error | null = null;
   #wake: (() => void) | null = null;
   readonly tls: TlsPath | null;
   readonly verified: boolean;
 
-  constructor(socket: NodeLikeSocket, tls: TlsPath | null, verified = false) {
+  constructor(
+    socket: NodeLikeSocket,
+    tls: TlsPath | null,
+    options: { initial?: Uint8Array; beneath?: unknown; verified?: boolean } = {},
+  ) {
     this.#socket = socket;
+    this.#beneath = options.beneath;
     this.tls = tls;
-    this.verified = verified;
+    this.verified = options.verified ?? false;
+    if (options.initial && options.initial.length > 0) this.#push(options.initial);
     socket.on("data", (chunk: Uint8Array) => this.#push(chunk));
     socket.on("end", () => this.#finish(null));
     socket.on("close", () => this.#finish(null));
@@ -215,8 +252,25 @@ class NodeTransport implements Transport {
   #push(chunk: Uint8Array): void {
     this.#chunks.push(chunk);
     this.#buffered += chunk.length;
-    if (this.#buffered > 1 << 20) this.#socket.pause?.();
+    if (this.#buffered > PAUSE_ABOVE) {
+      if (!this.#paused) {
+        this.#paused = true;
+        this.#socket.pause?.();
+      }
+      if (this.#beneath !== undefined) this.#switchBeneath(false);
+    }
     this.#wake?.();
+  }
+
+  /** Stops or starts the reading of the socket beneath the TLS one (never throws: it may be closing). */
+  #switchBeneath(on: boolean): void {
+    try {
+      const handle = readSwitch(this.#beneath);
+      if (on) handle?.readStart();
+      else handle?.readStop();
+    } catch {
+      // closed under us: the close event ends the reads
+    }
   }
 
   #finish(error: Error | null): void {
@@ -242,7 +296,11 @@ class NodeTransport implements Transport {
       else this.#chunks[0] = chunk.subarray(take);
     }
     this.#buffered -= n;
-    if (this.#buffered < 1 << 18) this.#socket.resume?.();
+    if (this.#paused && this.#buffered < RESUME_BELOW) {
+      this.#paused = false;
+      if (this.#beneath !== undefined) this.#switchBeneath(true);
+      this.#socket.resume?.();
+    }
     return n;
   }
 
@@ -267,30 +325,59 @@ class NodeTransport implements Transport {
   }
 }
 
-/** A Deno-style connection as a node duplex, so node:tls can run over it. */
-function connDuplex(conn: DenoLikeConn): Duplex {
-  return new Duplex({
-    read(size) {
-      const buf = new Uint8Array(Math.max(size, 16384));
-      conn.read(buf).then(
-        (n) => this.push(n === null ? null : buf.subarray(0, n)),
-        (e) => this.destroy(e),
-      );
-    },
-    write(chunk: Uint8Array, _encoding, done) {
-      (async () => {
-        for (let off = 0; off < chunk.length;) off += await conn.write(chunk.subarray(off));
-      })().then(() => done(), done);
-    },
-    destroy(err, done) {
-      try {
-        conn.close();
-      } catch {
-        // already closed
-      }
-      done(err);
-    },
-  });
+/**
+ * A Deno-style connection as a node duplex, so node:tls can run over it. It
+ * reads the connection only when node asks for more, and not at all between
+ * `readStop` and `readStart` (node:tls asks all the time, even while paused).
+ */
+class ConnDuplex extends Duplex implements ReadSwitch {
+  #conn: DenoLikeConn;
+  #stopped = false;
+  #asked = 0; // what node asked for while stopped, pulled on readStart
+
+  constructor(conn: DenoLikeConn) {
+    super();
+    this.#conn = conn;
+  }
+
+  override _read(size: number): void {
+    if (this.#stopped) this.#asked = size;
+    else this.#pull(size);
+  }
+
+  #pull(size: number): void {
+    const buf = new Uint8Array(Math.max(size, 16384));
+    this.#conn.read(buf).then(
+      (n) => this.push(n === null ? null : buf.subarray(0, n)),
+      (e) => this.destroy(e),
+    );
+  }
+
+  readStop(): void {
+    this.#stopped = true;
+  }
+
+  readStart(): void {
+    this.#stopped = false;
+    const asked = this.#asked;
+    this.#asked = 0;
+    if (asked > 0) this.#pull(asked);
+  }
+
+  override _write(chunk: Uint8Array, _encoding: string, done: (e?: Error | null) => void): void {
+    (async () => {
+      for (let off = 0; off < chunk.length;) off += await this.#conn.write(chunk.subarray(off));
+    })().then(() => done(), done);
+  }
+
+  override _destroy(err: Error | null, done: (e?: Error | null) => void): void {
+    try {
+      this.#conn.close();
+    } catch {
+      // already closed
+    }
+    done(err);
+  }
 }
 
 async function tcpConnect(endpoint: Endpoint): Promise<Deno.TcpConn> {
@@ -489,7 +576,7 @@ async function nodeSecure(
   const native = wouldPassNatively(secured, endpoint.host);
   learn?.(native);
   const verified = native || verification(endpoint.sslmode, endpoint.ca) !== "none";
-  return new NodeTransport(secured, "node", verified);
+  return new NodeTransport(secured, "node", { beneath: socket, verified });
 }
 
 /** Finishes TLS over a user's socket whose SSLRequest got `answer`. */
@@ -710,13 +797,13 @@ async function userTransport(
       }
     };
     if (endpoint.sslnegotiation === "direct") {
-      return await nodeSecure(connDuplex(conn), endpoint, where, close);
+      return await nodeSecure(new ConnDuplex(conn), endpoint, where, close);
     }
     const answer = await negotiateDeno(conn).catch((e) => {
       close();
       throw e;
     });
-    return await secureAnswered(connDuplex(conn), answer, endpoint, where, close);
+    return await secureAnswered(new ConnDuplex(conn), answer, endpoint, where, close);
   }
   throw new ConnectionError(
     "CONNECT_FAILED",
