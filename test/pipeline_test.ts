@@ -7,6 +7,7 @@ import postgres, { ConnectionError, PostgresError, QueryError } from "../mod.ts"
 import { databaseUrl } from "./harness/env.ts";
 import { Statement, StatementCache } from "../src/connection/statement.ts";
 import { tapProxy } from "./harness/tap_proxy.ts";
+import { eventually } from "./harness/util.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -63,13 +64,6 @@ Deno.test("a statement that fails to parse fails every query that shares it, wit
   // The failed statement was forgotten: the next use prepares it again (and fails again).
   await assert.rejects(bad(), (e: PostgresError) => e.code === "42601");
 });
-
-/** Polls `done` every few ms for up to `ms`; whether it became true. */
-async function eventually(done: () => boolean, ms = 5000): Promise<boolean> {
-  const stop = Date.now() + ms;
-  while (!done() && Date.now() < stop) await new Promise((r) => setTimeout(r, 5));
-  return done();
-}
 
 Deno.test("queries issued in one tick leave in one write", async () => {
   await using proxy = tapProxy(url);

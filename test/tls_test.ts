@@ -7,6 +7,8 @@ import { hasClusters, plainCluster, tlsCluster } from "./harness/env.ts";
 import { flightRecorder } from "./harness/flights.ts";
 import { keyExchange } from "./harness/tls_hello.ts";
 import { answerHello } from "../src/connection/tls_group.ts";
+import { tapProxy } from "./harness/tap_proxy.ts";
+import { eventually } from "./harness/util.ts";
 import { assertConnectionError, clusterTest, failure, quiet, session } from "./harness/connect.ts";
 
 const tls = tlsCluster();
@@ -296,6 +298,44 @@ clusterTest("native TLS, pipelined: queries sent while others are in flight", tl
     await sql.end();
   }
 });
+
+// The deferred flush must need no answer to fire: with every answer held back by the proxy, a
+// burst sent while 100 queries are unanswered still leaves, and in one write (one TLS record).
+clusterTest(
+  "native TLS: a burst sent while answers are held back leaves at once, in one write",
+  tls,
+  async (c) => {
+    const u = c.users.trust;
+    await using proxy = tapProxy(`postgres://${u.user}@${c.host}:${c.port}/${c.database}`, {
+      ssl: { mode: "require", ca: ca(c) },
+      connect_timeout: 10,
+    });
+    const { sql, state } = proxy;
+    await sql`select 1`; // a process's first connection to a target is node:tls (transport.ts)
+    proxy.drop();
+    const [{ one }] = await sql`select 1 as one`.catch(() => sql`select 1 as one`);
+    assert.equal(one, 1);
+    assert.equal((await sql`select 1`).state!.tls, "native");
+    let open!: () => void;
+    state.gate = new Promise<void>((resolve) => open = resolve);
+    state.recording = true;
+    const first = Array.from({ length: 100 }, (_, i) => sql`select ${i}::int as x`.execute());
+    assert.ok(await eventually(() => state.chunks >= 1), "the first 100 queries were not written");
+    await new Promise((r) => setTimeout(r, 20)); // all of the first write reached the proxy
+    const before = state.chunks;
+    const burst = Array.from({ length: 50 }, (_, i) => sql`select ${100 + i}::int as x`.execute());
+    const written = await eventually(() => state.chunks > before);
+    await new Promise((r) => setTimeout(r, 20));
+    const chunks = state.chunks - before;
+    state.gate = null;
+    open();
+    assert.ok(written, "the burst stayed in the driver while answers were held back");
+    const rows = await Promise.all([...first, ...burst]);
+    // 50 queries of ~60 bytes: one write, one TLS record (TCP may split a segment, rarely).
+    assert.ok(chunks >= 1 && chunks <= 2, `expected one write, the proxy saw ${chunks} chunks`);
+    assert.deepEqual(rows.map((r) => r[0].x), Array.from({ length: 150 }, (_, i) => i));
+  },
+);
 
 Deno.test({
   name: "tls path: require without a CA → node:tls at once (no native attempt to fail), " +

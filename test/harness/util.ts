@@ -14,6 +14,13 @@ export async function within<T>(p: Promise<T>, ms: number, what: string): Promis
   }
 }
 
+/** Polls `done` every few ms for up to `ms`; whether it became true. */
+export async function eventually(done: () => boolean, ms = 5000): Promise<boolean> {
+  const stop = Date.now() + ms;
+  while (!done() && Date.now() < stop) await new Promise((r) => setTimeout(r, 5));
+  return done();
+}
+
 /** Runs `fn` with environment variables set (undefined: unset), restoring them afterwards. */
 export async function withEnv(
   vars: Record<string, string | undefined>,
