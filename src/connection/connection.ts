@@ -625,9 +625,9 @@ export class Connection implements EncodeContext {
     // that measured 5-10% more queries/s on one connection and on the pool, with less CPU per
     // query on both sides. Over plain TCP and node:tls the same rule, A/B against this one in one
     // process (1 and 4 connections, in a transaction, the pool with 500 in flight), moved q/s and
-    // CPU per query by no more than the noise (±2-4% medians): a plain read already returns all
-    // that arrived, and node:tls delivers data in its own events, so there is nothing to gather.
-    // They keep the microtask. A lone query still leaves at once.
+    // CPU per query by no more than the noise (±2-4% medians; a plain TCP read already takes
+    // all that arrived, so there are no per-record reads to gather). They keep the microtask.
+    // A lone query still leaves at once.
     if (this.#tail - this.#head > 1 && this.#transport.tls === "native") setImmediate(this.#flush);
     else queueMicrotask(this.#flush);
   }
