@@ -224,9 +224,15 @@ clusterTest(
   tls,
   async (c) => {
     const options = { ...quiet, ...via(c, { mode: "require", ca: ca(c) }), max: 1 };
+    // A process's first connection to a server may take node:tls to learn the native check's
+    // verdict: settle that first, so the clients below run native.
+    const first = postgres(options);
+    await first`select 1`;
+    await first.end();
     const sql = postgres(options);
     const admin = postgres(options);
     try {
+      assert.equal((await sql`select 1`).state!.tls, "native");
       for (let i = 0; i < 200; i++) assert.equal((await sql`select ${i}::int as i`)[0].i, i);
       const got: string[] = [];
       await sql.listen("pgpipe_idle_native", (x) => got.push(x));
