@@ -29,6 +29,7 @@ function via(c: ClusterInfo, ssl: SslOption, host = c.host, kind: "trust" | "ssl
 }
 
 const ca = (c: ClusterInfo) => c.caCert!;
+const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const otherCa = (c: ClusterInfo) => c.otherCaCert!;
 
 // ---------------------------------------------------------------------------------------------
@@ -334,6 +335,50 @@ clusterTest(
     // 50 queries of ~60 bytes: one write, one TLS record (TCP may split a segment, rarely).
     assert.ok(chunks >= 1 && chunks <= 2, `expected one write, the proxy saw ${chunks} chunks`);
     assert.deepEqual(rows.map((r) => r[0].x), Array.from({ length: 150 }, (_, i) => i));
+  },
+);
+
+// Over native TLS a connection with nothing in flight reads again only once the next write is
+// under way, or one turn of the event loop later (connection.ts, #idleRead): serial queries must
+// get their answers, and an idle connection must still read what the server sends unasked (a
+// notification, the FATAL of a terminated backend) without a query to wake it.
+clusterTest(
+  "native TLS, idle: serial answers, notifications and a terminated backend",
+  tls,
+  async (c) => {
+    const options = { ...quiet, ...via(c, { mode: "require", ca: ca(c) }), max: 1 };
+    // A process's first connection to a server may take node:tls to learn the native check's
+    // verdict: settle that first, so the clients below run native.
+    const first = postgres(options);
+    await first`select 1`;
+    await first.end();
+    const sql = postgres(options);
+    const admin = postgres(options);
+    try {
+      assert.equal((await sql`select 1`).state!.tls, "native");
+      for (let i = 0; i < 200; i++) assert.equal((await sql`select ${i}::int as i`)[0].i, i);
+      const got: string[] = [];
+      await sql.listen("pgpipe_idle_native", (x) => got.push(x));
+      await admin.notify("pgpipe_idle_native", "one");
+      for (let i = 0; i < 200 && got.length === 0; i++) await delay(10);
+      assert.deepEqual(got, ["one"], "the idle listening connection read the notification");
+      // The shared connection is idle now: the server ends its backend. It must notice by reading
+      // (not at its next query, which would then fail), so that query runs on a new connection.
+      const [{ pid }] = await sql`select pg_backend_pid() as pid`;
+      await admin`select pg_terminate_backend(${pid})`;
+      for (let i = 0; i < 200; i++) {
+        const [{ n }] =
+          await admin`select count(*)::int as n from pg_stat_activity where pid = ${pid}`;
+        if (n === 0) break;
+        await delay(10);
+      }
+      await delay(50);
+      const after = await sql`select pg_backend_pid() as pid`;
+      assert.notEqual(after[0].pid, pid);
+      assert.equal(after.state!.tls, "native");
+    } finally {
+      await Promise.all([sql.end(), admin.end()]);
+    }
   },
 );
 

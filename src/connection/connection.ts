@@ -265,6 +265,7 @@ export class Connection implements EncodeContext {
   #paused: (() => void) | null = null; // resolves a paused read loop
   #pausing = false;
   #flushWaiters: (() => void)[] = [];
+  #readGate: (() => void) | null = null; // resolves an idle read loop held back (#idleRead)
   #io: RequestIO = {
     write: (encode) => {
       if (this.#closed !== null) return;
@@ -647,7 +648,10 @@ export class Connection implements EncodeContext {
         this.#lastWrite = Date.now();
         const transport = this.#transport;
         for (let off = 0; off < out.length;) {
-          off += await transport.write(out.buf.subarray(off, out.length));
+          const written = transport.write(out.buf.subarray(off, out.length));
+          // The write is under way: a read loop held back while idle may read again (#idleRead).
+          if (this.#readGate !== null) this.#openReadGate();
+          off += await written;
         }
         out.reset();
       }
@@ -661,6 +665,30 @@ export class Connection implements EncodeContext {
     }
   };
 
+  /**
+   * Over native TLS with nothing in flight, the read loop waits until the next write is under way
+   * (or one turn of the event loop, whichever comes first) before it reads again. A native read
+   * goes to the socket at once (rustls reads it before it waits), and with nothing to read yet
+   * that costs a syscall and a pass through rustls; issued before the next serial query's write,
+   * that sat on every round trip's critical path, where the raw ping-pong issues it after its
+   * write, while the server works. Plain TCP knows the socket is empty without a syscall and
+   * node:tls reads by events, so both read at once as before. The turn of the event loop bounds
+   * the wait: an idle connection still reads notifications, notices and the server's FATAL
+   * (pg_terminate_backend, idle_session_timeout) as they come.
+   */
+  #idleRead(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#readGate = resolve;
+      setImmediate(this.#openReadGate);
+    });
+  }
+
+  #openReadGate = (): void => {
+    const open = this.#readGate;
+    this.#readGate = null;
+    open?.();
+  };
+
   async #readLoop(): Promise<void> {
     const framer = this.#framer;
     try {
@@ -671,6 +699,7 @@ export class Connection implements EncodeContext {
           if (this.#pausing) await new Promise<void>((resolve) => this.#paused = resolve);
         }
         this.#queue[this.#head]?.beforeRead?.();
+        if (this.#head === this.#tail && this.#transport.tls === "native") await this.#idleRead();
         const n = await this.#transport.read(framer.space());
         if (n === null) break;
         this.#lastRead = Date.now();
