@@ -207,6 +207,17 @@ function label(s: Start): string {
   return s.params.sslnegotiation === "direct" ? `${who}, sslnegotiation=direct` : who;
 }
 
+/** One table row per start: client, scenario, loopback and link ms, round trips on the link. */
+function startRows(result: Awaited<ReturnType<typeof starts>>): string[][] {
+  return [...result].map(([s, r]) => [
+    label(s),
+    s.scenario,
+    fmt(r.loopback, 1),
+    fmt(r.link, 1),
+    fmt(r.trips, 1),
+  ]);
+}
+
 /** The TLS starts of `list` on the wire, once each through a flight recorder on loopback. */
 async function onTheWire(
   base: string,
@@ -253,13 +264,7 @@ if (scramUrl === undefined) {
     title: `Cold start with SCRAM: client created to first answer (ms, median of ${startRuns}), ` +
       `loopback and through the proxy (${delay} ms each way)`,
     head: ["client", "link", "loopback", `proxy`, "round trips on the link"],
-    rows: [...result].map(([s, r]) => [
-      label(s),
-      s.scenario,
-      fmt(r.loopback, 1),
-      fmt(r.link, 1),
-      fmt(r.trips, 1),
-    ]),
+    rows: startRows(result),
   });
   const get = (client: string, scenario: string) =>
     [...result].find(([s]) => s.client === client && s.scenario === scenario)?.[1];
@@ -351,13 +356,7 @@ if (scramUrl !== undefined && hasCa && Deno.env.get("PGPIPE_BENCH_PG18") !== "0"
         title: `Cold start on PostgreSQL ${major}, TLS + SCRAM: the SSLRequest against ` +
           `sslnegotiation=direct, and the same starts as above (ms, median of ${startRuns})`,
         head: ["client", "negotiation", "loopback", "proxy", "round trips on the link"],
-        rows: [...result].map(([s, r]) => [
-          label(s),
-          s.scenario,
-          fmt(r.loopback, 1),
-          fmt(r.link, 1),
-          fmt(r.trips, 1),
-        ]),
+        rows: startRows(result),
       });
       const direct = [...result].find(([s]) => s.scenario === "direct")?.[1];
       if (direct) {
