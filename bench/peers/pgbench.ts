@@ -3,20 +3,13 @@
 // much of what the wire and server allow a JavaScript driver reaches.
 import { join } from "node:path";
 import { findPgBin, run } from "../../test/harness/cluster.ts";
+import { isFile } from "../../test/harness/server_bin.ts";
 
 /** Queries per second through a libpq pipeline, or a note saying why there is no number. */
 export interface PipelineLimit {
   qps?: number;
   lines: number;
   note: string;
-}
-
-function exists(path: string): boolean {
-  try {
-    return Deno.statSync(path).isFile;
-  } catch {
-    return false;
-  }
 }
 
 /** A pgbench script: one random parameter, then `lines` queries in one pipeline. */
@@ -40,7 +33,7 @@ export async function pgbenchPipeline(
 ): Promise<PipelineLimit> {
   const bin = findPgBin();
   const pgbench = bin ? join(bin, "pgbench") : "";
-  if (!exists(pgbench)) {
+  if (!isFile(pgbench)) {
     return {
       lines: opts.lines,
       note: "pgbench not found next to initdb: no libpq pipeline limit.",

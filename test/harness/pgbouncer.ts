@@ -4,20 +4,13 @@
 // in a temp dir that stop() deletes.
 import { join } from "node:path";
 import { freePort, isRoot, run } from "./cluster.ts";
+import { isFile } from "./server_bin.ts";
 
 export interface Bouncer {
   host: string;
   port: number;
   /** Stops PgBouncer and deletes its directory. */
   stop(): Promise<void>;
-}
-
-function isFile(path: string): boolean {
-  try {
-    return Deno.statSync(path).isFile;
-  } catch {
-    return false;
-  }
 }
 
 /** The pgbouncer binary: PATH, then the Debian location; null when not installed. */

