@@ -1,22 +1,23 @@
 /**
  * The TLS handshake, with libpq's sslmode rules, on one of two implementations:
  *
- * - Deno's own TLS (`Deno.startTls`, rustls): the faster one (a round trip
- *   costs about 25 µs less than over node:tls). It always verifies the chain
- *   and the host name, against the default roots plus the CA given, so it is
- *   tried for every mode and kept wherever verification passes: a check
- *   stronger than `require`, `prefer` or `verify-ca` ask is never wrong.
+ * - Deno's own TLS (`Deno.startTls`, rustls): the faster one per round trip.
+ *   It always verifies the chain and the host name, against the default roots
+ *   plus the CA given, so it is kept, for every mode, wherever that
+ *   verification passes: a check stronger than `require`, `prefer` or
+ *   `verify-ca` ask is never wrong.
  * - `node:tls`, where the native check fails (a self-signed or private-CA
  *   server under `require`, `verify-ca` to a name the certificate does not
  *   carry, a certificate rustls refuses): it verifies exactly what the mode
  *   asks, with only the CA given as roots (libpq's `sslrootcert`). A server
  *   that needed it is remembered, so later connections go to it at once.
  *
- * `require` without a CA asks for no check, so a server pgpipe knows nothing
- * about yet is taken on node:tls first (a failed native attempt would cost a
- * cold start three round trips); that handshake tells whether the certificate
- * would pass the native check (a chain to the default roots, the host name),
- * and later connections go native when it would.
+ * A process's first connection to a server (except direct TLS with a check)
+ * is taken on node:tls, taught a secp256r1 key share (tls_group.ts), which
+ * spares PostgreSQL 17 and older a HelloRetryRequest on the cold start; that
+ * handshake tells whether the certificate would pass the native check (a chain
+ * to the default roots plus the CA, the host name), and later connections go
+ * native when it would.
  *
  * `Deno.startTls` is never given `unsafelyDisableHostnameVerification`: with
  * the default roots still trusted beside the CA given, that would accept any

@@ -188,7 +188,7 @@ class DenoTransport implements Transport {
   }
 }
 
-/** The reading switch of a node socket's native handle (`socket._handle`), where it has one. */
+/** What stops and restarts a socket's reading: a node socket's native handle, or our ConnDuplex. */
 interface ReadSwitch {
   readStop(): unknown;
   readStart(): unknown;
@@ -624,12 +624,17 @@ async function tlsViaNode(
     await taught;
     return await nodeSecure(socket, endpoint, where, close, learn);
   }
-  const answer = await negotiateNode(socket, () => taught = teach()).catch((e) => {
+  // prefer and allow are also what a plain server (local development) gets by default: teach
+  // only once the server has said it speaks TLS, so "N" never pays for the teaching.
+  const mayStayPlain = endpoint.sslmode === "prefer" || endpoint.sslmode === "allow";
+  const answer = await negotiateNode(socket, () => {
+    if (!mayStayPlain) taught = teach();
+  }).catch((e) => {
     close();
     throw e;
   });
-  await (taught ?? teach());
-  if (answer === 0x4e && (endpoint.sslmode === "prefer" || endpoint.sslmode === "allow")) {
+  if (answer === 0x53) await (taught ?? teach());
+  if (answer === 0x4e && mayStayPlain) {
     if (learn !== undefined) {
       learn(true);
       return new NodeTransport(socket, null);
