@@ -20,6 +20,7 @@ import {
 } from "../src/types/copy_format.ts";
 import { Parameter } from "../src/types/encode.ts";
 import { Oid } from "../src/types/oids.ts";
+import { text } from "../src/types/utf8_text.ts";
 
 const plain = { bigint: false };
 
@@ -609,4 +610,15 @@ Deno.test("binary decoders: timestamptz microseconds round down to milliseconds 
     const got = (decode(bytes, 0, 8) as Date).getTime();
     assert.ok(got === expected || (Number.isNaN(got) && Number.isNaN(expected)), `${us}`);
   }
+});
+
+Deno.test("copy text decoding: invalid UTF-8 is a ProtocolViolation at every length, short or long", () => {
+  // A lone continuation byte inside ASCII: 5 bytes goes the short way, 20 the long one.
+  for (const length of [5, 20]) {
+    const bytes = new Uint8Array(length).fill(0x61);
+    bytes[2] = 0x80;
+    assert.throws(() => text(bytes, 0, length), ProtocolViolation, `${length} bytes`);
+  }
+  const valid = new TextEncoder().encode("grüße aus köln, 20+ bytes");
+  assert.equal(text(valid, 0, valid.length), "grüße aus köln, 20+ bytes");
 });

@@ -3,17 +3,14 @@
  * the short values COPY rows are full of: up to 12 ASCII bytes by
  * fixed-arity `String.fromCharCode` calls (about a third of a decoder call's
  * time, and a flat string: V8 only makes ropes from 13 characters), anything
- * longer or not ASCII by `Buffer#toString`, itself about a third of
- * TextDecoder's time.
+ * longer or not ASCII by the protocol's `utf8()` (`Buffer#toString` over a
+ * view kept on the receive buffer, about a third of TextDecoder's time, with
+ * the same strict re-decode of invalid bytes as every other text value).
  *
  * @module
  */
 import { Buffer } from "node:buffer";
 import { utf8 } from "../protocol/backend.ts";
-
-/** A node Buffer over the last buffer read from, whose `toString` decodes UTF-8 fastest. */
-let viewed: Uint8Array | null = null;
-let view: Buffer = Buffer.alloc(0);
 
 const fromCodes = String.fromCharCode;
 
@@ -100,12 +97,7 @@ function shortAscii(b: Uint8Array, s: number, n: number): string | null {
 
 /** The UTF-8 text of `buf[start, end)`. */
 export function text(buf: Uint8Array, start: number, end: number): string {
-  if (end - start <= 12) return shortAscii(buf, start, end - start) ?? utf8(buf, start, end);
-  if (buf !== viewed) {
-    viewed = buf;
-    view = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
-  }
-  return view.toString("utf8", start, end);
+  return (end - start <= 12 ? shortAscii(buf, start, end - start) : null) ?? utf8(buf, start, end);
 }
 
 /**
