@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { Buffer } from "node:buffer";
+import type { Buffer } from "node:buffer";
 import { utf8 } from "../protocol/backend.ts";
 
 const fromCodes = String.fromCharCode;
