@@ -220,6 +220,7 @@ Deno.test("telemetry: metrics: durations, connections by state, errors by class,
 Deno.test("telemetry: a bad telemetry option is refused in postgres()", async () => {
   const { default: postgres } = await import("../mod.ts");
   assert.throws(() => postgres(databaseUrl(), { telemetry: "on" as never }), TypeError);
+  assert.throws(() => postgres(databaseUrl(), { telemetry: null as never }), /got null/);
   assert.throws(
     () => postgres(databaseUrl(), { telemetry: { tracerProvider: {} as never } }),
     /tracerProvider must have a getTracer\(\) method/,

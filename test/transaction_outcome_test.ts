@@ -5,6 +5,7 @@
  * and checks the outcome against what the table holds.
  */
 import assert from "node:assert/strict";
+import { mayEndTransaction } from "../src/query/transaction_end.ts";
 import postgres, { ConnectionError, type Sql, type TransactionSql } from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { quiet } from "./harness/connect.ts";
@@ -259,7 +260,7 @@ Deno.test("begin(fn): ROLLBACK TO SAVEPOINT, a DO block's END, 'commit' in a str
         await tx`savepoint s`;
         await tx`rollback to savepoint s`;
         await tx.unsafe("do $$ begin perform 1; end $$; select 'commit; end' as \"commit\"");
-        await tx.savepoint(() => Promise.reject(new Error("undone"))).catch(() => {});
+        await assert.rejects(tx.savepoint(() => Promise.reject(new Error("undone"))), /undone/);
         await killFrom(admin, tx);
       }),
       "not-sent",
@@ -304,4 +305,30 @@ Deno.test("sql.reserve(): a query in flight when the backend dies is unknown, la
     assert.deepEqual(await ids(admin, "tx_reserved"), []);
     assert.equal((await sql`select 1 as one`)[0].one, 1, "the pool works again");
   });
+});
+
+Deno.test("mayEndTransaction: the statements that can end a block, and look-alikes that cannot", () => {
+  const ends = [
+    "commit",
+    "COMMIT WORK",
+    "end",
+    "abort",
+    "rollback",
+    "prepare transaction 'x'",
+    "select 1; commit",
+    "/* note */ end transaction",
+  ];
+  const not = [
+    "rollback to savepoint s",
+    "rollback work to s",
+    "rollback transaction to s",
+    "select 'commit'",
+    'select 1 as "end"',
+    "select case when true then 1 end",
+    "select pending, appended, committed from t",
+    "do $$ begin perform 1; end $$",
+    "prepare q as select 1",
+  ];
+  for (const text of ends) assert.equal(mayEndTransaction(text), true, text);
+  for (const text of not) assert.equal(mayEndTransaction(text), false, text);
 });

@@ -769,8 +769,13 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     throw new TypeError(`debug must be true, false or a function; got ${typeof options.debug}`);
   }
   const telemetry = options.telemetry;
-  if (telemetry !== undefined && telemetry !== false && typeof telemetry !== "object") {
-    throw new TypeError(`telemetry must be false or an object; got ${typeof telemetry}`);
+  if (
+    telemetry !== undefined && telemetry !== false &&
+    (typeof telemetry !== "object" || telemetry === null)
+  ) {
+    throw new TypeError(
+      `telemetry must be false or an object; got ${telemetry === null ? "null" : typeof telemetry}`,
+    );
   }
   const maxPipeline = options.max_pipeline ?? Number(q.get("max_pipeline") ?? 1000);
   if (!(Number.isInteger(maxPipeline) && maxPipeline >= 1)) {

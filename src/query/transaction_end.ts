@@ -11,8 +11,8 @@
  */
 import { withoutNoise } from "./keyword.ts";
 
-/** Rules out most statements without allocating: none of the words appears at all. */
-const MENTIONS = /commit|end|rollback|abort|prepare/i;
+/** Rules out most statements without allocating: none of the words appears as a word. */
+const MENTIONS = /\b(?:commit|end|rollback|abort|prepare)\b/i;
 
 /** A statement (the text's first, or one after a `;`) that ends the transaction block. */
 const ENDS = new RegExp(
