@@ -143,7 +143,7 @@ function postgresJsApi(
     specifier,
     pipelines: true,
     async connect(url, options = {}) {
-      if (name === PGPIPE_NATIVE) await settleNative(factory, url, ssl());
+      if (name === PGPIPE_NATIVE) await settleNative(url, ssl());
       const sql = factory(url, {
         max: options.connections ?? 1,
         ssl: ssl(),
@@ -216,15 +216,17 @@ const pgpipe = postgresJsApi(
   postgres as unknown as PgJsFactory,
 );
 
+/** The URLs whose first connection settleNative made. */
+const settled = new Set<string>();
+
 /**
  * A process's first connection to a server takes node:tls (its start is a round trip shorter on
  * PostgreSQL 17 and older), later ones native TLS: so before the first native client of a URL,
  * one throwaway connection takes that first turn.
  */
-const settled = new Set<string>();
-async function settleNative(factory: PgJsFactory, url: string, ssl: unknown): Promise<void> {
+export async function settleNative(url: string, ssl: unknown): Promise<void> {
   if (settled.has(url)) return;
-  const sql = factory(url, { max: 1, ssl, onnotice: () => {} });
+  const sql = postgres(url, { max: 1, ssl: ssl as "require", onnotice: () => {} });
   await sql`select 1`;
   await sql.end({ timeout: 5 });
   settled.add(url);

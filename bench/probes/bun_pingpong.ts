@@ -6,6 +6,7 @@
 // same replay in Deno it tells how much of a serial gap between Bun.sql and pgpipe is the
 // runtimes' own.
 import { NodeTlsPingPong } from "../peers/pingpong.ts";
+import { mean, percentile } from "../shared/stats.ts";
 
 const Bun = (globalThis as unknown as { Bun: { argv: string[]; file(path: string): Blob } }).Bun;
 const [sessionFile, host, portText, countText] = Bun.argv.slice(2);
@@ -34,9 +35,7 @@ try {
     await p.roundTrip(steady);
     samples.push((performance.now() - t0) * 1000);
   }
-  const sorted = [...samples].sort((a, b) => a - b);
-  const meanUs = samples.reduce((a, b) => a + b, 0) / samples.length;
-  console.log(JSON.stringify({ meanUs, p50Us: sorted[Math.floor(sorted.length / 2)] }));
+  console.log(JSON.stringify({ meanUs: mean(samples), p50Us: percentile(samples, 50) }));
 } finally {
   p.close();
 }

@@ -37,7 +37,20 @@ if (driver === "deno-postgres") {
     // The URL says sslmode=require for both; postgres.js reads `ssl` from its options too.
     ...(driver === "pgpipe-ca" ? { ssl: { mode: "require", ca } } : tls ? { ssl: "require" } : {}),
   });
-  first = async () => (await sql`select 1 as x`)[0].x;
+  first = async () => {
+    const result = await sql`select 1 as x`;
+    if (driver.startsWith("pgpipe") && tls) {
+      // The TLS path the tables name: direct TLS with the CA stays native; any other first
+      // connection to a server takes node:tls.
+      const expected = driver === "pgpipe-ca" && new URL(url).searchParams.get("sslnegotiation") ===
+          "direct"
+        ? "native"
+        : "node";
+      const path = (result as unknown as { state?: { tls?: unknown } }).state?.tls;
+      if (path !== expected) throw new Error(`${driver}: ran on ${String(path)}, not ${expected}`);
+    }
+    return result[0].x;
+  };
   end = () => sql.end();
 }
 const x = await first();

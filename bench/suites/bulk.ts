@@ -15,7 +15,7 @@ import postgres from "../../mod.ts";
 import { findPgBin } from "../../test/harness/cluster.ts";
 import { suiteDrivers } from "../peers/drivers.ts";
 import { BULK_TABLES, type BulkTable, CODEC_TYPES } from "../shared/bulk_tables.ts";
-import { BACKEND_SCHEDSTAT, type CpuTimes, parseSchedstat } from "../shared/cpu.ts";
+import { BACKEND_SCHEDSTAT, type CpuTimes, minus, parseSchedstat } from "../shared/cpu.ts";
 import { benchUrl, isQuick } from "../shared/env.ts";
 import {
   emitReport,
@@ -155,7 +155,7 @@ async function psqlCopyCpu(
   const lines = out.trim().split("\n");
   const before = parseSchedstat(lines[0]);
   const after = parseSchedstat(lines[lines.length - 1]);
-  return { ms, server: { cpu: after.cpu - before.cpu, wait: after.wait - before.wait } };
+  return { ms, server: minus(after, before) };
 }
 
 /** The best time (and its run's CPU) and the highest peak RSS of one method over the rounds. */

@@ -6,7 +6,13 @@
 // `select 1` beside a raw socket ping-pong of the very bytes pgpipe sends for it (pingpong.ts):
 // the difference is what the driver costs per query over the physical limit.
 import postgres from "../../mod.ts";
-import { type Adapter, type Driver, PGPIPE_NATIVE, suiteDrivers } from "../peers/drivers.ts";
+import {
+  type Adapter,
+  type Driver,
+  PGPIPE_NATIVE,
+  settleNative,
+  suiteDrivers,
+} from "../peers/drivers.ts";
 import { benchCa, benchUrl, isQuick, isTls, plainBenchUrl } from "../shared/env.ts";
 import { pgbenchPipeline } from "../peers/pgbench.ts";
 import { captureSession, NodeTlsPingPong, PingPong, type WireSession } from "../peers/pingpong.ts";
@@ -23,7 +29,7 @@ import {
 } from "../shared/report.ts";
 import { startSpinner } from "../shared/spinner.ts";
 import { type CpuPerQuery, cpuPerQuery, localPostmaster } from "../shared/cpu.ts";
-import { mean, percentile } from "../shared/stats.ts";
+import { mean, median, percentile } from "../shared/stats.ts";
 
 const quick = isQuick();
 const url = benchUrl();
@@ -429,12 +435,6 @@ async function sameShapeLimit(): Promise<{ qps?: number; note: string }> {
   }
 }
 
-/** Median of a few numbers. */
-function middle(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
-
 const BUN_SERIAL = quick ? 2_000 : 10_000;
 const BUN_TOTAL = quick ? 20_000 : 100_000;
 const BUN_WINDOW = 500;
@@ -557,8 +557,8 @@ async function runtimeFloors(session: WireSession): Promise<{ table?: Table; not
       head: ["raw replay", "mean", "p50"],
       rows: [...got].map(([name, xs]) => [
         name,
-        fmt(middle(xs.map((x) => x[0])), 1),
-        fmt(middle(xs.map((x) => x[1])), 1),
+        fmt(median(xs.map((x) => x[0])), 1),
+        fmt(median(xs.map((x) => x[1])), 1),
       ]),
     },
     notes: [
@@ -605,13 +605,8 @@ async function versusBun(
   // In a TLS variant, also pgpipe given the server's CA: what native TLS does beside Bun.
   const ca = tls ? benchCa() : undefined;
   const native = { serial: [] as number[], qps: [] as number[], cpu: [] as CpuPerQuery[] };
-  if (ca !== undefined) {
-    // A process's first connection to a server takes node:tls: take that turn here, so the
-    // native row's pools open on native TLS.
-    const first = postgres(url, { max: 1, ssl: { mode: "require", ca }, onnotice: () => {} });
-    await first`select 1`;
-    await first.end();
-  }
+  // The native row's pools must open on native TLS, not take the process's first turn.
+  if (ca !== undefined) await settleNative(url, { mode: "require", ca });
   const add = (to: typeof ours, round: PoolRound) => {
     to.serial.push(round.serialUs);
     to.qps.push(round.qps);
@@ -630,8 +625,8 @@ async function versusBun(
         `${BUN_WINDOW} in flight ${fmt(a.qps)} / ${fmt(b.qps)} q/s`,
     );
   }
-  const serial = { pgpipe: middle(ours.serial), bun: middle(theirs.serial) };
-  const qps = { pgpipe: middle(ours.qps), bun: middle(theirs.qps) };
+  const serial = { pgpipe: median(ours.serial), bun: median(theirs.serial) };
+  const qps = { pgpipe: median(ours.qps), bun: median(theirs.qps) };
   const withCpu = ours.cpu.length > 0;
   const cpuCells = (xs: CpuPerQuery[]) => {
     if (!withCpu) return [];
@@ -653,8 +648,8 @@ async function versusBun(
         ...(native.serial.length
           ? [[
             PGPIPE_NATIVE,
-            fmt(middle(native.serial), 1),
-            fmt(middle(native.qps)),
+            fmt(median(native.serial), 1),
+            fmt(median(native.qps)),
             ...cpuCells(native.cpu),
           ]]
           : []),
@@ -668,13 +663,13 @@ async function versusBun(
             suite: "throughput",
             label: `serial select 1, default pool, ${PGPIPE_NATIVE}`,
             peer: "Bun.sql",
-            value: serial.bun / middle(native.serial),
+            value: serial.bun / median(native.serial),
           },
           {
             suite: "throughput",
             label: `${BUN_WINDOW} in flight, default pool, ${PGPIPE_NATIVE}`,
             peer: "Bun.sql",
-            value: middle(native.qps) / qps.bun,
+            value: median(native.qps) / qps.bun,
           },
         ]
         : []),
@@ -770,7 +765,7 @@ async function rawPipelines(
 
 /** Median CPU per query on each side over rounds (NaN where a side could not be read). */
 function middleCpu(xs: CpuPerQuery[]): CpuPerQuery {
-  return { client: middle(xs.map((x) => x.client)), server: middle(xs.map((x) => x.server)) };
+  return { client: median(xs.map((x) => x.client)), server: median(xs.map((x) => x.server)) };
 }
 
 /** A CPU figure in µs, "-" when it could not be read. */
@@ -831,8 +826,8 @@ async function tlsShare(
   const ratios: Ratio[] = [];
   const rows: string[][] = [];
   for (const [name, xs] of rates) {
-    const qps = middle(xs);
-    const base = middle(rates.get(plainOf(name))!);
+    const qps = median(xs);
+    const base = median(rates.get(plainOf(name))!);
     rows.push([name, fmt(qps), formatRatio(qps / base)]);
     if (name === PLAIN_PGPIPE || RAW_PIPELINES.includes(name)) continue;
     const path = name === "pgpipe" ? "node:tls" : "native TLS";
