@@ -98,7 +98,7 @@ function parseArgs(argv: string[]): Args {
   return args;
 }
 
-/** The URL every driver uses: plain TCP (the bench measures drivers, not TLS). */
+/** The plaintext URL a suite gets (its `-tls` twin gets the same with sslmode=require). */
 function plainUrl(url: string): string {
   const u = new URL(url);
   u.searchParams.set("sslmode", "disable");
