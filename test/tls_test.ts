@@ -7,6 +7,7 @@ import { hasClusters, plainCluster, tlsCluster } from "./harness/env.ts";
 import { flightRecorder } from "./harness/flights.ts";
 import { keyExchange } from "./harness/tls_hello.ts";
 import { answerHello } from "../src/connection/tls_group.ts";
+import { wouldPassNatively } from "../src/connection/tls.ts";
 import { tapProxy } from "./harness/tap_proxy.ts";
 import { eventually } from "./harness/util.ts";
 import { assertConnectionError, clusterTest, failure, quiet, session } from "./harness/connect.ts";
@@ -712,4 +713,19 @@ Deno.test({
       await p.close();
     }
   },
+});
+
+Deno.test("wouldPassNatively: a certificate naming the host only in its CN stays on node:tls (rustls reads no CN)", () => {
+  const socket = (cert: Record<string, unknown>, authorized = true) => ({
+    authorized,
+    getPeerCertificate: () => cert as never,
+  });
+  const cn = { subject: { CN: "db.example.com" } };
+  assert.equal(wouldPassNatively(socket(cn), "db.example.com"), false);
+  const san = { ...cn, subjectaltname: "DNS:db.example.com" };
+  assert.equal(wouldPassNatively(socket(san), "db.example.com"), true);
+  assert.equal(wouldPassNatively(socket(san), "other.example.com"), false);
+  assert.equal(wouldPassNatively(socket(san, false), "db.example.com"), false);
+  const ip = { subject: {}, subjectaltname: "IP Address:127.0.0.1" };
+  assert.equal(wouldPassNatively(socket(ip), "127.0.0.1"), true);
 });

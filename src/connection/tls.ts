@@ -111,12 +111,18 @@ export function rememberPath(t: TlsTarget, path: TlsPath): void {
 /**
  * Whether the certificate of a node:tls connection made without a check would pass the
  * native one: its chain verified against the default roots (node computes that anyway) and it
- * names the host.
+ * names the host in a subjectAltName (node's check falls back to the subject's CN where there
+ * is none; rustls does not, so a CN-only certificate stays on node:tls).
  */
-export function wouldPassNatively(socket: tls.TLSSocket, host: string): boolean {
+export function wouldPassNatively(
+  socket: Pick<tls.TLSSocket, "authorized" | "getPeerCertificate">,
+  host: string,
+): boolean {
   if (!socket.authorized) return false;
   try {
-    return tls.checkServerIdentity(host, socket.getPeerCertificate()) === undefined;
+    const cert = socket.getPeerCertificate();
+    if (!/(?:^|, )(?:DNS|IP Address):/.test(cert.subjectaltname ?? "")) return false;
+    return tls.checkServerIdentity(host, cert) === undefined;
   } catch {
     return false;
   }
