@@ -256,7 +256,7 @@ function deno(): DenoProviders | null {
 }
 
 /** Where the client is, for the attributes every span and metric carries. */
-export interface TelemetryTarget {
+interface TelemetryTarget {
   /** The database (`db.namespace`). */
   database: string;
   /** The first host (`server.address`); each span says the host its connection reached. */
@@ -752,7 +752,7 @@ export class OperationTrace {
 }
 
 /** The span of a connection being opened: TCP/TLS and authentication as events. */
-export class ConnectTrace {
+class ConnectTrace {
   readonly #telemetry: Telemetry;
   readonly #span: OtelSpan | null;
   readonly #start = performance.now();

@@ -44,7 +44,7 @@ import type { SslMode } from "./transport.ts";
 export type TlsPath = "native" | "node";
 
 /** What node:tls checks: nothing, the chain only (verify-ca), or the chain and the host name. */
-export type Verification = "none" | "chain" | "full";
+type Verification = "none" | "chain" | "full";
 
 /** The check an sslmode asks for; `require` with a CA is `verify-ca`, as in libpq. */
 export function verification(mode: SslMode, ca: string[] | undefined): Verification {

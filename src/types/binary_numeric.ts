@@ -85,7 +85,7 @@ function digitPosition(k: number, intDigits: number, intStart: number, fracStart
  * Writes decimal text (`-12.50`, `1.5e-7`, `NaN`, ` 3 `) as a numeric field;
  * throws {@linkcode NumericError} for anything numeric_in refuses.
  */
-export function writeNumericText(w: Writer, text: string): void {
+function writeNumericText(w: Writer, text: string): void {
   let i = 0;
   let n = text.length;
   while (i < n && isSpace(text.charCodeAt(i))) i++;
