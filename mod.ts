@@ -25,7 +25,7 @@
  * @module
  */
 import { createSql, type Sql } from "./src/client/sql.ts";
-import type { Options } from "./src/client/options.ts";
+import type { Options } from "./src/config/options.ts";
 import { BigIntType, type PostgresType } from "./src/query/custom_types.ts";
 import { PostgresError } from "./src/errors.ts";
 import {
@@ -49,7 +49,7 @@ export type {
   SocketFunction,
   SocketOptions,
   SslOption,
-} from "./src/client/options.ts";
+} from "./src/config/options.ts";
 export type { PasswordSource } from "./src/connection/startup.ts";
 export type {
   ObservableCallback,
@@ -59,25 +59,25 @@ export type {
   OtelSpan,
   OtelTracerProvider,
   TelemetryOptions,
-} from "./src/client/telemetry.ts";
-export type { ListenHandle, NotifyHandler } from "./src/client/listen.ts";
+} from "./src/telemetry/otel.ts";
+export type { ListenHandle, NotifyHandler } from "./src/listen/listen.ts";
 export type {
   SubscribeHandler,
   SubscriptionConnection,
   SubscriptionHandle,
-} from "./src/client/subscribe.ts";
+} from "./src/replication/subscribe.ts";
 export type {
   ColumnInfo,
   RelationInfo,
   ReplicationEvent,
   TruncateEvent,
-} from "./src/client/replication_rows.ts";
+} from "./src/replication/rows.ts";
 export type {
   LargeObject,
   LargeObjectData,
   LargeObjectReadableOptions,
   LargeObjectWritableOptions,
-} from "./src/client/large_object.ts";
+} from "./src/large_object/large_object.ts";
 export type {
   PublicOptions,
   ReservedSql,
@@ -117,12 +117,12 @@ export type {
   SslMode,
   SslNegotiation,
   UserSocket,
-} from "./src/connection/transport.ts";
-export type { TlsPath } from "./src/connection/tls.ts";
-export type { BulkCopy } from "./src/client/bulk_copy.ts";
-export type { CopyFromOptions, CopyFromSource } from "./src/client/copy_from.ts";
-export type { CopyToOptions } from "./src/client/copy_to.ts";
-export type { CopyType } from "./src/client/copy_columns.ts";
+} from "./src/connection/transport/transport.ts";
+export type { TlsPath } from "./src/connection/transport/tls.ts";
+export type { BulkCopy } from "./src/copy/bulk_copy.ts";
+export type { CopyFromOptions, CopyFromSource } from "./src/copy/copy_from.ts";
+export type { CopyToOptions } from "./src/copy/copy_to.ts";
+export type { CopyType } from "./src/copy/copy_columns.ts";
 export type { FieldMap, Notification } from "./src/protocol/backend.ts";
 
 /**

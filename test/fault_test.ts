@@ -427,7 +427,7 @@ faultTest(
 // A malformed DataRow leaves the framing intact: the driver may fail the query alone (as it does
 // for invalid UTF-8) or the connection too (as libpq does); either way with PROTOCOL_VIOLATION.
 //
-// BUG (src/connection/query_request.ts): #decode trusts the DataRow. Before any RowDescription,
+// BUG (src/connection/requests/query_request.ts): #decode trusts the DataRow. Before any RowDescription,
 // st.keys and st.decoders are empty: `decoders[0]` is undefined, `decode(text)` throws
 // "TypeError: decode is not a function", and the query rejects with that bare TypeError. More
 // columns than described: the same TypeError. Fewer: the row silently lacks keys. Needs, at
@@ -467,7 +467,7 @@ faultTest(
   malformedRow,
 );
 
-// BUG (src/connection/query_request.ts): #decode never checks a column's length against the
+// BUG (src/connection/requests/query_request.ts): #decode never checks a column's length against the
 // message's end (object mode not at all; array mode only after the loop, with a RangeError).
 // The value is read from the bytes that follow: here the CommandComplete and ReadyForQuery
 // after the DataRow leak into the string and the query resolves with it. Needs, in each loop:

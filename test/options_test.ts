@@ -1,8 +1,8 @@
 /** Options, URL, environment and .pgpass, and the pool lifetimes, against a real server. */
 import assert from "node:assert/strict";
 import postgres from "../mod.ts";
-import { parseUrl, resolveOptions } from "../src/client/options.ts";
-import { matchPgpass } from "../src/client/pgpass.ts";
+import { parseUrl, resolveOptions } from "../src/config/options.ts";
+import { matchPgpass } from "../src/config/pgpass.ts";
 import { databaseUrl, hasClusters, tlsCluster } from "./harness/env.ts";
 import { withEnv } from "./harness/util.ts";
 

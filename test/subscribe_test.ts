@@ -15,10 +15,10 @@ import postgres, {
   QueryError,
   type Sql,
 } from "../mod.ts";
-import { changeKeys, parsePattern } from "../src/client/subscribe_pattern.ts";
-import { parsePublications } from "../src/client/options.ts";
+import { changeKeys, parsePattern } from "../src/replication/pattern.ts";
+import { parsePublications } from "../src/config/options.ts";
 import { ProtocolViolation } from "../src/protocol/backend.ts";
-import { pgoutputMessage } from "../src/protocol/pgoutput.ts";
+import { pgoutputMessage } from "../src/replication/pgoutput.ts";
 import {
   clockToDate,
   formatLsn,
@@ -26,7 +26,7 @@ import {
   postgresClock,
   replicationMessage,
   standbyStatusUpdate,
-} from "../src/protocol/replication.ts";
+} from "../src/replication/messages.ts";
 import { Writer } from "../src/protocol/writer.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { serverVersion } from "./harness/util.ts";

@@ -399,7 +399,7 @@ if (wire.length > 0) {
       "HelloRetryRequest, one round trip more. 18 also offers X25519 (ssl_groups). Deno's TLS " +
       "(rustls) sends one X25519 share and has no option to choose; libpq (OpenSSL 3.0) does " +
       "the same. pgpipe's node:tls path teaches node:tls a secp256r1 share first " +
-      "(src/connection/tls_group.ts), which every PostgreSQL takes at once.",
+      "(src/connection/transport/tls_group.ts), which every PostgreSQL takes at once.",
   );
 }
 

@@ -5,8 +5,8 @@
  * authentication), registers an array decoder for each, so `my_enum[]`
  * arrives as an array instead of its text literal.
  */
-import type { QueryRequest } from "../connection/query_request.ts";
-import { driverRowsRequest } from "./exec.ts";
+import type { QueryRequest } from "../connection/requests/query_request.ts";
+import { driverRowsRequest } from "../connection/requests/driver_queries.ts";
 import { parseArrayLiteral } from "../types/array_literal.ts";
 import { type DecodeOptions, decoderFor, type TextDecoderFn } from "../types/text_decoders.ts";
 

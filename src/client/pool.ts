@@ -13,14 +13,14 @@ import {
   connectTimeoutError,
   connectTimeoutMs,
 } from "../connection/connection.ts";
-import type { PipelineRequest } from "../connection/request.ts";
+import type { PipelineRequest } from "../connection/requests/request.ts";
 import { ConnectionError, isSocketErrorCode, QueryError } from "../errors.ts";
-import { QueryRequest } from "../connection/query_request.ts";
-import type { DebugHook } from "./options.ts";
-import { isUserFailure } from "../connection/transport.ts";
-import { exec } from "./exec.ts";
-import { connect, type HostOptions } from "./hosts.ts";
-import type { PoolCounts, Telemetry } from "./telemetry.ts";
+import { QueryRequest } from "../connection/requests/query_request.ts";
+import type { DebugHook } from "../config/options.ts";
+import { isUserFailure } from "../connection/transport/transport.ts";
+import { exec } from "../connection/requests/driver_queries.ts";
+import { connect, type HostOptions } from "../config/hosts.ts";
+import type { PoolCounts, Telemetry } from "../telemetry/telemetry.ts";
 
 const IDLE = 0x49; // ReadyForQuery status outside a transaction block
 

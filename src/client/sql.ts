@@ -4,20 +4,24 @@
  * transaction and for a reserved connection; only where requests go differs.
  */
 import type { Connection } from "../connection/connection.ts";
-import { QueryRequest, type QuerySpec, type ResultTarget } from "../connection/query_request.ts";
-import { CursorRequest } from "../connection/cursor_request.ts";
+import {
+  QueryRequest,
+  type QuerySpec,
+  type ResultTarget,
+} from "../connection/requests/query_request.ts";
+import { CursorRequest } from "../connection/requests/cursor_request.ts";
 import {
   CopyInRequest,
   CopyOutRequest,
   CopyRequest,
   type CopyResult,
-} from "../connection/copy_request.ts";
-import { CopyReadable, CopyWritable } from "../connection/copy_node_streams.ts";
-import { copyInWebStream, copyOutWebStream } from "../connection/copy_web_streams.ts";
-import type { PipelineRequest } from "../connection/request.ts";
+} from "../copy/copy_request.ts";
+import { CopyReadable, CopyWritable } from "../copy/node_streams.ts";
+import { copyInWebStream, copyOutWebStream } from "../copy/web_streams.ts";
+import type { PipelineRequest } from "../connection/requests/request.ts";
 import { ConnectionError, PostgresError, QueryError } from "../errors.ts";
 import { compile } from "../query/compile.ts";
-import { clientDecode, type QueryConfig, queryConfig } from "../query/config.ts";
+import { clientDecode, type QueryConfig, queryConfig } from "../query/settings.ts";
 import type { Typed } from "../query/custom_types.ts";
 import { readQueryFile } from "../query/file.ts";
 import { Helper } from "../query/helpers.ts";
@@ -43,25 +47,25 @@ import {
   serializeCustom,
   serializeParameter,
 } from "../types/encode.ts";
-import { type Options, resolveOptions } from "./options.ts";
+import { type Options, resolveOptions } from "../config/options.ts";
 import type { PasswordSource } from "../connection/startup.ts";
-import { socketPath } from "../connection/transport.ts";
+import { socketPath } from "../connection/transport/transport.ts";
 import { Pool } from "./pool.ts";
 import { arrayTypesRequest } from "./fetch_types.ts";
 import { mayEndTransaction } from "../query/transaction_end.ts";
-import { quoteIdentifier } from "./exec.ts";
-import { Listener, type ListenHandle, type NotifyHandler } from "./listen.ts";
-import { type LargeObject, openLargeObject } from "./large_object.ts";
-import { type SubscribeHandler, Subscriber, type SubscriptionHandle } from "./subscribe.ts";
-import { type BulkCopy, bulkCopy } from "./bulk_copy.ts";
+import { quoteIdentifier } from "../connection/requests/driver_queries.ts";
+import { Listener, type ListenHandle, type NotifyHandler } from "../listen/listen.ts";
+import { type LargeObject, openLargeObject } from "../large_object/large_object.ts";
 import {
-  type OperationTrace,
-  type OtelContext,
-  QueryTrace,
-  Telemetry,
-  tracedBulkCopy,
-  type TransactionTrace,
-} from "./telemetry.ts";
+  type SubscribeHandler,
+  Subscriber,
+  type SubscriptionHandle,
+} from "../replication/subscribe.ts";
+import { type BulkCopy, bulkCopy } from "../copy/bulk_copy.ts";
+import { Telemetry } from "../telemetry/telemetry.ts";
+import type { OtelContext } from "../telemetry/otel.ts";
+import { type OperationTrace, QueryTrace, type TransactionTrace } from "../telemetry/traces.ts";
+import { tracedBulkCopy } from "../telemetry/traced_copy.ts";
 
 /** The most parameters one query may carry (a 16-bit count in Bind; postgres.js's limit). */
 const MAX_PARAMETERS = 65534;

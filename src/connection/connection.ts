@@ -26,8 +26,8 @@ import * as fe from "../protocol/frontend.ts";
 import { Writer } from "../protocol/writer.ts";
 import { ConnectionError, PostgresError } from "../errors.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
-import type { EncodeContext, PipelineRequest, RequestIO } from "./request.ts";
-import type { ConnectionState } from "./query_request.ts";
+import type { EncodeContext, PipelineRequest, RequestIO } from "./requests/request.ts";
+import type { ConnectionState } from "./requests/request.ts";
 import { type PasswordSource, startup, type StartupIO } from "./startup.ts";
 import { StatementCache } from "./statement.ts";
 import { mayBeCancelRequest, sendCancel, StrayCancels } from "./cancel.ts";
@@ -37,8 +37,8 @@ import {
   socketErrorInfo,
   socketPath,
   type Transport,
-} from "./transport.ts";
-import type { TlsPath } from "./tls.ts";
+} from "./transport/transport.ts";
+import type { TlsPath } from "./transport/tls.ts";
 
 /** Everything one connection needs to know. */
 export interface ConnectionOptions {

@@ -3,7 +3,7 @@
  * `.execute()`d). Until then it can be embedded in another query as a fragment.
  */
 import type { Readable, Writable } from "node:stream";
-import type { QueryConfig } from "./config.ts";
+import type { QueryConfig } from "./settings.ts";
 import { cancelledByUser } from "../errors.ts";
 import type { Result, Row } from "./result.ts";
 

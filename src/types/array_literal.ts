@@ -4,7 +4,8 @@
  * @module
  */
 
-import type { TextDecoderFn } from "./text_decoders.ts";
+/** Decodes one element's text (the element type's text decoder). */
+type TextDecoderFn = (text: string) => unknown;
 
 // Character codes, named so the scanning loops below read like the grammar.
 const QUOTE = 34; // "

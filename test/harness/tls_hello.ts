@@ -16,7 +16,7 @@ import {
   SERVER_HELLO,
   SUPPORTED_GROUPS,
   supportedGroups,
-} from "../../src/connection/tls_group.ts";
+} from "../../src/connection/transport/tls_group.ts";
 import { type Flight, frontendTypes } from "./flights.ts";
 
 /** Names of the TLS named groups clients offer (RFC 8446, RFC 7919, the ML-KEM hybrids). */

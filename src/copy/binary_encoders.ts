@@ -17,8 +17,8 @@
  */
 import type { Writer } from "../protocol/writer.ts";
 import { QueryError } from "../errors.ts";
-import { Oid } from "./oids.ts";
-import { Parameter } from "./encode.ts";
+import { Oid } from "../types/oids.ts";
+import { Parameter } from "../types/encode.ts";
 import { NumericError, writeNumeric } from "./binary_numeric.ts";
 
 /** Appends one field (length, then bytes) for a non-null value; throws {@linkcode EncodeError}. */

@@ -3,14 +3,13 @@
  * Sync`, and the decoding of its rows as they arrive.
  */
 import { Buffer } from "node:buffer";
-import { type Column, i32, ProtocolViolation, utf8 } from "../protocol/backend.ts";
-import * as fe from "../protocol/frontend.ts";
-import type { Writer } from "../protocol/writer.ts";
-import { ConnectionError, type PostgresError, QueryError } from "../errors.ts";
-import type { EncodeContext, PipelineRequest } from "./request.ts";
-import type { DecodeOptions } from "../types/text_decoders.ts";
-import { Statement, StatementCache } from "./statement.ts";
-import type { TlsPath } from "./tls.ts";
+import { type Column, i32, ProtocolViolation, utf8 } from "../../protocol/backend.ts";
+import * as fe from "../../protocol/frontend.ts";
+import type { Writer } from "../../protocol/writer.ts";
+import { ConnectionError, type PostgresError, QueryError } from "../../errors.ts";
+import type { ConnectionState, EncodeContext, PipelineRequest } from "./request.ts";
+import type { DecodeOptions } from "../../types/text_decoders.ts";
+import { Statement, StatementCache } from "../statement.ts";
 
 /** Values of the row being decoded, before the statement's row constructor copies them. */
 const scratch: unknown[] = [];
@@ -47,18 +46,6 @@ export interface ResultTarget {
   statement: Statement | null;
   /** The connection's state when the query completed. */
   state?: ConnectionState;
-}
-
-/** A connection's identity and transaction status, as postgres.js reports it on results. */
-export interface ConnectionState {
-  /** Backend process ID. */
-  pid: number;
-  /** Backend secret key. */
-  secret: number;
-  /** Transaction status: "I" idle, "T" in a transaction block, "E" in a failed block. */
-  status: string;
-  /** The TLS implementation: `"native"` (Deno.startTls), `"node"` (node:tls), or null (plain). */
-  tls: TlsPath | null;
 }
 
 /** Callbacks that settle the query's promise. */

@@ -26,7 +26,17 @@
 import * as net from "node:net";
 import * as tls from "node:tls";
 import type { Duplex } from "node:stream";
-import type { SslMode } from "./transport.ts";
+
+/**
+ * libpq's sslmode values.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres("postgres://app@db.example.com/app?sslmode=verify-full");
+ * ```
+ */
+export type SslMode = "disable" | "allow" | "prefer" | "require" | "verify-ca" | "verify-full";
 
 /**
  * Which TLS implementation a connection runs on: `"native"` is Deno's own

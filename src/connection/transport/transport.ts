@@ -6,9 +6,9 @@
  */
 import * as net from "node:net";
 import { Duplex } from "node:stream";
-import { ConnectionError, isSocketErrorCode, type SocketErrorCode } from "../errors.ts";
-import { sslRequest } from "../protocol/frontend.ts";
-import { Writer } from "../protocol/writer.ts";
+import { ConnectionError, isSocketErrorCode, type SocketErrorCode } from "../../errors.ts";
+import { sslRequest } from "../../protocol/frontend.ts";
+import { Writer } from "../../protocol/writer.ts";
 import {
   knownPath,
   nativeHandshake,
@@ -16,6 +16,7 @@ import {
   nodeOptions,
   parkNative,
   rememberPath,
+  type SslMode,
   type TlsPath,
   type TlsTarget,
   verification,
@@ -23,16 +24,7 @@ import {
 } from "./tls.ts";
 import { preferP256 } from "./tls_group.ts";
 
-/**
- * libpq's sslmode values.
- *
- * @example
- * ```ts
- * import postgres from "jsr:@pgpipe/pgpipe";
- * const sql = postgres("postgres://app@db.example.com/app?sslmode=verify-full");
- * ```
- */
-export type SslMode = "disable" | "allow" | "prefer" | "require" | "verify-ca" | "verify-full";
+export type { SslMode };
 
 /**
  * libpq's `sslnegotiation`: `postgres` (the default) sends an SSLRequest and

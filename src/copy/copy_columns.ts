@@ -5,11 +5,11 @@
  * type's), whether a type is an enum (its binary form is its label), and an
  * array's declared element type (which the server checks in the array header).
  */
-import { QueryRequest, type ResultTarget } from "../connection/query_request.ts";
-import type { PipelineRequest } from "../connection/request.ts";
+import { QueryRequest, type ResultTarget } from "../connection/requests/query_request.ts";
+import type { PipelineRequest } from "../connection/requests/request.ts";
 import { QueryError } from "../errors.ts";
 import { arrayOf, elementOf, Oid, type OidName } from "../types/oids.ts";
-import { driverRows } from "./exec.ts";
+import { driverRows } from "../connection/requests/driver_queries.ts";
 
 /** Where the driver's own queries go: the pool, or the caller's connection. */
 export interface CopySink {

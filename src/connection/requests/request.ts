@@ -3,12 +3,24 @@
  * handler for each backend message that belongs to it. The connection calls
  * these in FIFO order; ReadyForQuery settles the request.
  */
-import type { Column } from "../protocol/backend.ts";
-import type { Writer } from "../protocol/writer.ts";
-import type { PostgresError } from "../errors.ts";
-import type { StatementCache } from "./statement.ts";
-import type { DecodeOptions } from "../types/text_decoders.ts";
-import type { ConnectionState } from "./query_request.ts";
+import type { Column } from "../../protocol/backend.ts";
+import type { Writer } from "../../protocol/writer.ts";
+import type { PostgresError } from "../../errors.ts";
+import type { StatementCache } from "../statement.ts";
+import type { DecodeOptions } from "../../types/text_decoders.ts";
+import type { TlsPath } from "../transport/tls.ts";
+
+/** A connection's identity and transaction status, as postgres.js reports it on results. */
+export interface ConnectionState {
+  /** Backend process ID. */
+  pid: number;
+  /** Backend secret key. */
+  secret: number;
+  /** Transaction status: "I" idle, "T" in a transaction block, "E" in a failed block. */
+  status: string;
+  /** The TLS implementation: `"native"` (Deno.startTls), `"node"` (node:tls), or null (plain). */
+  tls: TlsPath | null;
+}
 
 /** The connection state a request may use while encoding. */
 export interface EncodeContext {

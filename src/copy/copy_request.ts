@@ -15,7 +15,7 @@ import * as fe from "../protocol/frontend.ts";
 import type { Writer } from "../protocol/writer.ts";
 import { type PostgresError, QueryError } from "../errors.ts";
 import type { Column } from "../protocol/backend.ts";
-import type { EncodeContext, PipelineRequest, RequestIO } from "./request.ts";
+import type { EncodeContext, PipelineRequest, RequestIO } from "../connection/requests/request.ts";
 
 /** The outcome of a COPY: rows copied (from the completion tag). */
 export interface CopyResult {

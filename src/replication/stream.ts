@@ -13,27 +13,22 @@
  * WAL's end, and changes committed while no session was open are not seen.
  */
 import type { Connection } from "../connection/connection.ts";
-import { ReplicationRequest } from "../connection/replication_request.ts";
+import { ReplicationRequest } from "./replication_request.ts";
 import { ConnectionError } from "../errors.ts";
 import { ProtocolViolation } from "../protocol/backend.ts";
-import { pgoutputMessage, type TupleValue } from "../protocol/pgoutput.ts";
-import {
-  parseLsn,
-  postgresClock,
-  replicationMessage,
-  standbyStatusUpdate,
-} from "../protocol/replication.ts";
+import { pgoutputMessage, type TupleValue } from "./pgoutput.ts";
+import { parseLsn, postgresClock, replicationMessage, standbyStatusUpdate } from "./messages.ts";
 import type { Row } from "../query/result.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
-import { firstRow } from "./exec.ts";
-import { connect, type HostOptions } from "./hosts.ts";
+import { firstRow } from "../connection/requests/driver_queries.ts";
+import { connect, type HostOptions } from "../config/hosts.ts";
 import {
   type DecodedRelation,
   type RelationInfo,
   RelationRows,
   type ReplicationEvent,
   type TruncateEvent,
-} from "./replication_rows.ts";
+} from "./rows.ts";
 
 /** How often the position reached is reported when the server does not ask. */
 const STATUS_INTERVAL_MS = 10_000;

@@ -8,7 +8,7 @@
 import * as fe from "../protocol/frontend.ts";
 import type { Writer } from "../protocol/writer.ts";
 import type { PostgresError } from "../errors.ts";
-import type { EncodeContext, PipelineRequest, RequestIO } from "./request.ts";
+import type { EncodeContext, PipelineRequest, RequestIO } from "../connection/requests/request.ts";
 
 /** Receives each CopyData body of the stream, `buf[start, end)`, valid only during the call. */
 export type StreamData = (buf: Uint8Array, start: number, end: number) => void;

@@ -17,7 +17,7 @@ import type { Writer } from "../protocol/writer.ts";
 import { ProtocolViolation } from "../protocol/backend.ts";
 import { ConnectionError, type PostgresError, QueryError } from "../errors.ts";
 import type { Column } from "../protocol/backend.ts";
-import type { EncodeContext, PipelineRequest, RequestIO } from "./request.ts";
+import type { EncodeContext, PipelineRequest, RequestIO } from "../connection/requests/request.ts";
 
 /** Common bookkeeping: one COPY statement's segment, settled by its ReadyForQuery. */
 abstract class BulkCopyRequest implements PipelineRequest {

@@ -1,6 +1,6 @@
 /** Runs fixed, parameterless SQL (LISTEN, ROLLBACK, ...) on a connection or pool. */
-import { QueryRequest } from "../connection/query_request.ts";
-import type { PipelineRequest } from "../connection/request.ts";
+import { QueryRequest } from "./query_request.ts";
+import type { PipelineRequest } from "./request.ts";
 
 /** Anything requests can be sent to. */
 export interface Sink {

@@ -22,7 +22,7 @@
  * statement) reads the rest and drops it.
  */
 import type { Column } from "../protocol/backend.ts";
-import { CopyToRequest } from "../connection/bulk_copy_request.ts";
+import { CopyToRequest } from "./bulk_copy_request.ts";
 import { Statement } from "../connection/statement.ts";
 import { QueryError } from "../errors.ts";
 import { BigIntType } from "../query/custom_types.ts";
@@ -30,14 +30,14 @@ import { Query } from "../query/query.ts";
 import { compile } from "../query/compile.ts";
 import { readQueryFile } from "../query/file.ts";
 import type { ByteDecoderFn } from "../types/byte_decoders.ts";
-import { arrayDecoder, copyDecoderFor, decodeText } from "../types/copy_decoders.ts";
-import { CopyBacklog } from "../types/copy_backlog.ts";
-import { BinaryCopyReader, TextCopyReader } from "../types/copy_format.ts";
+import { arrayDecoder, copyDecoderFor, decodeText } from "./copy_decoders.ts";
+import { CopyBacklog } from "./copy_backlog.ts";
+import { BinaryCopyReader, TextCopyReader } from "./copy_format.ts";
 import { Oid } from "../types/oids.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
 import { type CopyColumn, describeColumns, pickColumns, tableColumns } from "./copy_columns.ts";
 import { checkColumns, checkSignal, type CopyEnv, tableName } from "./copy_from.ts";
-import { quoteIdentifier } from "./exec.ts";
+import { quoteIdentifier } from "../connection/requests/driver_queries.ts";
 
 /**
  * Options of `sql.copyTo`.

@@ -11,13 +11,13 @@ import {
   type SslNegotiation,
   thrownText,
   type UserSocket,
-} from "../connection/transport.ts";
+} from "../connection/transport/transport.ts";
 import type { PasswordSource } from "../connection/startup.ts";
 import { readPgpass } from "./pgpass.ts";
 import { type CustomTypes, customTypes, type PostgresType } from "../query/custom_types.ts";
 import { normalizeTransform, type Transform, type Transforms } from "../query/transform.ts";
 import { type Notice, noticeOf } from "../errors.ts";
-import type { TelemetryOptions } from "./telemetry.ts";
+import type { TelemetryOptions } from "../telemetry/otel.ts";
 
 /**
  * TLS settings: a mode, or a mode with trusted CA certificates.

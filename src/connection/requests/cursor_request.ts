@@ -5,9 +5,9 @@
  * by the batch size, not the result size. It is a barrier: the connection
  * serves nothing else until the cursor is done.
  */
-import * as fe from "../protocol/frontend.ts";
-import type { Writer } from "../protocol/writer.ts";
-import type { PostgresError } from "../errors.ts";
+import * as fe from "../../protocol/frontend.ts";
+import type { Writer } from "../../protocol/writer.ts";
+import type { PostgresError } from "../../errors.ts";
 import { QueryRequest, type QuerySpec, type ResultTarget } from "./query_request.ts";
 import type { RequestIO } from "./request.ts";
 

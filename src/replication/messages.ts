@@ -6,8 +6,8 @@
  * standby status updates ('r'). Positions in the WAL (LSNs) are unsigned
  * 64-bit numbers, kept as `bigint`.
  */
-import { ProtocolViolation } from "./backend.ts";
-import type { Writer } from "./writer.ts";
+import { ProtocolViolation } from "../protocol/backend.ts";
+import type { Writer } from "../protocol/writer.ts";
 
 /** An XLogData message: WAL (or an output plugin message) starting at `walStart`. */
 export interface XLogData {

@@ -10,8 +10,7 @@
 import { Buffer } from "node:buffer";
 import { Readable, Writable } from "node:stream";
 import { QueryError } from "../errors.ts";
-import type { Result } from "../query/result.ts";
-import type { Transaction } from "./sql.ts";
+import type { Result, Row } from "../query/result.ts";
 
 /** `INV_WRITE | INV_READ`: open for reading and writing (postgres.js's default mode). */
 export const LARGE_OBJECT_READ_WRITE = 0x00020000 | 0x00040000;
@@ -130,8 +129,26 @@ export interface LargeObjectWritableOptions {
   start?: number;
 }
 
+/**
+ * What a large object needs of the transaction it lives in (a `Transaction` of `sql.begin()`):
+ * tagged queries, commit and rollback.
+ */
+export interface LargeObjectTransaction {
+  /** Runs one tagged query in the transaction. */
+  <T extends readonly unknown[] = Row[]>(
+    strings: TemplateStringsArray,
+    ...values: unknown[]
+  ): PromiseLike<
+    Result<T[number]>
+  >;
+  /** Commits and releases the connection. */
+  commit(): Promise<void>;
+  /** Rolls back and releases the connection. */
+  rollback(): Promise<void>;
+}
+
 /** A transaction to roll back when its large object was dropped without `close()`. */
-const unclosed = new FinalizationRegistry<Transaction>((tx) => {
+const unclosed = new FinalizationRegistry<LargeObjectTransaction>((tx) => {
   tx.rollback().catch(() => {}); // the connection may be gone; it is released either way
 });
 
@@ -152,7 +169,7 @@ function isOid(n: unknown): n is number {
  * with `begin`. Bad arguments reject before anything is reserved.
  */
 export async function openLargeObject(
-  begin: () => Promise<Transaction>,
+  begin: () => Promise<LargeObjectTransaction>,
   oid: number | undefined | null,
   mode: number = LARGE_OBJECT_READ_WRITE,
 ): Promise<LargeObject> {
@@ -178,7 +195,7 @@ export async function openLargeObject(
   }
 }
 
-function largeObject(tx: Transaction, oid: number, fd: number): LargeObject {
+function largeObject(tx: LargeObjectTransaction, oid: number, fd: number): LargeObject {
   let closing: Promise<void> | null = null;
   /** Runs one operation, unless the object was closed (its descriptor is gone with the transaction). */
   const op = <R>(run: () => PromiseLike<R>): Promise<R> =>

@@ -18,9 +18,9 @@ import {
   connectTimeoutError,
   connectTimeoutMs,
 } from "../connection/connection.ts";
-import type { PipelineRequest } from "../connection/request.ts";
+import type { PipelineRequest } from "../connection/requests/request.ts";
 import { ConnectionError, PostgresError } from "../errors.ts";
-import { firstRow } from "./exec.ts";
+import { firstRow } from "../connection/requests/driver_queries.ts";
 import type { HostTarget, LoadBalanceHosts, TargetSessionAttrs } from "./options.ts";
 
 /** The servers a client may connect to, and what kind of session it needs. */

@@ -12,12 +12,12 @@
  */
 import { Buffer } from "node:buffer";
 import { i32, ProtocolViolation } from "../protocol/backend.ts";
-import { binaryDecoderFor } from "./binary_decoders.ts";
-import type { ByteDecoderFn } from "./byte_decoders.ts";
-import { elementOf, Oid } from "./oids.ts";
+import { binaryDecoderFor } from "../types/binary_decoders.ts";
+import type { ByteDecoderFn } from "../types/byte_decoders.ts";
+import { elementOf, Oid } from "../types/oids.ts";
 import { readNumeric } from "./binary_numeric.ts";
 import { asciiText, text } from "./utf8_text.ts";
-import type { DecodeOptions } from "./text_decoders.ts";
+import type { DecodeOptions } from "../types/text_decoders.ts";
 
 const TWO_32 = 4294967296;
 

@@ -6,7 +6,7 @@
  * from `sql.subscribe` looks like the row a `select *` would return.
  */
 import { type Column, ProtocolViolation } from "../protocol/backend.ts";
-import type { RelationMessage, TupleValue } from "../protocol/pgoutput.ts";
+import type { RelationMessage, TupleValue } from "./pgoutput.ts";
 import { Statement } from "../connection/statement.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
 import type { Row } from "../query/result.ts";

@@ -7,8 +7,8 @@
  * format): turning them into JavaScript values is the job of the layer that
  * knows the client's decoders and transforms.
  */
-import { cstrEnd, i16, i32, ProtocolViolation, u16, utf8 } from "./backend.ts";
-import { u64 } from "./replication.ts";
+import { cstrEnd, i16, i32, ProtocolViolation, u16, utf8 } from "../protocol/backend.ts";
+import { u64 } from "./messages.ts";
 
 /**
  * One column of a tuple: its text (`t`), its bytes in the binary format

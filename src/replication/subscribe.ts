@@ -12,10 +12,10 @@
 import { ConnectionError, QueryError } from "../errors.ts";
 import type { Row } from "../query/result.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
-import type { HostOptions } from "./hosts.ts";
-import type { ReplicationEvent, TruncateEvent } from "./replication_rows.ts";
-import { type FailedChange, ReplicationStream } from "./replication_stream.ts";
-import { changeKeys, parsePattern } from "./subscribe_pattern.ts";
+import type { HostOptions } from "../config/hosts.ts";
+import type { ReplicationEvent, TruncateEvent } from "./rows.ts";
+import { type FailedChange, ReplicationStream } from "./stream.ts";
+import { changeKeys, parsePattern } from "./pattern.ts";
 
 /**
  * Called with each change a subscription's pattern matches: the row (the new

@@ -17,9 +17,9 @@
  * is free again when the promise rejects.
  */
 import { Writer } from "../protocol/writer.ts";
-import { CopyFromRequest } from "../connection/bulk_copy_request.ts";
+import { CopyFromRequest } from "./bulk_copy_request.ts";
 import { CopyRowError, QueryError } from "../errors.ts";
-import type { QueryConfig } from "../query/config.ts";
+import type { QueryConfig } from "../query/settings.ts";
 import { BigIntType } from "../query/custom_types.ts";
 import { Identifier } from "../query/identifier.ts";
 import {
@@ -30,8 +30,8 @@ import {
   textEncoder,
   writeFieldCount,
   writeNull,
-} from "../types/binary_encoders.ts";
-import { writeBinaryHeader, writeBinaryTrailer, writeTextField } from "../types/copy_format.ts";
+} from "./binary_encoders.ts";
+import { writeBinaryHeader, writeBinaryTrailer, writeTextField } from "./copy_format.ts";
 import { Parameter, serializeParameter } from "../types/encode.ts";
 import { Oid } from "../types/oids.ts";
 import {
@@ -42,7 +42,7 @@ import {
   pickColumns,
   tableColumns,
 } from "./copy_columns.ts";
-import { quoteIdentifier } from "./exec.ts";
+import { quoteIdentifier } from "../connection/requests/driver_queries.ts";
 
 /**
  * Options of `sql.copyFrom`.

@@ -1,0 +1,144 @@
+/**
+ * The shape of `src/`, checked: no import circles between files, and each folder imports only the
+ * folders below it in docs/ARCHITECTURE.md's diagram. Type-only imports count: a circle of types
+ * still means the two files cannot be understood apart. No server needed.
+ */
+import assert from "node:assert/strict";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
+const SRC = join(ROOT, "src");
+
+/**
+ * Which folders each folder of `src/` may import (besides itself). `errors.ts` is the one leaf
+ * every layer shares. Kept in step with the diagram in docs/ARCHITECTURE.md.
+ */
+const ALLOWED: Record<string, readonly string[]> = {
+  "errors.ts": ["protocol"],
+  protocol: [],
+  types: ["protocol"],
+  "connection/transport": ["protocol"],
+  connection: ["protocol", "types", "connection/transport"],
+  query: ["types"],
+  copy: ["protocol", "types", "connection", "query"],
+  telemetry: ["connection", "query", "copy"],
+  config: ["protocol", "types", "connection", "connection/transport", "query", "telemetry"],
+  replication: ["protocol", "types", "connection", "query", "config"],
+  listen: ["protocol", "connection", "config"],
+  large_object: ["query"],
+  client: [
+    "protocol",
+    "types",
+    "connection",
+    "connection/transport",
+    "query",
+    "copy",
+    "telemetry",
+    "config",
+    "replication",
+    "listen",
+    "large_object",
+  ],
+};
+
+/** Every `.ts` file under `dir`, as paths relative to `src/`. */
+function sources(dir: string): string[] {
+  const out: string[] = [];
+  for (const entry of Deno.readDirSync(dir)) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory) out.push(...sources(path));
+    else if (entry.name.endsWith(".ts")) out.push(relative(SRC, path));
+  }
+  return out.sort();
+}
+
+const IMPORT =
+  /(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?(?:[^;"']*?\s+from\s+)?["'](\.{1,2}\/[^"']+)["']|import\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g;
+
+/** The files of `src/` that `file` imports, relative to `src/`. */
+function importsOf(file: string): string[] {
+  const text = Deno.readTextFileSync(join(SRC, file));
+  const out = new Set<string>();
+  for (const m of text.matchAll(IMPORT)) {
+    const spec = m[1] ?? m[2];
+    out.add(relative(SRC, resolve(dirname(join(SRC, file)), spec)));
+  }
+  return [...out];
+}
+
+/** The layer a file belongs to: the longest key of ALLOWED its path starts with. */
+function layerOf(file: string): string {
+  if (file === "errors.ts") return file;
+  const keys = Object.keys(ALLOWED).filter((k) => file.startsWith(k + "/"));
+  assert.ok(keys.length > 0, `src/${file} is in no folder docs/ARCHITECTURE.md names`);
+  return keys.reduce((a, b) => (b.length > a.length ? b : a));
+}
+
+/** The import circles of a graph: its strongly connected components with more than one file. */
+function circles(graph: Map<string, string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1 || (graph.get(v) ?? []).includes(v)) found.push(component.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+const files = sources(SRC);
+const graph = new Map(files.map((f) => [f, importsOf(f)]));
+
+Deno.test("layout: every import in src/ names a file that exists", () => {
+  const missing = [...graph].flatMap(([f, deps]) =>
+    deps.filter((d) => !graph.has(d)).map((d) => `src/${f} -> src/${d}`)
+  );
+  assert.deepEqual(missing, []);
+});
+
+Deno.test("layout: no import circles in src/", () => {
+  assert.deepEqual(circles(graph).map((c) => c.map((f) => `src/${f}`).join(" <-> ")), []);
+});
+
+Deno.test("layout: each folder imports only the folders below it", () => {
+  const wrong: string[] = [];
+  for (const [file, deps] of graph) {
+    const from = layerOf(file);
+    for (const dep of deps) {
+      const to = layerOf(dep);
+      if (to !== from && to !== "errors.ts" && !ALLOWED[from].includes(to)) {
+        wrong.push(`src/${file} (${from}) -> src/${dep} (${to})`);
+      }
+    }
+  }
+  assert.deepEqual(wrong, []);
+});
+
+Deno.test("layout: the circle finder finds a circle", () => {
+  // The check above is only worth something if it can fail.
+  const sample = new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a"]], ["d", ["a"]]]);
+  assert.deepEqual(circles(sample), [["a", "b", "c"]]);
+});
