@@ -51,6 +51,7 @@ import { type Options, resolveOptions } from "../config/options.ts";
 import type { PasswordSource } from "../connection/startup.ts";
 import { socketPath } from "../connection/transport/transport.ts";
 import { Pool } from "./pool.ts";
+import { type EmbeddedParts, embeddedParts, withEmbedded } from "./embedded.ts";
 import { arrayTypesRequest } from "./fetch_types.ts";
 import { mayEndTransaction } from "../query/transaction_end.ts";
 import { quoteIdentifier } from "../connection/requests/driver_queries.ts";
@@ -1011,7 +1012,13 @@ let clients = 0;
 
 /** Creates a client; see {@link Options} and the README for the URL and environment rules. */
 export function createSql(url?: string, options?: Options): Sql {
-  const resolved = resolveOptions(url, options);
+  const resolved = withEmbedded(resolveOptions(url, options), options, url);
+  // One session (PGlite): sql.listen shares the pool's connection; sql.subscribe is refused.
+  const embedded: EmbeddedParts | null = resolved.embedded === undefined ? null : embeddedParts(
+    resolved,
+    { send: (req): void => pool.send(req) },
+    (): { pid: number; secret: number } => pool.connections[0] ?? { pid: 0, secret: 0 },
+  );
   const telemetry = Telemetry.of(resolved.telemetry, {
     database: resolved.database,
     host: resolved.host,
@@ -1027,6 +1034,7 @@ export function createSql(url?: string, options?: Options): Sql {
       ca: resolved.ca,
       sslnegotiation: resolved.sslnegotiation,
       socket: resolved.socket,
+      embedded: resolved.embedded,
     },
     failure: resolved.failure,
     hosts: {
@@ -1044,7 +1052,7 @@ export function createSql(url?: string, options?: Options): Sql {
     decode,
     onnotice: resolved.onnotice,
     onparameter: resolved.onparameter,
-    onnotify: resolved.onnotify,
+    onnotify: embedded?.onnotify ?? resolved.onnotify,
     queryTimeout: resolved.queryTimeout,
   }, {
     maxQueue: resolved.maxQueue,
@@ -1058,6 +1066,7 @@ export function createSql(url?: string, options?: Options): Sql {
     arrayTypes: resolved.fetchTypes
       ? () => typesKnown ? null : arrayTypesRequest(decode, (ok) => typesKnown ||= ok)
       : undefined,
+    sessionStart: embedded?.sessionStart,
   });
   let typesKnown = false;
   telemetry?.observePool(
@@ -1071,7 +1080,7 @@ export function createSql(url?: string, options?: Options): Sql {
     pool,
     telemetry,
   ) as Sql;
-  const listener = new Listener(pool.options);
+  const listener = embedded?.listener ?? new Listener(pool.options);
   const subscriber = new Subscriber({
     connection: pool.options,
     decode,
@@ -1212,6 +1221,7 @@ export function createSql(url?: string, options?: Options): Sql {
   async function end(o?: { timeout?: number }): Promise<void> {
     telemetry?.close();
     await Promise.all([pool.end(o?.timeout), listener.end(), subscriber.end()]);
+    await resolved.embedded?.end?.();
   }
 
   const first = resolved.hosts[0];
@@ -1250,7 +1260,7 @@ export function createSql(url?: string, options?: Options): Sql {
     begin: { value: begin },
     reserve: { value: reserve },
     listen: { value: listener.listen.bind(listener) },
-    subscribe: { value: subscriber.subscribe.bind(subscriber) },
+    subscribe: { value: embedded?.subscribe ?? subscriber.subscribe.bind(subscriber) },
     notify: {
       value: async (channel: string, payload: string) => {
         await sql`select pg_notify(${channel}, ${payload})`;
@@ -1263,10 +1273,7 @@ export function createSql(url?: string, options?: Options): Sql {
     end: { value: end },
     close: { value: end },
     [Symbol.asyncDispose]: {
-      value: () => {
-        telemetry?.close();
-        return Promise.all([pool.end(), listener.end(), subscriber.end()]);
-      },
+      value: end,
     },
   });
   return sql;

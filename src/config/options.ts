@@ -18,6 +18,7 @@ import { type CustomTypes, customTypes, type PostgresType } from "../query/custo
 import { normalizeTransform, type Transform, type Transforms } from "../query/transform.ts";
 import { type Notice, noticeOf } from "../errors.ts";
 import type { TelemetryOptions } from "../telemetry/otel.ts";
+import type { EmbeddedServer } from "../connection/transport/embedded.ts";
 
 /**
  * TLS settings: a mode, or a mode with trusted CA certificates.
@@ -238,6 +239,13 @@ export interface Options {
    * Deno's providers; `false`: off; an object: other providers, or no query text.
    */
   telemetry?: TelemetryOptions | false;
+  /**
+   * A server inside this process instead of a host: what `pglite()` from
+   * `jsr:@pgpipe/pgpipe/pglite` returns. One session, so one connection (`max` 1) that
+   * `sql.listen` shares; a URL, `host`, `port`, `path`, `socket`, TLS, `max` over 1 and
+   * `query_timeout` are refused, and `sql.subscribe` rejects (see {@link EmbeddedServer}).
+   */
+  embedded?: EmbeddedServer;
 }
 
 /**
@@ -324,6 +332,8 @@ export interface ResolvedOptions {
   publicationNames: string[];
   /** The `telemetry` option as given (checked). */
   telemetry?: TelemetryOptions | false;
+  /** The server inside this process, when the `embedded` option named one (see embedded.ts). */
+  embedded?: EmbeddedServer;
 }
 
 /** `max_protocol_version`'s values and the minor version each asks for. */

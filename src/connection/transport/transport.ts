@@ -23,6 +23,7 @@ import {
   wouldPassNatively,
 } from "./tls.ts";
 import { preferP256 } from "./tls_group.ts";
+import { type EmbeddedServer, openEmbedded } from "./embedded.ts";
 
 export type { SslMode };
 
@@ -123,6 +124,8 @@ export interface Endpoint {
    * connection (and each cancel) instead of opening a socket ourselves.
    */
   socket?: (target: { host: string; port: number }) => unknown;
+  /** A server inside this process: its stream replaces the socket (no TLS, no cancel). */
+  embedded?: EmbeddedServer;
 }
 
 /** The minimal socket interface the connection needs. */
@@ -869,6 +872,7 @@ export async function openTransport(
   const where = describe(endpoint);
   const mode = endpoint.sslmode;
   const unix = endpoint.host.startsWith("/");
+  if (endpoint.embedded !== undefined) return await openEmbedded(endpoint.embedded, where);
   const n = new Negotiation(signal);
   if (endpoint.socket !== undefined) {
     let raw: unknown;
