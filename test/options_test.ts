@@ -1,7 +1,8 @@
 /** Options, URL, environment and .pgpass, and the pool lifetimes, against a real server. */
 import assert from "node:assert/strict";
 import postgres from "../mod.ts";
-import { parseUrl, resolveOptions } from "../src/config/options.ts";
+import { resolveOptions } from "../src/config/resolve.ts";
+import { parseUrl } from "../src/config/url.ts";
 import { matchPgpass } from "../src/config/pgpass.ts";
 import { databaseUrl, hasClusters, tlsCluster } from "./harness/env.ts";
 import { withEnv } from "./harness/util.ts";
