@@ -27,6 +27,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   replication: ["protocol", "types", "connection", "query", "config"],
   listen: ["protocol", "connection", "config"],
   large_object: ["query"],
+  // PGlite as an embedded server: its stream speaks the protocol; nothing in src imports it.
+  pglite: ["protocol", "connection/transport"],
   client: [
     "protocol",
     "types",
