@@ -3,7 +3,8 @@
  * (begin, reserve, listen, notify, subscribe, largeObject, end) and its
  * options shown back.
  */
-import { type Options, type ResolvedOptions, resolveOptions } from "../config/options.ts";
+import type { Options, ResolvedOptions } from "../config/options.ts";
+import { resolveOptions } from "../config/resolve.ts";
 import type { HostOptions } from "../config/hosts.ts";
 import { type LargeObject, openLargeObject } from "../large_object/large_object.ts";
 import { Listener, type ListenHandle, type NotifyHandler } from "../listen/listen.ts";
