@@ -2,7 +2,7 @@
 // directly, and the COPY + cursor script. Each example's tables go into a schema of their own
 // (through the search_path startup parameter), dropped at the end.
 import assert from "node:assert/strict";
-import postgres from "../mod.ts";
+import postgres from "./harness/postgres.ts";
 import { databaseUrl, tlsCluster } from "./harness/env.ts";
 
 const url = databaseUrl();

@@ -4,7 +4,7 @@
 // servers for the bytes, and against the real one (whatever `deno task test --pg=N` started) for
 // the behaviour; PostgreSQL 18's oauth method on a cluster of its own.
 import assert from "node:assert/strict";
-import postgres, { ConnectionError, type Options, PostgresError } from "../mod.ts";
+import postgres, { ConnectionError, type Options, PostgresError } from "./harness/postgres.ts";
 import { startCluster } from "./harness/cluster.ts";
 import { assertConnectionError, failure, quiet } from "./harness/connect.ts";
 import { databaseUrl, plainCluster, tlsCluster } from "./harness/env.ts";
@@ -23,6 +23,7 @@ import {
 } from "./harness/fake_server.ts";
 import { tapProxy } from "./harness/tap_proxy.ts";
 import { serverVersion, withEnv, within } from "./harness/util.ts";
+import { CANCEL, serverTest } from "./harness/pglite_mode.ts";
 
 const PROTOCOL_3_0 = 196608;
 const PROTOCOL_3_2 = 196610;
@@ -197,7 +198,7 @@ const url = (() => {
   }
 })();
 
-Deno.test({
+serverTest(CANCEL, {
   name:
     "max_protocol_version 3.2 on the test server: 18 gives a 32-byte cancel key, older ones negotiate 3.0; queries and cancel work either way",
   ignore: url === undefined,

@@ -39,8 +39,8 @@ function encoded(encode: (w: Writer) => void): Uint8Array {
 const STRAY_COPY_FAIL = encoded((w) =>
   fe.copyFail(
     w,
-    "pgpipe over PGlite runs COPY FROM STDIN only as a simple query of its own " +
-      "(query.writable(), sql.copyFrom): PGlite needs its data in the same call",
+    "COPY ... FROM STDIN needs query.writable() in pgpipe, as a query of its own " +
+      "(over PGlite its data must come in the same call)",
   )
 );
 
