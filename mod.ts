@@ -116,9 +116,9 @@ export type {
   NodeLikeSocket,
   SslMode,
   SslNegotiation,
+  TlsPath,
   UserSocket,
 } from "./src/connection/transport/transport.ts";
-export type { TlsPath } from "./src/connection/transport/tls.ts";
 export type { BulkCopy } from "./src/copy/bulk_copy.ts";
 export type { CopyFromOptions, CopyFromSource } from "./src/copy/copy_from.ts";
 export type { CopyToOptions } from "./src/copy/copy_to.ts";

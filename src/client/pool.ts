@@ -17,7 +17,7 @@ import type { PipelineRequest } from "../connection/requests/request.ts";
 import { ConnectionError, isSocketErrorCode, QueryError } from "../errors.ts";
 import { QueryRequest } from "../connection/requests/query_request.ts";
 import type { DebugHook } from "../config/options.ts";
-import { isUserFailure } from "../connection/transport/transport.ts";
+import { isUserFailure } from "../connection/transport/user_socket.ts";
 import { exec } from "../connection/requests/driver_queries.ts";
 import { connect, type HostOptions } from "../config/hosts.ts";
 import type { PoolCounts, Telemetry } from "../telemetry/telemetry.ts";

@@ -9,9 +9,9 @@ import {
   socketPath,
   type SslMode,
   type SslNegotiation,
-  thrownText,
   type UserSocket,
 } from "../connection/transport/transport.ts";
+import { thrownText } from "../connection/transport/socket_errors.ts";
 import type { PasswordSource } from "../connection/startup.ts";
 import { readPgpass } from "./pgpass.ts";
 import { type CustomTypes, customTypes, type PostgresType } from "../query/custom_types.ts";

@@ -31,14 +31,9 @@ import type { ConnectionState } from "./requests/request.ts";
 import { type PasswordSource, startup, type StartupIO } from "./startup.ts";
 import { StatementCache } from "./statement.ts";
 import { mayBeCancelRequest, sendCancel, StrayCancels } from "./cancel.ts";
-import {
-  type Endpoint,
-  openTransport,
-  socketErrorInfo,
-  socketPath,
-  type Transport,
-} from "./transport/transport.ts";
-import type { TlsPath } from "./transport/tls.ts";
+import { openTransport } from "./transport/connect.ts";
+import { socketErrorInfo } from "./transport/socket_errors.ts";
+import { type Endpoint, socketPath, type TlsPath, type Transport } from "./transport/transport.ts";
 
 /** Everything one connection needs to know. */
 export interface ConnectionOptions {
@@ -620,16 +615,16 @@ export class Connection implements EncodeContext {
     // behind 100"), and on loopback batching writes that way gained nothing measurable.
     if (this.#flushQueued || this.#writing) return;
     this.#flushQueued = true;
-    // Over native TLS while others are in flight: one turn of the event loop later (about a µs),
-    // after the answers that already arrived were read, so the queries they free leave together
-    // in one TLS record rather than one per read (each costs the server a decrypt). Pipelined,
-    // that measured 5-10% more queries/s on one connection and on the pool, with less CPU per
-    // query on both sides. Over plain TCP and node:tls the same rule, A/B against this one in one
-    // process (1 and 4 connections, in a transaction, the pool with 500 in flight), moved q/s and
-    // CPU per query by no more than the noise (±2-4% medians; a plain TCP read already takes
-    // all that arrived, so there are no per-record reads to gather). They keep the microtask.
-    // A lone query still leaves at once.
-    if (this.#tail - this.#head > 1 && this.#transport.tls === "native") setImmediate(this.#flush);
+    // Where the transport gathers writes (native TLS) while others are in flight: one turn of the
+    // event loop later (about a µs), after the answers that already arrived were read, so the
+    // queries they free leave together in one TLS record rather than one per read (each costs
+    // the server a decrypt). Pipelined, that measured 5-10% more queries/s on one connection and
+    // on the pool, with less CPU per query on both sides. Over plain TCP and node:tls the same
+    // rule, A/B against this one in one process (1 and 4 connections, in a transaction, the pool
+    // with 500 in flight), moved q/s and CPU per query by no more than the noise (±2-4% medians;
+    // a plain TCP read already takes all that arrived, so there are no per-record reads to
+    // gather). They keep the microtask. A lone query still leaves at once.
+    if (this.#tail - this.#head > 1 && this.#transport.gatherWrites) setImmediate(this.#flush);
     else queueMicrotask(this.#flush);
   }
 
@@ -666,15 +661,15 @@ export class Connection implements EncodeContext {
   };
 
   /**
-   * Over native TLS with nothing in flight, the read loop waits until the next write is under way
-   * (or one turn of the event loop, whichever comes first) before it reads again. A native read
-   * goes to the socket at once (rustls reads it before it waits), and with nothing to read yet
-   * that costs a syscall and a pass through rustls; issued before the next serial query's write,
-   * that sat on every round trip's critical path, where the raw ping-pong issues it after its
-   * write, while the server works. Plain TCP knows the socket is empty without a syscall and
-   * node:tls reads by events, so both read at once as before. The turn of the event loop bounds
-   * the wait: an idle connection still reads notifications, notices and the server's FATAL
-   * (pg_terminate_backend, idle_session_timeout) as they come.
+   * Where an idle read costs (native TLS), with nothing in flight, the read loop waits until the
+   * next write is under way (or one turn of the event loop, whichever comes first) before it reads
+   * again. A native read goes to the socket at once (rustls reads it before it waits), and with
+   * nothing to read yet that costs a syscall and a pass through rustls; issued before the next
+   * serial query's write, that sat on every round trip's critical path, where the raw ping-pong
+   * issues it after its write, while the server works. Plain TCP knows the socket is empty
+   * without a syscall and node:tls reads by events, so both read at once as before. The turn of
+   * the event loop bounds the wait: an idle connection still reads notifications, notices and the
+   * server's FATAL (pg_terminate_backend, idle_session_timeout) as they come.
    */
   #idleRead(): Promise<void> {
     return new Promise((resolve) => {
@@ -699,7 +694,7 @@ export class Connection implements EncodeContext {
           if (this.#pausing) await new Promise<void>((resolve) => this.#paused = resolve);
         }
         this.#queue[this.#head]?.beforeRead?.();
-        if (this.#head === this.#tail && this.#transport.tls === "native") await this.#idleRead();
+        if (this.#head === this.#tail && this.#transport.idleReadCosts) await this.#idleRead();
         const n = await this.#transport.read(framer.space());
         if (n === null) break;
         this.#lastRead = Date.now();
