@@ -15,7 +15,7 @@ export const WILL_ENCRYPT = 0x53; // "S"
 export const WONT_ENCRYPT = 0x4e; // "N"
 
 /** What a TLS check verifies: nothing, the chain only (verify-ca), or the chain and the host name. */
-export type Verification = "none" | "chain" | "full";
+type Verification = "none" | "chain" | "full";
 
 /** The check an sslmode asks for; `require` with a CA is `verify-ca`, as in libpq. */
 export function verification(mode: SslMode, ca: string[] | undefined): Verification {
