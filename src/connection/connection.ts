@@ -206,18 +206,23 @@ export class Connection implements EncodeContext {
     return withSslFallback(options.endpoint, (tryTls) => Connection.#attempt(options, tryTls));
   }
 
-  static async #attempt(options: ConnectionOptions, tryTls: boolean): Promise<Connection> {
+  static #attempt(options: ConnectionOptions, tryTls: boolean): Promise<Connection> {
     const c = new Connection(options);
-    await startWithin(options, {
+    // Returned as it is, not awaited: one more await would bring a failed start to the pool a
+    // microtask turn later, after a query its caller sends at once, which then fails with it
+    // (test/streams_test.ts, "a query cancelled while its connection starts").
+    return startWithin(options, {
       run: (signal) => c.#start(tryTls, signal),
       opened: () => c.#opened,
       close: () => c.#transport?.close(),
       abandon: (err) => c.#abandon(err),
+      ready: () => {
+        c.#started();
+        c.#readLoop();
+        c.#startWatchdog();
+        return c;
+      },
     });
-    c.#started();
-    c.#readLoop();
-    c.#startWatchdog();
-    return c;
   }
 
   /** Opens the transport and runs the startup over it; `signal` aborts the negotiation. */

@@ -56,8 +56,8 @@ export async function withSslFallback<T>(
   }
 }
 
-/** A connection's start, as {@link startWithin} drives it. */
-export interface Start {
+/** A connection's start, as {@link startWithin} drives it; `T` is the connection. */
+export interface Start<T> {
   /** Opens the transport and runs the startup; aborting `signal` closes a socket being negotiated. */
   run(signal: AbortSignal): Promise<void>;
   /** Whether the transport was opened (what fails after that is the startup's doing). */
@@ -66,17 +66,19 @@ export interface Start {
   close(): void;
   /** The start failed with `err`: what was claimed meanwhile goes back, or fails. */
   abandon(err: Error): void;
+  /** The start succeeded: the connection goes live. */
+  ready(): T;
 }
 
 /**
- * Runs `start` within the connect timeout (read now: it may change between attempts). On a
- * timeout the socket being negotiated is closed and the start rejects with CONNECT_TIMEOUT; on
- * any failure, with {@link startupError}'s error.
+ * Runs `start` within the connect timeout (read now: it may change between attempts), and
+ * resolves to the live connection. On a timeout the socket being negotiated is closed and the
+ * start rejects with CONNECT_TIMEOUT; on any failure, with {@link startupError}'s error.
  */
-export async function startWithin(
+export async function startWithin<T>(
   options: ConnectTimeout & { endpoint: Endpoint },
-  start: Start,
-): Promise<void> {
+  start: Start<T>,
+): Promise<T> {
   const timeoutMs = connectTimeoutMs(options);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const abort = new AbortController();
@@ -103,6 +105,7 @@ export async function startWithin(
   } finally {
     clearTimeout(timer);
   }
+  return start.ready();
 }
 
 /** What a failed startup rejects with: typed errors as they are, anything else as a ConnectionError. */
