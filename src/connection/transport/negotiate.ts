@@ -7,8 +7,14 @@
 import { ConnectionError } from "../../errors.ts";
 import { sslRequest } from "../../protocol/frontend.ts";
 import { Writer } from "../../protocol/writer.ts";
-import { thrownText } from "./socket_errors.ts";
-import type { DenoLikeConn, Endpoint, NodeLikeSocket, SslMode, Where } from "./transport.ts";
+import {
+  type DenoLikeConn,
+  type Endpoint,
+  type NodeLikeSocket,
+  type SslMode,
+  thrownText,
+  type Where,
+} from "./transport.ts";
 
 /** The server's answers to an SSLRequest: it will speak TLS, or it will not. */
 export const WILL_ENCRYPT = 0x53; // "S"

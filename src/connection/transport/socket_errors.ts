@@ -3,17 +3,7 @@
  * failure is an OS error (Deno names some only by its error class), else CONNECT_FAILED.
  */
 import { ConnectionError, isSocketErrorCode, type SocketErrorCode } from "../../errors.ts";
-import { type Endpoint, socketPath, type Where } from "./transport.ts";
-
-/** The text of whatever was thrown, without trusting its own toString. */
-export function thrownText(value: unknown): string {
-  if (value instanceof Error) return value.message;
-  try {
-    return String(value);
-  } catch {
-    return Object.prototype.toString.call(value);
-  }
-}
+import { type Endpoint, socketPath, thrownText, type Where } from "./transport.ts";
 
 /** Deno's error classes that carry no `code` of their own. */
 const DENO_CODES: Record<string, SocketErrorCode> = {

@@ -9,12 +9,12 @@ import type { Duplex } from "node:stream";
 import { NodeSocketTransport } from "./node_socket.ts";
 import { ConnDuplex, nodeTlsAnswered, nodeTlsOver } from "./node_tls.ts";
 import { DenoConnTransport } from "./socket.ts";
-import { thrownText } from "./socket_errors.ts";
 import {
   type DenoLikeConn,
   type Endpoint,
   type NodeLikeSocket,
   PLAIN,
+  thrownText,
   type Transport,
   type Where,
 } from "./transport.ts";
