@@ -1,3 +1,5 @@
+// Test-only npm imports, pinned where they are used.
+// deno-lint-ignore-file no-import-prefix
 /**
  * Kysely 0.28 over pgpipe. One Kysely program (schema builder, CRUD with returning, joins,
  * subqueries, CTEs, aggregates, JSON helpers, transactions, savepoints, `db.connection()`,
@@ -25,7 +27,9 @@ import { jsonArrayFrom, jsonObjectFrom } from "npm:kysely@^0.28.19/helpers/postg
 import { PostgresJSDialect } from "npm:kysely-postgres-js@3.0.0";
 import postgresJs from "npm:postgres@3.4.9";
 import postgres, { PostgresError } from "../mod.ts";
-import { PgpipeConnection, PgpipeDialect, PgpipeDriver } from "../kysely.ts";
+import { PgpipeDialect } from "../kysely.ts";
+import { type PgpipeConnection, PgpipeDriver } from "../src/kysely/driver.ts";
+import { needsSession } from "../src/kysely/session_statement.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { tapProxy } from "./harness/tap_proxy.ts";
 import { eventually } from "./harness/util.ts";
@@ -636,4 +640,406 @@ Deno.test("one Kysely program gives the same results over postgres.js, kysely-po
     }
     assert.deepStrictEqual(Object.keys(t), Object.keys(reference));
   }
+});
+
+/** A PgpipeDialect Kysely over a new pgpipe client of `max` connections. */
+function pgpipeDb<DB = Database>(max: number): Kysely<DB> {
+  return new Kysely<DB>({
+    dialect: new PgpipeDialect({ postgres: postgres(url, { max, ...quiet }) }),
+  });
+}
+
+/** Sync messages among what the driver wrote through the tap proxy: one per query. */
+function syncs(types: string[]): number {
+  return types.filter((t) => t === "S").length;
+}
+
+Deno.test("PgpipeDialect: concurrent queries outside a transaction are all on the wire of one connection before any answer", async () => {
+  await using proxy = tapProxy(url); // a pgpipe client of max 1 through a proxy that can hold answers
+  const db = new Kysely<Database>({ dialect: new PgpipeDialect({ postgres: proxy.sql }) });
+  await sql`select 1`.execute(db); // connected
+  let open!: () => void;
+  proxy.state.gate = new Promise<void>((resolve) => open = resolve);
+  proxy.state.recording = true;
+  const queries = Array.from(
+    { length: 20 },
+    (_, i) => sql<{ i: number }>`select ${i}::int as i`.execute(db),
+  );
+  // No answer can arrive while the gate is shut: every query was written without waiting for one.
+  const allWritten = await eventually(() => syncs(proxy.types()) >= 20);
+  proxy.state.gate = null;
+  open();
+  const rows = await Promise.all(queries);
+  assert.ok(allWritten, `only ${syncs(proxy.types())} of 20 queries were written`);
+  assert.deepEqual(rows.map((r) => r.rows[0].i), Array.from({ length: 20 }, (_, i) => i));
+});
+
+Deno.test("kysely-postgres-js on pgpipe reserves per query: the second query waits for the first's answer", async () => {
+  // The contrast that motivates PgpipeDialect, on the same client through the same proxy.
+  await using proxy = tapProxy(url);
+  const db = new Kysely<Database>({
+    // deno-lint-ignore no-explicit-any
+    dialect: new PostgresJSDialect({ postgres: proxy.sql as any }),
+  });
+  await sql`select 1`.execute(db);
+  let open!: () => void;
+  proxy.state.gate = new Promise<void>((resolve) => open = resolve);
+  proxy.state.recording = true;
+  const queries = [1, 2].map((i) => sql<{ i: number }>`select ${i}::int as i`.execute(db));
+  const first = await eventually(() => syncs(proxy.types()) >= 1);
+  // A second Sync cannot appear: the reserved connection is released only after an answer.
+  const second = await eventually(() => syncs(proxy.types()) >= 2, 300);
+  proxy.state.gate = null;
+  open();
+  assert.deepEqual((await Promise.all(queries)).map((r) => r.rows[0].i), [1, 2]);
+  assert.ok(first && !second, `first written: ${first}, second written under the gate: ${second}`);
+});
+
+Deno.test("PgpipeDialect: a transaction's statements share one backend and no other query enters it", async () => {
+  const db = pgpipeDb(2);
+  try {
+    await db.schema.createTable("kysely_tx_probe").ifNotExists()
+      .addColumn("id", "integer").execute();
+    await sql`truncate kysely_tx_probe`.execute(db);
+    const outside: Promise<{ n: string }[]>[] = [];
+    const pids = await db.transaction().execute(async (trx) => {
+      const seen: number[] = [];
+      const pid = async () =>
+        seen.push(
+          (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0].pid,
+        );
+      await pid();
+      await sql`insert into kysely_tx_probe values (1)`.execute(trx);
+      // Issued while the row is uncommitted: a query that ran inside the transaction would see it.
+      for (let i = 0; i < 30; i++) {
+        outside.push(
+          sql<{ n: string }>`select count(*) as n from kysely_tx_probe`.execute(db).then((r) =>
+            r.rows
+          ),
+        );
+      }
+      await pid();
+      await Promise.all(outside);
+      await pid();
+      return seen;
+    });
+    assert.equal(new Set(pids).size, 1, `pids ${pids}`);
+    for (const rows of await Promise.all(outside)) assert.deepEqual(rows, [{ n: "0" }]);
+    const after = await sql<{ n: string }>`select count(*) as n from kysely_tx_probe`.execute(db);
+    assert.deepEqual(after.rows, [{ n: "1" }]);
+    await db.schema.dropTable("kysely_tx_probe").execute();
+  } finally {
+    await db.destroy();
+  }
+});
+
+Deno.test("PgpipeDialect: 50 concurrent transactions, half failing, each on one backend", async () => {
+  const db = pgpipeDb(4);
+  try {
+    await db.schema.createTable("kysely_tx_many").ifNotExists()
+      .addColumn("id", "integer", (c) => c.primaryKey()).execute();
+    await sql`truncate kysely_tx_many`.execute(db);
+    const runs = Array.from({ length: 50 }, (_, id) =>
+      db.transaction().execute(async (trx) => {
+        const a = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
+        await sql`insert into kysely_tx_many values (${id})`.execute(trx);
+        const b = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
+        if (id % 2 === 1) throw new Error(`fail ${id}`);
+        return a.rows[0].pid === b.rows[0].pid;
+      }));
+    const settled = await Promise.allSettled(runs);
+    for (const [id, r] of settled.entries()) {
+      if (id % 2 === 1) assert.equal(r.status, "rejected");
+      else assert.deepEqual(r, { status: "fulfilled", value: true });
+    }
+    const ids = await sql<{ id: number }>`select id from kysely_tx_many order by id`.execute(db);
+    assert.deepEqual(ids.rows.map((r) => r.id), Array.from({ length: 25 }, (_, i) => i * 2));
+    await db.schema.dropTable("kysely_tx_many").execute();
+  } finally {
+    await db.destroy();
+  }
+});
+
+Deno.test("PgpipeDialect: db.connection() keeps one session, and queries outside do not enter it", async () => {
+  const db = pgpipeDb(2);
+  try {
+    const outside: Promise<unknown>[] = [];
+    const inside = await db.connection().execute(async (conn) => {
+      const pid1 = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(conn);
+      await sql`select set_config('app.who', 'conn', false)`.execute(conn);
+      const lock = await sql<{ got: boolean }>`select pg_try_advisory_lock(4242) as got`
+        .execute(conn);
+      for (let i = 0; i < 20; i++) {
+        // Plain queries: they go to the pool, on the other connection.
+        outside.push(
+          sql<{ who: string | null }>`select current_setting('app.who', true) as who`.execute(db)
+            .then((r) => r.rows[0].who),
+        );
+      }
+      // Needs a session: reserves the other connection, where the lock is someone else's.
+      outside.push(
+        sql<{ got: boolean }>`select pg_try_advisory_lock(4242) as got`.execute(db).then((r) =>
+          r.rows[0].got
+        ),
+      );
+      await Promise.all(outside);
+      await sql`create temp table kysely_scratch as select 7 as v`.execute(conn);
+      const v = await sql<{ v: number }>`select v from kysely_scratch`.execute(conn);
+      const who = await sql<{ who: string }>`select current_setting('app.who') as who`.execute(
+        conn,
+      );
+      const pid2 = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(conn);
+      await sql`select pg_advisory_unlock(4242)`.execute(conn);
+      await sql`reset app.who`.execute(conn);
+      await sql`drop table kysely_scratch`.execute(conn);
+      return [
+        lock.rows[0].got,
+        v.rows[0].v,
+        who.rows[0].who,
+        pid1.rows[0].pid === pid2.rows[0].pid,
+      ];
+    });
+    assert.deepEqual(inside, [true, 7, "conn", true]);
+    const seen = await Promise.all(outside);
+    assert.equal(seen.length, 21);
+    for (const who of seen.slice(0, 20)) assert.ok(who === null || who === "", `saw ${who}`);
+    assert.equal(seen[20], false);
+  } finally {
+    await db.destroy();
+  }
+});
+
+Deno.test("PgpipeDialect: a connection lease runs a lone plain statement on the pool and holds from the second", async () => {
+  const driver = new PgpipeDriver({ postgres: postgres(url, { max: 2, ...quiet }) });
+  await driver.init();
+  try {
+    const lease = await driver.acquireConnection() as PgpipeConnection;
+    await lease.executeQuery(CompiledQuery.raw("select 1 as one"));
+    assert.equal(lease.held, false);
+    await lease.executeQuery(CompiledQuery.raw("select set_config('app.who', 'x', false)"));
+    assert.equal(lease.held, true);
+    const who = await lease.executeQuery<{ who: string }>(
+      CompiledQuery.raw("select current_setting('app.who') as who"),
+    );
+    assert.deepEqual(who.rows, [{ who: "x" }]);
+    await lease.executeQuery(CompiledQuery.raw("reset app.who"));
+    await driver.releaseConnection(lease);
+    await assert.rejects(lease.executeQuery(CompiledQuery.raw("select 1")), /already released/);
+
+    const session = await driver.acquireConnection() as PgpipeConnection;
+    await session.executeQuery(CompiledQuery.raw("create temp table t_first (v int)"));
+    assert.equal(session.held, true); // a session statement holds from the first
+    await driver.releaseConnection(session);
+  } finally {
+    await driver.destroy();
+  }
+});
+
+Deno.test("PgpipeDialect: executeQuery's result shape matches Kysely's pg driver", async () => {
+  const driver = new PgpipeDriver({ postgres: postgres(url, { max: 1, ...quiet }) });
+  await driver.init();
+  const lease = await driver.acquireConnection();
+  try {
+    const q = (text: string, params: unknown[] = []) =>
+      lease.executeQuery(CompiledQuery.raw(text, params));
+    await q("create temp table shape (id int primary key, v text)");
+    assert.deepEqual(await q("insert into shape values (1, 'a'), (2, 'b'), (3, 'c')"), {
+      numAffectedRows: 3n,
+      rows: [],
+    });
+    assert.deepEqual(await q("insert into shape values ($1, $2) returning id", [4, "d"]), {
+      numAffectedRows: 1n,
+      rows: [{ id: 4 }],
+    });
+    assert.deepEqual(await q("update shape set v = 'z' where id > $1", [2]), {
+      numAffectedRows: 2n,
+      rows: [],
+    });
+    assert.deepEqual(await q("select id from shape where id < $1 order by id", [3]), {
+      numAffectedRows: undefined,
+      rows: [{ id: 1 }, { id: 2 }],
+    });
+    assert.deepEqual(
+      await q(
+        "merge into shape s using (values (1), (9)) as n(id) on s.id = n.id " +
+          "when matched then delete when not matched then insert values (n.id, 'm')",
+      ),
+      { numAffectedRows: 2n, rows: [] },
+    );
+    assert.deepEqual(await q("delete from shape"), { numAffectedRows: 4n, rows: [] });
+    const ddl = await q("create temp table shape2 (v int)");
+    assert.deepEqual(ddl, { numAffectedRows: undefined, rows: [] });
+  } finally {
+    await driver.releaseConnection(lease);
+    await driver.destroy();
+  }
+});
+
+Deno.test("PgpipeDialect: streamQuery reads through a cursor in the chunks Kysely asks for", async () => {
+  const driver = new PgpipeDriver({ postgres: postgres(url, { max: 1, ...quiet }) });
+  await driver.init();
+  try {
+    const chunks: number[][] = [];
+    const lease = await driver.acquireConnection();
+    const query = CompiledQuery.raw("select generate_series(1, $1::int) as n", [7]);
+    for await (const r of lease.streamQuery<{ n: number }>(query, 3)) {
+      chunks.push(r.rows.map((row) => row.n));
+    }
+    await driver.releaseConnection(lease);
+    assert.deepEqual(chunks, [[1, 2, 3], [4, 5, 6], [7]]);
+    // Stopped early: the cursor is closed and the connection takes the next query.
+    const again = await driver.acquireConnection();
+    for await (const r of again.streamQuery(query, 2)) {
+      assert.equal(r.rows.length, 2);
+      break;
+    }
+    const after = await again.executeQuery(CompiledQuery.raw("select 1 as one"));
+    assert.deepEqual(after.rows, [{ one: 1 }]);
+    await driver.releaseConnection(again);
+    await assert.rejects(
+      (async () => {
+        for await (const _ of again.streamQuery(query, 0)) { /* never */ }
+      })(),
+      RangeError,
+    );
+  } finally {
+    await driver.destroy();
+  }
+});
+
+Deno.test("PgpipeDialect: a commit the server answers with ROLLBACK throws AbortedTransactionError (kysely-postgres-js resolves)", async () => {
+  for (const stack of stacks) {
+    const db = stack.make("public", 2);
+    try {
+      await sql`create table if not exists kysely_abort (id int primary key)`.execute(db);
+      await sql`truncate kysely_abort`.execute(db);
+      const outcome = await db.transaction().execute(async (trx) => {
+        await sql`insert into kysely_abort values (1)`.execute(trx);
+        // Caught: the callback goes on, but the server has aborted the block.
+        await sql`insert into kysely_abort values (1)`.execute(trx).catch(() => {});
+        return "callback returned";
+      }).then((v) => v, (e) => e);
+      const rows = await sql`select * from kysely_abort`.execute(db);
+      assert.deepEqual(rows.rows, [], stack.name); // rolled back everywhere
+      if (stack.name === "PgpipeDialect") {
+        assert.ok(outcome instanceof AbortedTransactionError, String(outcome));
+        const trx = await db.startTransaction().execute();
+        await sql`select 1/0`.execute(trx).catch(() => {});
+        await assert.rejects(trx.commit().execute(), AbortedTransactionError);
+        assert.equal(trx.isRolledBack, true);
+      } else {
+        assert.equal(outcome, "callback returned", stack.name); // silently rolled back
+      }
+      await sql`drop table kysely_abort`.execute(db);
+    } finally {
+      await db.destroy();
+    }
+  }
+});
+
+Deno.test("JSON strings: postgres.js stores a JSON string, pgpipe (both dialects) parses the text as Kysely's pg driver does", async () => {
+  const typeOf: Record<string, unknown[]> = {};
+  for (const [i, stack] of stacks.entries()) {
+    const schema = `kysely_json_${i}`;
+    typeOf[stack.name] = await inSchema(schema, async () => {
+      const db = stack.make(schema, 1);
+      try {
+        await sql`create table doc (j jsonb)`.execute(db);
+        await sql`insert into doc values (${JSON.stringify({ a: 1 })})`.execute(db);
+        await sql`insert into doc values (${{ a: 2 }})`.execute(db);
+        const bare = await sql`insert into doc values (${"hello"})`.execute(db).then(
+          () => "stored",
+          (e) => (e as PostgresError).code,
+        );
+        const r = await sql<{ t: string }>`select jsonb_typeof(j) as t from doc`.execute(db);
+        return [...r.rows.map((x) => x.t), bare];
+      } finally {
+        await db.destroy();
+      }
+    });
+  }
+  assert.deepEqual(typeOf, {
+    "kysely-postgres-js + postgres.js": ["string", "object", "string", "stored"],
+    "kysely-postgres-js + pgpipe": ["object", "object", "22P02"],
+    "PgpipeDialect": ["object", "object", "22P02"],
+  });
+});
+
+Deno.test("PgpipeDialect: server errors reach Kysely as pgpipe's PostgresError, with the caller's frames", async () => {
+  const db = pgpipeDb(1);
+  try {
+    const err = await sql`select 1 from no_such_table_kysely`.execute(db).catch((e) => e);
+    assert.ok(err instanceof PostgresError);
+    assert.equal(err.code, "42P01");
+    assert.match(err.stack ?? "", /orm_kysely_test\.ts/);
+    const inTx = await db.transaction().execute((trx) => sql`select 1/0`.execute(trx)).catch((e) =>
+      e
+    );
+    assert.ok(inTx instanceof PostgresError && inTx.code === "22012", String(inTx));
+    assert.deepEqual((await sql<{ ok: number }>`select 1 as ok`.execute(db)).rows, [{ ok: 1 }]);
+  } finally {
+    await db.destroy();
+  }
+});
+
+Deno.test("PgpipeDialect: db.destroy() ends the client; a factory is called once", async () => {
+  let made = 0;
+  const client = postgres(url, { max: 1, ...quiet });
+  const db = new Kysely<Database>({
+    dialect: new PgpipeDialect({ postgres: () => (made++, client) }),
+  });
+  await Promise.all([sql`select 1`.execute(db), sql`select 2`.execute(db)]);
+  assert.equal(made, 1);
+  await db.destroy();
+  await assert.rejects(
+    client`select 1`,
+    (e) => (e as { code?: string }).code === "CONNECTION_ENDED",
+  );
+});
+
+Deno.test("needsSession: session statements and functions count; plain DML and quoted look-alikes do not", () => {
+  const yes = [
+    "set search_path = x",
+    "  SET LOCAL statement_timeout = 1",
+    "reset all",
+    "begin",
+    "start transaction isolation level serializable",
+    "select set_config('a.b', 'c', false)",
+    "select pg_advisory_lock(1)",
+    "select pg_try_advisory_lock($1)",
+    "create temp table t (v int)",
+    "create temporary table t (v int)",
+    "select * into temp t from x",
+    "select currval('s')",
+    "select lastval()",
+    "select nextval('s')",
+    "select pg_backend_pid()",
+    "listen ch",
+    "do $$ begin perform 1; end $$",
+    "call proc()",
+    "declare c cursor for select 1",
+    "prepare p as select 1",
+    "discard all",
+    "lock table t",
+    "/* c */ set x = 1",
+    "-- c\nset x = 1",
+    "select 1; set x = 2",
+  ];
+  const no = [
+    'select * from "person" where "id" = $1',
+    'insert into "pet" ("name") values ($1) on conflict do nothing',
+    'update "person" set "name" = $1 where "id" = $2',
+    'delete from "person" where "id" = $1',
+    'select case when "a" then 1 else 2 end as "x" from "t"',
+    'select "temp", "set_config" from "weather"',
+    "select 'set x = 1' as s",
+    "select $$lastval()$$ as s",
+    'with "x" as (select 1) select * from "x"',
+    'create table "t" ("id" serial primary key)',
+    'alter table "t" add column "start" int',
+    'select * from "t" order by "id" fetch first 10 rows only',
+    'select "begin", "end" from "ranges"',
+  ];
+  for (const text of yes) assert.equal(needsSession(text), true, text);
+  for (const text of no) assert.equal(needsSession(text), false, text);
 });

@@ -1,3 +1,6 @@
+// The package's one npm import (this subpath only), pinned where it is used rather than in an
+// import map, so the package's configuration names no npm package.
+// deno-lint-ignore-file no-import-prefix
 /**
  * The Kysely dialect: PostgreSQL's adapter, introspector and query compiler from Kysely itself,
  * with pgpipe's driver (`driver.ts`).

@@ -1,3 +1,6 @@
+// The package's one npm import (this subpath only), pinned where it is used rather than in an
+// import map, so the package's configuration names no npm package.
+// deno-lint-ignore-file no-import-prefix
 /**
  * Kysely's `Driver` over a pgpipe client. Kysely acquires a "connection" for every query, every
  * transaction and every `db.connection()` callback, and cannot say which it is: so what it gets
@@ -280,8 +283,9 @@ export class PgpipeDriver implements Driver {
     );
   }
 
-  async releaseConnection(connection: DatabaseConnection): Promise<void> {
+  releaseConnection(connection: DatabaseConnection): Promise<void> {
     lease(connection).release();
+    return Promise.resolve();
   }
 
   async destroy(): Promise<void> {
