@@ -12,10 +12,13 @@
  * npm packages are test-only imports here; nothing in mod.ts's graph imports them.
  */
 import assert from "node:assert/strict";
+import { promises as fs } from "node:fs";
+import * as path from "node:path";
 import {
   AbortedTransactionError,
   CamelCasePlugin,
   CompiledQuery,
+  FileMigrationProvider,
   type Generated,
   Kysely,
   type Migration,
@@ -570,6 +573,36 @@ async function program(db: Kysely<Database>, schema: string): Promise<Record<str
     return [r, half.rows];
   });
 
+  await s("file migration provider", async () => {
+    const folder = await Deno.makeTempDir({ prefix: "kysely_migrations_" });
+    try {
+      await Deno.writeTextFile(
+        path.join(folder, "2024_01_shelf.ts"),
+        `export async function up(db: any) {
+  await db.schema.createTable("shelf").addColumn("id", "serial", (c: any) => c.primaryKey())
+    .addColumn("label", "text").execute();
+  await db.insertInto("shelf").values([{ label: "a" }, { label: "b" }]).execute();
+}
+export async function down(db: any) {
+  await db.schema.dropTable("shelf").execute();
+}
+`,
+      );
+      const migrator = new Migrator({
+        db,
+        provider: new FileMigrationProvider({ fs, path, migrationFolder: folder }),
+        migrationTableName: "file_migration",
+        migrationLockTableName: "file_migration_lock",
+      });
+      const up = await migrator.migrateToLatest();
+      const shelf = await sql`select label from shelf order by id`.execute(db);
+      const down = await migrator.migrateDown();
+      return [up, shelf.rows, down];
+    } finally {
+      await Deno.remove(folder, { recursive: true });
+    }
+  });
+
   await s(
     "unique violation",
     () => db.insertInto("pet").values({ owner_id: 1, name: "Catto", species: "cat" }).execute(),
@@ -1042,4 +1075,34 @@ Deno.test("needsSession: session statements and functions count; plain DML and q
   ];
   for (const text of yes) assert.equal(needsSession(text), true, text);
   for (const text of no) assert.equal(needsSession(text), false, text);
+});
+
+Deno.test("PgpipeDialect: onReserveConnection sees each lease first; a session statement there holds it", async () => {
+  let calls = 0;
+  const db = new Kysely<Database>({
+    dialect: new PgpipeDialect({
+      postgres: postgres(url, { max: 2, ...quiet }),
+      onReserveConnection: async (connection) => {
+        calls++;
+        await connection.executeQuery(
+          CompiledQuery.raw("select set_config('app.tenant', 'acme', false)"),
+        );
+      },
+    }),
+  });
+  try {
+    const rows = await Promise.all(
+      Array.from(
+        { length: 5 },
+        () =>
+          sql<{ t: string }>`select current_setting('app.tenant') as t`.execute(db).then((r) =>
+            r.rows[0].t
+          ),
+      ),
+    );
+    assert.deepEqual(rows, ["acme", "acme", "acme", "acme", "acme"]);
+    assert.equal(calls, 5);
+  } finally {
+    await db.destroy();
+  }
 });
