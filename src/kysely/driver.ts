@@ -30,7 +30,9 @@ import {
 } from "npm:kysely@^0.28.19";
 import type { Query } from "../query/query.ts";
 import type { Result } from "../query/result.ts";
-import type { ReservedSql, Sql, SqlTag } from "../client/sql.ts";
+import type { Sql } from "../client/client.ts";
+import type { ReservedSql } from "../client/reserve.ts";
+import type { SqlTag } from "../client/sql.ts";
 import { needsSession } from "./session_statement.ts";
 
 /**
