@@ -36,7 +36,7 @@ export interface PoolOptions {
   debug?: DebugHook;
   /**
    * A request each new connection sends before anything else, or null (the catalog query of
-   * `fetch_types`, until the types are known).
+   * `fetch_types`).
    */
   arrayTypes?: () => PipelineRequest | null;
   /** Most requests waiting locally (here and in connection backlogs); more are refused. */

@@ -22,7 +22,8 @@ import type { PipelineRequest } from "../connection/requests/request.ts";
 import { ConnectionError, PostgresError, QueryError } from "../errors.ts";
 import { compile } from "../query/compile.ts";
 import { clientDecode, type QueryConfig, queryConfig } from "../query/settings.ts";
-import type { Typed } from "../query/custom_types.ts";
+import type { PostgresType, Typed } from "../query/custom_types.ts";
+import type { ParserTable, SerializerTable } from "../query/type_handlers.ts";
 import { readQueryFile } from "../query/file.ts";
 import { Helper } from "../query/helpers.ts";
 import { Identifier } from "../query/identifier.ts";
@@ -129,6 +130,39 @@ export interface PublicOptions {
   connection: Record<string, string>;
   /** The server's parameters: the same object as `sql.parameters`. */
   parameters: Readonly<Record<string, string>>;
+  /** The `types` option as given (`{}` without it). */
+  types: Record<string, PostgresType>;
+  /**
+   * The result parser of each type OID, live as in postgres.js: pgpipe's own (postgres.js's
+   * default OIDs, every built-in array type, `int8` with `bigint`), the `types` option's, and
+   * the array types `fetch_types` finds. A parser set, replaced or deleted here applies to every
+   * query from then on, on every connection; a column whose type has a parser of the program's
+   * is read as text and the parser gets the server's text as it is (a deleted one: the text is
+   * the value). Assigning an object replaces the table's contents.
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres();
+   * sql.options.parsers[1184] = (text: string) => text; // timestamptz as the server's text
+   * const [{ t }] = await sql`select now() as t`; // "2026-01-02 03:04:05.123456+00"
+   * ```
+   */
+  parsers: ParserTable;
+  /**
+   * The parameter serializer of each type OID, live as `parsers`: one of the program's applies
+   * to each value whose type pgpipe infers as that OID (a plain string: `text`, 25; a plain
+   * number or object: 0), returning the text sent.
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres();
+   * sql.options.serializers[1184] = (d: Date) => d.toISOString().replace("Z", "+00:00");
+   * await sql`select ${new Date()}::timestamptz as t`;
+   * ```
+   */
+  serializers: SerializerTable;
 }
 
 /**
@@ -472,7 +506,6 @@ function makeRunner(
 ): QueryRunner {
   const undef = config.undefinedValue;
   const debug = config.debug;
-  const serializers = config.serializers;
   const newResult = () => new Result<unknown>() as unknown as ResultTarget;
 
   /** Serialises a compiled query into a request spec; throws a QueryError on bad input. */
@@ -503,6 +536,7 @@ function makeRunner(
     }
     const params = new Array<string | null>(n);
     const types = new Array<number>(n);
+    const serializers = config.serializers; // sql.options.serializers as it is now
     for (let i = 0; i < n; i++) {
       let value = values[i];
       // The common cases first: strings and numbers go untyped (the server infers the type).
@@ -1019,6 +1053,7 @@ export function createSql(url?: string, options?: Options): Sql {
   });
   const decode = clientDecode({ ...resolved, debug: resolved.debugStacks });
   const config = queryConfig(decode);
+  const handlers = config.handlers!;
   const pool = new Pool({
     endpoint: {
       host: resolved.host,
@@ -1053,13 +1088,11 @@ export function createSql(url?: string, options?: Options): Sql {
     maxLifetime: resolved.maxLifetime,
     debug: resolved.debug,
     telemetry,
-    // Until one succeeds, each new connection sends the catalog query ahead of its first
-    // queries (connections opening together each send their own: none waits for another's).
-    arrayTypes: resolved.fetchTypes
-      ? () => typesKnown ? null : arrayTypesRequest(decode, (ok) => typesKnown ||= ok)
-      : undefined,
+    // Each new connection sends the catalog query ahead of its first queries, as postgres.js's
+    // connections do, so a type created while the client runs (a migration's enum) is known
+    // to the connections opened after it; what one finds serves every connection.
+    arrayTypes: resolved.fetchTypes ? () => arrayTypesRequest(handlers) : undefined,
   });
-  let typesKnown = false;
   telemetry?.observePool(
     `${resolved.user}@${resolved.host}:${resolved.port}/${resolved.database}#${++clients}`,
     () => pool.counts(),
@@ -1239,10 +1272,22 @@ export function createSql(url?: string, options?: Options): Sql {
     publications: resolved.publications,
     connection: { ...resolved.params },
     parameters: pool.parameters,
-  };
+    types: options?.types ?? {},
+  } as PublicOptions;
   Object.defineProperties(publicOptions, {
     pass: { value: resolved.pass, enumerable: false },
     password: { value: resolved.pass, enumerable: false },
+    // Live tables (see type_handlers.ts); assigning an object replaces a table's contents.
+    parsers: {
+      get: () => handlers.parsers,
+      set: (v: unknown) => handlers.replace("parsers", v),
+      enumerable: true,
+    },
+    serializers: {
+      get: () => handlers.serializers,
+      set: (v: unknown) => handlers.replace("serializers", v),
+      enumerable: true,
+    },
   });
   Object.defineProperties(sql, {
     options: { value: publicOptions, enumerable: true },

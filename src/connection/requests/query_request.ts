@@ -108,7 +108,10 @@ export class QueryRequest implements PipelineRequest {
   #closes: Statement[] | null = null; // evicted statements this request's Close messages close
   #ctx: EncodeContext | null = null;
   #retried = false; // re-prepared once after a stale statement
-  #binary = false; // bound with the statement's binary result formats
+  // The decoders of the statement's description this request was bound with (null: read the
+  // statement's when rows come, as a statement described meanwhile was bound in text).
+  #decoders: Statement["decoders"] | null = null;
+  #bytes: Statement["byteDecoders"] | null = null;
   /** The first error of this request (server, decoding); settles it as a rejection. */
   protected failure: Error | null = null;
   #targets: ResultTarget[] | null = null; // simple protocol: one result per statement
@@ -207,7 +210,8 @@ export class QueryRequest implements PipelineRequest {
     this.#owner = false;
     this.#key = "";
     this.#cache = null;
-    this.#binary = false;
+    this.#decoders = null;
+    this.#bytes = null;
     this.#closes = null;
     const spec = this.spec;
     const cache = ctx.statements;
@@ -249,10 +253,19 @@ export class QueryRequest implements PipelineRequest {
         fe.describe(w, "S", st.name);
       }
       this.#statement = st;
+      if (st.columns !== null) {
+        // `sql.options.parsers` changed since the statement was described: pick its decoders
+        // (and so its result formats) again before binding.
+        const decode = spec.decode ?? ctx.decode;
+        if (st.describedWith !== decode.parsers) st.pickDecoders(st.columns, decode);
+      }
       // Binary results only once the columns are known (not for the query that prepares the
       // statement) and never for raw(), which hands out the server's text bytes.
       const binary = st.formats.length > 0 && spec.mode !== "raw";
-      this.#binary = binary;
+      if (st.columns !== null) {
+        this.#decoders = st.decoders;
+        this.#bytes = binary ? st.binaryDecoders : st.byteDecoders;
+      }
       fe.bind(w, st.name, spec.params, binary ? st.formats : TEXT);
     }
     this.encodeExecute(w);
@@ -298,8 +311,8 @@ export class QueryRequest implements PipelineRequest {
 
   #decode(buf: Uint8Array, start: number, end: number): unknown {
     const st = this.#statement!;
-    const decoders = st.decoders;
-    const bytes = this.#binary ? st.binaryDecoders : st.byteDecoders;
+    const decoders = this.#decoders ?? st.decoders;
+    const bytes = this.#bytes ?? st.byteDecoders;
     if (end - start < 2) throw new ProtocolViolation("DataRow is truncated");
     const n = (buf[start] << 8) | buf[start + 1];
     if (st.columns === null || n !== st.columns.length) {
