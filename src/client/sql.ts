@@ -48,7 +48,8 @@ import {
   serializeCustom,
   serializeParameter,
 } from "../types/encode.ts";
-import { type Options, resolveOptions } from "../config/options.ts";
+import type { Options } from "../config/options.ts";
+import { resolveOptions } from "../config/resolve.ts";
 import type { PasswordSource } from "../connection/startup.ts";
 import { socketPath } from "../connection/transport/transport.ts";
 import { Pool } from "./pool.ts";
