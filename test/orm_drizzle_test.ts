@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import postgresJs from "npm:postgres@3.4.9";
-import postgres from "../mod.ts";
+import postgres, { type Options } from "../mod.ts";
 import { drizzleProgram, type Outcome } from "./orm/drizzle_program.ts";
 import { databaseUrl } from "./harness/env.ts";
 
@@ -20,31 +20,47 @@ function failures(run: Record<string, Outcome>): string[] {
   );
 }
 
-Deno.test("drizzle: a program written for postgres.js gives the same results over pgpipe", async () => {
-  const reference = postgresJs(url, quiet);
-  let expected: Record<string, Outcome>;
-  try {
-    expected = await drizzleProgram(reference);
-  } finally {
-    await reference.end();
-  }
-  assert.deepEqual(failures(expected), [], "the program runs cleanly over postgres.js");
-
-  const sql = postgres(url, quiet);
-  let actual: Record<string, Outcome>;
-  try {
-    actual = await drizzleProgram(sql);
-  } finally {
-    await sql.end();
-  }
-  assert.deepEqual(Object.keys(actual), Object.keys(expected));
-  const differences: string[] = [];
-  for (const name of Object.keys(expected)) {
+/** The program's outcomes over postgres.js, run once for every variant below. */
+let reference: Promise<Record<string, Outcome>> | undefined;
+function expected(): Promise<Record<string, Outcome>> {
+  return reference ??= (async () => {
+    const sql = postgresJs(url, quiet);
     try {
-      assert.deepStrictEqual(actual[name], expected[name]);
-    } catch (e) {
-      differences.push(`${name}:\n${(e as Error).message}`);
+      return await drizzleProgram(sql);
+    } finally {
+      await sql.end();
     }
-  }
-  assert.equal(differences.length, 0, differences.join("\n\n"));
-});
+  })();
+}
+
+/** pgpipe's options in each run: the defaults, and the settings an ORM user may pick. */
+const variants: [string, Options][] = [
+  ["the defaults", {}],
+  ["force_prepare", { force_prepare: true }],
+  ["prepare: false (a transaction-mode pooler)", { prepare: false }],
+  ["max: 1 (every query pipelined on one connection)", { max: 1 }],
+];
+
+for (const [name, options] of variants) {
+  Deno.test(`drizzle: a program written for postgres.js gives its results over pgpipe, ${name}`, async () => {
+    const want = await expected();
+    assert.deepEqual(failures(want), [], "the program runs cleanly over postgres.js");
+    const sql = postgres(url, { ...quiet, ...options });
+    let actual: Record<string, Outcome>;
+    try {
+      actual = await drizzleProgram(sql);
+    } finally {
+      await sql.end();
+    }
+    assert.deepEqual(Object.keys(actual), Object.keys(want));
+    const differences: string[] = [];
+    for (const step of Object.keys(want)) {
+      try {
+        assert.deepStrictEqual(actual[step], want[step]);
+      } catch (e) {
+        differences.push(`${step}:\n${(e as Error).message}`);
+      }
+    }
+    assert.equal(differences.length, 0, differences.join("\n\n"));
+  });
+}

@@ -119,6 +119,8 @@ export interface PublicOptions {
   max_pipeline: number;
   /** Whether named prepared statements are used. */
   prepare: boolean;
+  /** Whether `force_prepare` is in force (it turns itself off behind a pooler that moves sessions). */
+  readonly force_prepare: boolean;
   /** Whether array types are fetched on the first connection. */
   fetch_types: boolean;
   /** Whether `debug` is on (a hook or whole stacks). */
@@ -565,15 +567,18 @@ function makeRunner(
         ? serialize(value, undef)
         : serializeCustom(value, oid, serializers, undef);
     }
+    const named = query.prepare ?? prepare;
+    const forced = config.forced;
     const spec: QuerySpec = {
       text,
       params,
       values,
       types,
-      prepare: query.prepare ?? prepare,
+      prepare: named || (forced !== null && forced.on && !simple),
       mode: query.mode,
     };
     if (simple) spec.simple = true;
+    else if (!named && forced !== null && forced.on) spec.forced = forced;
     if (shared) spec.shared = true;
     // In a transaction an error aborts the block anyway: queries written together share a Sync.
     else if (transaction && !simple && !controlsTransaction(text)) spec.batch = true;
@@ -1278,6 +1283,7 @@ export function createSql(url?: string, options?: Options): Sql {
   Object.defineProperties(publicOptions, {
     pass: { value: resolved.pass, enumerable: false },
     password: { value: resolved.pass, enumerable: false },
+    force_prepare: { get: () => config.forced?.on === true, enumerable: true },
     // Live tables (see type_handlers.ts); assigning an object replaces a table's contents.
     parsers: {
       get: () => handlers.parsers,

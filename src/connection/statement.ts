@@ -115,6 +115,32 @@ export class Statement {
     this.types = types;
   }
 
+  /** The options the decoders were picked with (see `sameShape`). */
+  describedFor: DecodeOptions | null = null;
+
+  /**
+   * Whether `other` was described with these columns (the same array: rowDescription gives it
+   * again for the same bytes) and options, so its decoders serve this statement as they are.
+   */
+  sameShape(other: Statement, columns: Column[], options: DecodeOptions): boolean {
+    return other.columns === columns && other.describedFor === options &&
+      other.describedWith === options.parsers;
+  }
+
+  /** Takes `other`'s description (see `sameShape`): no names to map, no decoders to pick. */
+  adopt(other: Statement): void {
+    this.columns = other.columns;
+    this.keys = other.keys;
+    this.rowTransform = other.rowTransform;
+    this.Row = other.Row;
+    this.describedFor = other.describedFor;
+    this.describedWith = other.describedWith;
+    this.decoders = other.decoders;
+    this.byteDecoders = other.byteDecoders;
+    this.binaryDecoders = other.binaryDecoders;
+    this.formats = other.formats;
+  }
+
   /**
    * Records the result shape and picks a decoder for each column. Naming the columns runs the
    * user's `transform.column.from`; if it throws, the statement is left as it was.
@@ -124,6 +150,7 @@ export class Statement {
     const keys = columns.map((c) => rename === undefined ? c.name : rename(c.name));
     this.columns = columns;
     this.keys = keys;
+    this.describedFor = options;
     this.rowTransform = options.row ?? null;
     this.Row = rowConstructor(keys);
     this.pickDecoders(columns, options);
@@ -186,6 +213,11 @@ export class StatementCache {
   #max: number;
   /** Statements evicted but not yet closed on the server. */
   readonly evicted: Statement[] = [];
+  /**
+   * The unnamed statement described last on this connection: the next one described with the
+   * same columns takes its decoders (Statement.adopt) instead of picking them again.
+   */
+  unnamed: Statement | null = null;
 
   constructor(max: number) {
     this.#max = max;

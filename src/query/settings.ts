@@ -35,6 +35,11 @@ export interface QueryConfig {
   decode: DecodeOptions;
   /** `sql.options.parsers` and `sql.options.serializers` (null for the defaults below). */
   handlers: TypeHandlers | null;
+  /**
+   * `force_prepare`: queries asking for the unnamed statement get named ones while `on` (a
+   * vanished statement turns it off); null when the option is off.
+   */
+  forced: { on: boolean } | null;
 }
 
 const configs = new WeakMap<DecodeOptions, QueryConfig>();
@@ -47,6 +52,7 @@ const defaults: QueryConfig = {
   debug: false,
   decode: { bigint: false },
   handlers: null,
+  forced: null,
 };
 
 /**
@@ -54,7 +60,13 @@ const defaults: QueryConfig = {
  * remembered for {@linkcode queryConfig}.
  */
 export function clientDecode(
-  options: { bigint: boolean; transform: Transforms; types: CustomTypes; debug?: boolean },
+  options: {
+    bigint: boolean;
+    transform: Transforms;
+    types: CustomTypes;
+    debug?: boolean;
+    forcePrepare?: boolean;
+  },
 ): DecodeOptions {
   const { transform, types } = options;
   const decode: DecodeOptions = { bigint: options.bigint };
@@ -69,6 +81,7 @@ export function clientDecode(
     debug: options.debug === true,
     decode,
     handlers: null,
+    forced: options.forcePrepare === true ? { on: true } : null,
   };
   // Each change to the tables swaps in new maps: statements described with the old parsers map
   // see that it is no longer the connection's and describe themselves again (see Statement).

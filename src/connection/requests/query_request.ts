@@ -68,6 +68,12 @@ export interface QuerySpec {
   types: number[];
   /** Use a cached named statement (true) or the unnamed one (false). */
   prepare: boolean;
+  /**
+   * The query asked for the unnamed statement and `force_prepare` gave it a named one: while
+   * `on` it is named; a named statement that vanished or whose name was taken (a pooler moving
+   * the session) turns `on` off for the whole client, and the query runs again unnamed.
+   */
+  forced?: { on: boolean };
   /** Row shape. */
   mode: RowMode;
   /**
@@ -141,7 +147,16 @@ export class QueryRequest implements PipelineRequest {
   retryable(err: PostgresError, idle: boolean): boolean {
     const st = this.#statement;
     const cache = this.#cache;
-    if (!idle || this.#retried || st === null || st.name === "" || cache === null) return false;
+    if (st === null || st.name === "" || cache === null) return false;
+    const forced = this.spec.forced;
+    if (forced?.on === true && (err.code === "26000" || err.code === "42P05")) {
+      forced.on = false; // a session moved between server connections: stop naming statements
+      cache.forget(this.#key, st); // not closed: on this server it is not (or not ours)
+      if (!idle || this.#retried) return false;
+      this.#retried = true;
+      return this.restart();
+    }
+    if (!idle || this.#retried) return false;
     const stale = (err.code === "0A000" && /cached plan/.test(err.message)) ||
       (err.code === "26000" && st.error === null) ||
       // Re-planning a cached statement against a changed table failed: a fresh Parse, which
@@ -229,7 +244,7 @@ export class QueryRequest implements PipelineRequest {
       fe.query(w, spec.text);
       return;
     }
-    if (!spec.prepare) {
+    if (!spec.prepare || spec.forced?.on === false) {
       this.#statement = new Statement("", spec.text, spec.types);
       this.#owner = true;
       fe.parse(w, "", spec.text, spec.types);
@@ -285,7 +300,15 @@ export class QueryRequest implements PipelineRequest {
 
   rowDescription(columns: Column[], ctx: EncodeContext): void {
     if (this.#targets !== null) this.#nextStatement();
-    this.#statement!.describe(columns, this.spec.decode ?? ctx.decode);
+    const st = this.#statement!;
+    const decode = this.spec.decode ?? ctx.decode;
+    if (st.name !== "") return st.describe(columns, decode);
+    // The unnamed statement, described at every run: most often as the one before it was.
+    const cache = ctx.statements;
+    const last = cache.unnamed;
+    if (last !== null && st.sameShape(last, columns, decode)) return st.adopt(last);
+    st.describe(columns, decode);
+    cache.unnamed = st;
   }
 
   noData(): void {
