@@ -10,6 +10,9 @@ import { fileURLToPath } from "node:url";
 import {
   aliasedTable,
   and,
+  arrayContained,
+  arrayContains,
+  arrayOverlaps,
   asc,
   avg,
   between,
@@ -210,6 +213,7 @@ const full = {
   macaddr8: "08:00:2b:01:02:03:04:05",
   bit: "1010",
   bytes: Buffer.from([0, 1, 2, 127, 128, 255]),
+  price: 123456,
   mood: "sad" as const,
   moods: ["sad", "happy"] as ("sad" | "ok" | "happy")[],
   texts: ["a", "", "with space", "NULL", 'q"uote', "back\\slash", "{}", "ü"],
@@ -387,6 +391,21 @@ export async function drizzleProgram(client: unknown): Promise<Record<string, Ou
       eq(users.seenAt, "2024-01-02 03:04:05.123456+00"),
     ),
     await db.select({ id: users.id }).from(users).where(eq(users.balance, 9007199254740993n)),
+    await db.select({ id: users.id }).from(users).where(arrayContains(users.tags, ["a", "b c"])),
+    await db.select({ id: users.id }).from(users).where(arrayOverlaps(users.tags, ["cobol", "x"])),
+    await db.select({ id: users.id }).from(users).where(
+      arrayContained(users.tags, [
+        "a",
+        "b c",
+        'q"uote',
+        "comma,",
+        "{brace}",
+        "NULL",
+        "back\\slash",
+        "",
+      ]),
+    ).orderBy(users.id),
+    await db.select({ id: everything.id }).from(everything).where(eq(everything.price, 123456)),
   ]);
   await step("select order limit offset distinct", async () => [
     await db.select({ name: users.name }).from(users).orderBy(asc(users.age), desc(users.id))
@@ -539,6 +558,15 @@ export async function drizzleProgram(client: unknown): Promise<Record<string, Ou
         comments: { columns: { text: true, createdAt: true } },
       },
     }));
+  await step(
+    "findMany excluding columns, through drizzle({ client, schema })",
+    () =>
+      drizzle({ client: client as any, schema }).query.posts.findMany({
+        columns: { body: false, publishedAt: false },
+        with: { author: { columns: { id: true, tags: true, balance: true } } },
+        orderBy: (p, { asc }) => [asc(p.id)],
+      }),
+  );
   await step("findFirst", async () => [
     await db.query.posts.findFirst({
       where: (p, { eq }) => eq(p.id, 3),

@@ -50,6 +50,13 @@ export const bytea = customType<{ data: Buffer; driverData: Buffer }>({
   dataType: () => "bytea",
 });
 
+/** A custom type that maps both ways: cents in the program, numeric(10, 2) in the database. */
+export const money = customType<{ data: number; driverData: string }>({
+  dataType: () => "numeric(10, 2)",
+  toDriver: (cents) => (cents / 100).toFixed(2),
+  fromDriver: (text) => Math.round(Number(text) * 100),
+});
+
 export const users = schema.table("users", {
   id: serial("id").primaryKey(),
   name: text("name").notNull(),
@@ -135,6 +142,7 @@ export const everything = schema.table("everything", {
   macaddr8: macaddr8("macaddr8"),
   bit: bit("bit", { dimensions: 4 }),
   bytes: bytea("bytes"),
+  price: money("price"),
   mood: mood("mood"),
   moods: mood("moods").array(),
   texts: text("texts").array(),
