@@ -346,12 +346,25 @@ export async function drizzleProgram(client: unknown): Promise<Record<string, Ou
       db.insert(everything).overridingSystemValue().values({ id: 1000, text: "forced" })
         .returning({ id: everything.id, text: everything.text }),
   );
-  await step("insert json strings and scalars", () =>
-    db.insert(everything).values([
+  // One row per insert: PostgreSQL 13 refuses DEFAULT for a GENERATED ALWAYS identity column
+  // in a multi-row VALUES.
+  await step("insert json strings and scalars", async () => {
+    const rows = [
       { json: "a string" as unknown as object, jsonb: "a string" as unknown as object },
       { json: 42 as unknown as object, jsonb: [1, "two", { three: 3 }] },
       { json: null, jsonb: { 'quote"key': "back\\slash", unicode: "☃\u00e9" } },
-    ]).returning({ json: everything.json, jsonb: everything.jsonb }));
+    ];
+    const out = [];
+    for (const row of rows) {
+      out.push(
+        ...await db.insert(everything).values(row).returning({
+          json: everything.json,
+          jsonb: everything.jsonb,
+        }),
+      );
+    }
+    return out;
+  });
 
   // --- select -------------------------------------------------------------------------------
   await step("select all", () => db.select().from(users).orderBy(users.id));
