@@ -104,6 +104,8 @@ export class Statement {
    * again (from its known columns, no round trip) before its next use.
    */
   describedWith: DecodeOptions["parsers"] = undefined;
+  /** The options the decoders were picked with (see `sameShape`). */
+  describedFor: DecodeOptions | null = null;
   /** Set when Parse failed, so queries that relied on it report the real cause. */
   error: PostgresError | null = null;
   /** The cache's clock at its last use, for least-recently-used eviction. */
@@ -114,9 +116,6 @@ export class Statement {
     this.text = text;
     this.types = types;
   }
-
-  /** The options the decoders were picked with (see `sameShape`). */
-  describedFor: DecodeOptions | null = null;
 
   /**
    * Whether `other` was described with these columns (the same array: rowDescription gives it

@@ -149,7 +149,7 @@ export class QueryRequest implements PipelineRequest {
     const cache = this.#cache;
     if (st === null || st.name === "" || cache === null) return false;
     const forced = this.spec.forced;
-    if (forced?.on === true && (err.code === "26000" || err.code === "42P05")) {
+    if (forced !== undefined && (err.code === "26000" || err.code === "42P05")) {
       forced.on = false; // a session moved between server connections: stop naming statements
       cache.forget(this.#key, st); // not closed: on this server it is not (or not ours)
       if (!idle || this.#retried) return false;
