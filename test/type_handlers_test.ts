@@ -277,3 +277,22 @@ Deno.test("a Drizzle-style table: text for the changed date types, the rest unch
   });
   assert.deepEqual(formats(await q()), [0, 0, 0, 0, 0, 1, 0, 1, 0]);
 });
+
+Deno.test("the unnamed statement, described at every run, follows parser changes and each client's transforms", async () => {
+  await using sql = postgres(url, { ...quiet, max: 1 });
+  await using camel = postgres(url, { ...quiet, max: 1, transform: postgres.camel });
+  const text = "select 5::int4 as some_number, true as is_true";
+  const run = (c: typeof sql) => c.unsafe(text, [], { simple: false }).then((r) => ({ ...r[0] }));
+  assert.deepEqual(await run(sql), { some_number: 5, is_true: true });
+  assert.deepEqual(await run(sql), { some_number: 5, is_true: true }, "the same description again");
+  assert.deepEqual(
+    await run(camel),
+    { someNumber: 5, isTrue: true },
+    "the same bytes, its transform",
+  );
+  sql.options.parsers[23] = (t: string) => `n${t}`;
+  assert.deepEqual(await run(sql), { some_number: "n5", is_true: true }, "the parser, at once");
+  assert.deepEqual(await run(camel), { someNumber: 5, isTrue: true }, "another client's tables");
+  const simple = await sql.unsafe(text); // the simple protocol describes each statement too
+  assert.deepEqual({ ...simple[0] }, { some_number: "n5", is_true: true });
+});
