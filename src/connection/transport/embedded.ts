@@ -5,7 +5,6 @@
  * never which server it is.
  */
 import { ConnectionError } from "../../errors.ts";
-import type { TlsPath } from "./tls.ts";
 
 /**
  * The byte stream an {@link EmbeddedServer} opens: the shape of a `Deno.Conn`.
@@ -57,9 +56,12 @@ export interface EmbeddedServer {
 
 /** The byte stream of an embedded server, as the connection reads and writes it (a Transport). */
 class EmbeddedTransport {
-  readonly tls: TlsPath | null = null;
+  readonly tls: null = null;
   // Nothing on a wire to authenticate; no password is asked for either.
   readonly verified = false;
+  // Each write is one call that answers at once: nothing to gather, and an idle read is free.
+  readonly gatherWrites = false;
+  readonly idleReadCosts = false;
   #conn: EmbeddedStream;
 
   constructor(conn: EmbeddedStream) {
