@@ -95,9 +95,17 @@ export interface PGliteClientOptions extends Options {
   embedded: EmbeddedServer;
 }
 
+/**
+ * The PGlite this module was tested with. Imported by a name the module graph cannot see: with
+ * PGlite in the graph, Deno 2.9 resolves `drizzle-orm`'s optional peer dependency on it to a
+ * copy of the package it never writes to its npm cache, and a program importing both fails to
+ * load; loaded at run time, both load.
+ */
+const PGLITE = "npm:@electric-sql/pglite@0.5.16";
+
 /** Starts a PGlite: loaded only now, so passing an instance never loads pgpipe's own copy. */
 async function start(source: string | PGliteStartOptions | undefined): Promise<PGliteLike> {
-  const { PGlite } = await import("@electric-sql/pglite");
+  const { PGlite } = await import(PGLITE);
   return typeof source === "string" ? new PGlite(source) : new PGlite(source);
 }
 

@@ -14,6 +14,10 @@ export const NOT_ON_PGLITE: Readonly<Record<string, string>> = {
   "pool_limit_test.ts": "the pool's bound on several connections, through the socket option",
   "start_failure_test.ts":
     "connection starts failed through the socket option (PGlite has no network)",
+  "orm_drizzle_test.ts":
+    "postgres.js against a server is the reference (deno task test compares Drizzle on PGlite to it)",
+  "orm_kysely_test.ts":
+    "postgres.js against a server is the reference (deno task test compares Kysely on PGlite to it)",
   "chaos_test.ts": "network faults, terminated backends and server restarts through a proxy",
   "fault_test.ts": "fake servers on TCP (no database: runs in deno task test)",
   "startup_test.ts": "fake servers on TCP (no database: runs in deno task test)",
