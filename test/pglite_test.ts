@@ -366,3 +366,64 @@ Deno.test({
     }
   },
 });
+
+Deno.test("pglite: telemetry spans for connecting, queries and errors, naming the embedded server", async () => {
+  const spans: { name: string; attributes: Record<string, unknown>; status?: number }[] = [];
+  const tracerProvider = {
+    getTracer: () => ({
+      startSpan: (name: string, options?: { attributes?: Record<string, unknown> }) => {
+        const span = {
+          name,
+          attributes: { ...options?.attributes },
+          status: undefined as number | undefined,
+        };
+        spans.push(span);
+        return {
+          setAttribute: (k: string, v: unknown) => void (span.attributes[k] = v),
+          setAttributes: (a: Record<string, unknown>) => void Object.assign(span.attributes, a),
+          addEvent: () => {},
+          setStatus: (s: { code: number }) => void (span.status = s.code),
+          end: () => {},
+        };
+      },
+    }),
+  };
+  {
+    await using sql = postgres(
+      pglite(await sharedPGlite(), { ...quiet, telemetry: { tracerProvider } }),
+    );
+    await Promise.all([sql`select ${1}::int as a`, sql`select ${2}::int as b`]);
+    await sql`select 1/0`.catch(() => {});
+  }
+  assert.ok(spans.some((s) => s.name === "connect"), JSON.stringify(spans.map((s) => s.name)));
+  const queries = spans.filter((s) => s.name !== "connect");
+  assert.ok(queries.length >= 3, `${queries.length} query spans`);
+  for (const s of queries) {
+    assert.equal(s.attributes["db.system.name"] ?? s.attributes["db.system"], "postgresql");
+    assert.equal(s.attributes["server.address"], "pglite:memory");
+  }
+  const failed = queries.find((s) => s.status === 2);
+  assert.ok(failed, "the failed query's span has error status");
+  assert.equal(failed.attributes["db.response.status_code"], "22012");
+});
+
+Deno.test("pglite: a COPY FROM STDIN as a new client's first query (held behind the startup)", async () => {
+  const pg = await sharedPGlite();
+  {
+    await using setup = postgres(pglite(pg, quiet));
+    await setup`create table first_copy (x int)`;
+  }
+  try {
+    {
+      await using first = postgres(pglite(pg, quiet));
+      const writable = await first`copy first_copy from stdin`.writable();
+      writable.end("1\n2\n");
+      await new Promise((resolve, reject) => writable.on("finish", resolve).on("error", reject));
+    }
+    await using sql = postgres(pglite(pg, quiet));
+    assert.equal((await sql`select count(*)::int as n from first_copy`)[0].n, 2);
+  } finally {
+    await using sql = postgres(pglite(pg, quiet));
+    await sql`drop table first_copy`;
+  }
+});

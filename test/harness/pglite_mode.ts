@@ -74,3 +74,5 @@ export const WHOLE_ANSWERS =
 /** What PGlite's build or settings leave out. */
 export const NOT_BUILT_IN =
   "a server feature PGlite leaves out (prepared transactions: max_prepared_transactions is 0)";
+/** A comparison with postgres.js, which needs a server to connect to. */
+export const POSTGRES_JS_REFERENCE = "postgres.js against a server is the reference it compares to";

@@ -22,8 +22,9 @@ function fromUrl(url: string, options: Options): Options {
   const extra: Record<string, unknown> = {};
   const connection: Record<string, string> = { ...options.connection };
   for (const [key, value] of u.searchParams) {
-    if (key === "prepare" || key === "fetch_types") extra[key] = value !== "false";
-    else if (key === "max_pipeline") extra[key] = Number(value);
+    if (key === "prepare" || key === "fetch_types" || key === "force_prepare") {
+      extra[key] = value !== "false";
+    } else if (key === "max_pipeline") extra[key] = Number(value);
     else if (OPTION_KEYS.has(key)) extra[key] = value;
     else connection[key] = value;
   }
