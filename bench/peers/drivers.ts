@@ -379,32 +379,27 @@ function pglue(connect: (url: string) => Promise<PgWire>): Driver {
 /** Every driver the bench knows, in report order (pgpipe first: it is the baseline). */
 export const DRIVER_NAMES = ["pgpipe", "postgres.js", "deno-postgres", "pglue"] as const;
 
-/** How the report names deno-postgres loaded from the copy PGPIPE_BENCH_DENO_POSTGRES names. */
-const DENO_POSTGRES_COPY = `${DENO_POSTGRES} (a local copy, ${DENO_POSTGRES_COPY_ENV})`;
+/** How the report names a specifier: the local copy by its variable, never by its path. */
+const named = (specifier: string) =>
+  specifier === denoPostgresCopy()
+    ? `${DENO_POSTGRES} (a local copy, ${DENO_POSTGRES_COPY_ENV})`
+    : specifier;
 
-/** Where each peer may load from, in order, and how its module becomes a Driver. */
-const PEERS: Record<string, {
-  sources(): { specifier: string; source: string }[];
-  make(mod: Record<string, any>, from: { specifier: string; source: string }): Driver;
-}> = {
+/** Each peer: where it may load from, in order, and how its module becomes a Driver. */
+const PEERS: Record<string, { from(): string[]; make(mod: any, specifier: string): Driver }> = {
   "postgres.js": {
-    sources: () => [{ specifier: POSTGRES_JS, source: POSTGRES_JS }],
+    from: () => [POSTGRES_JS],
     make: (mod) => postgresJsApi("postgres.js", POSTGRES_JS, POSTGRES_JS, mod.default),
   },
   "deno-postgres": {
-    // The local copy first, then JSR.
-    sources() {
-      const copy = denoPostgresCopy();
-      const jsr = { specifier: DENO_POSTGRES, source: DENO_POSTGRES };
-      return copy ? [{ specifier: copy, source: DENO_POSTGRES_COPY }, jsr] : [jsr];
-    },
-    make(mod, { specifier, source }) {
+    from: () => [denoPostgresCopy(), DENO_POSTGRES].filter((s): s is string => s !== undefined),
+    make(mod, specifier) {
       if (typeof mod.Client !== "function") throw new Error("it exports no Client");
-      return denoPostgres(mod.Client, source, specifier);
+      return denoPostgres(mod.Client, named(specifier), specifier);
     },
   },
   pglue: {
-    sources: () => [{ specifier: PGLUE, source: PGLUE }],
+    from: () => [PGLUE],
     make(mod) {
       const connect = mod.connect ?? mod.default?.connect;
       if (typeof connect !== "function") throw new Error("pglue exports no connect()");
@@ -415,17 +410,14 @@ const PEERS: Record<string, {
 
 /** Loads a peer from its first source that loads; else one error that says why for each. */
 async function loadPeer(name: string): Promise<Driver> {
-  const sources = PEERS[name].sources();
   const failures: string[] = [];
-  for (const from of sources) {
+  for (const specifier of PEERS[name].from()) {
     try {
       // Through a variable: not analysed ahead of time, so a failure is catchable.
-      const specifier = from.specifier;
-      return PEERS[name].make(await import(specifier), from);
+      return PEERS[name].make(await import(specifier), specifier);
     } catch (e) {
-      // The copy's file URL is a path of this machine: the report names it by its variable.
-      const reason = (e as Error).message.split("\n")[0].replaceAll(from.specifier, from.source);
-      failures.push(sources.length > 1 ? `${from.source}: ${reason}` : reason);
+      const reason = (e as Error).message.split("\n")[0].replaceAll(specifier, named(specifier));
+      failures.push(PEERS[name].from().length > 1 ? `${named(specifier)}: ${reason}` : reason);
     }
   }
   throw new Error(failures.join("; "));
@@ -433,12 +425,11 @@ async function loadPeer(name: string): Promise<Driver> {
 
 /** The bench's one line for a peer that did not load. */
 export function skipLine(s: Skipped): string {
+  const copy = s.name === "deno-postgres" && !s.source.includes(DENO_POSTGRES_COPY_ENV)
+    ? ` ${DENO_POSTGRES_COPY_ENV}=<path to a copy's mod.ts> loads a local copy`
+    : "";
   const hint = s.source.includes("jsr:")
-    ? ` (JSR unreachable?${
-      s.name === "deno-postgres" && !s.source.includes(DENO_POSTGRES_COPY_ENV)
-        ? ` ${DENO_POSTGRES_COPY_ENV}=<path to a copy's mod.ts> loads a local copy`
-        : ""
-    })`
+    ? ` (JSR unreachable?${copy})`
     : s.source.startsWith("https:")
     ? " (host unreachable?)"
     : "";
@@ -466,7 +457,7 @@ export async function loadDrivers(
     try {
       drivers.push(await loadPeer(name));
     } catch (e) {
-      const source = PEERS[name].sources().map((s) => s.source).join(" or ");
+      const source = PEERS[name].from().map(named).join(" or ");
       skipped.push({ name, source, reason: (e as Error).message });
     }
   }

@@ -159,10 +159,9 @@ function label(s: Start): string {
 }
 
 /** One table row per start: client, scenario, loopback and link ms, round trips on the link. */
+const fmt1 = (x: number) => fmt(x, 1);
 const startRows = (result: Starts) =>
-  [...result].map((
-    [s, r],
-  ) => [label(s), s.scenario, ...[r.loopback, r.link, r.trips].map((x) => fmt(x, 1))]);
+  [...result].map(([s, r]) => [label(s), s.scenario, ...[r.loopback, r.link, r.trips].map(fmt1)]);
 
 /** The TLS starts of `list` on the wire, once each through a flight recorder on loopback. */
 async function onTheWire(
@@ -205,25 +204,18 @@ async function scramStarts(scramUrl: string): Promise<void> {
   );
   const get = (client: string, scenario: string) =>
     [...result].find(([s]) => s.client === client && s.scenario === scenario)?.[1];
-  for (
-    const [client, scenario] of [["pgpipe", "plaintext"], ["pgpipe", "TLS"], ["pgpipe-ca", "TLS"]]
-  ) {
+  const ours = [["pgpipe", "plaintext"], ["pgpipe", "TLS"], ["pgpipe-ca", "TLS"]];
+  for (const [client, scenario] of ours) {
     const r = get(client, scenario);
     if (!r) continue;
     const who = label({ client, scenario, params: {} });
     const over = `${who}, SCRAM over ${scenario}`;
-    report.measure(
-      `${over}: client created to first answer, loopback`,
-      "fresh process",
-      r.loopback,
-      "ms",
-    );
-    report.measure(
-      `${over}: round trips through the ${delay} ms proxy`,
-      "loopback",
-      r.trips,
-      "RTT",
-    );
+    const [first, trips] = [
+      "client created to first answer, loopback",
+      `round trips through the ${delay} ms proxy`,
+    ];
+    report.measure(`${over}: ${first}`, "fresh process", r.loopback, "ms");
+    report.measure(`${over}: ${trips}`, "loopback", r.trips, "RTT");
     for (const p of peers) {
       const theirs = get(p, scenario);
       if (!theirs || client === "pgpipe-ca") continue;
