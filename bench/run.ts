@@ -4,8 +4,8 @@
 // writes bench/RESULTS.md, and always stops the server.
 //
 // To add a suite: write bench/suites/NAME.ts, which runs its cases on the drivers from
-// suiteDrivers() (bench/peers/drivers.ts) and ends with emitReport (bench/shared/report.ts),
-// starting any fresh process through bench/shared/probe.ts; then add one line to SUITES below.
+// suiteDrivers() (bench/peers/drivers.ts), starts any fresh process through bench/shared/probe.ts,
+// fills a Report (bench/shared/report.ts) and ends with its emit(); then add its line to SUITES.
 import { type Cluster, startCluster } from "../test/harness/cluster.ts";
 import { skipLine, type Skipped } from "./peers/drivers.ts";
 import { driverReport } from "./shared/bench_json.ts";

@@ -34,8 +34,8 @@ export interface Adapter extends Tx {
   /** `select * from pg_type`; resolves to the number of rows received. */
   selectPgType(): Promise<number>;
   /**
-   * TYPED_ROWS with `rows` as its parameter; resolves to the rows received after checking the
-   * last one decoded to the right JavaScript types and values.
+   * `rows` rows of everyday column types (int4, timestamptz, float8, bool, date); resolves to
+   * the rows received after checking the last one decoded to the right types and values.
    */
   selectTyped(rows: number): Promise<number>;
   /** `select 1` (no parameter, the smallest query); resolves to the value the server sent back. */

@@ -153,27 +153,22 @@ const loads: Record<string, [driver: "pgpipe" | "postgres.js", load: Load]> = {
   }],
 };
 
-/** Reads every row through a cursor of 1,000 (the bounded-memory way for a query). */
-const cursorRead: Read = async (sql) => {
+/** Reads every batch, counting the rows and keeping the last. */
+async function readAll(batches: AsyncIterable<Record<string, unknown>[]>) {
   let rows = 0;
   let last: Record<string, unknown> | undefined;
-  for await (const batch of sql`select * from ${sql(SOURCE_TABLE)}`.cursor(1000)) {
+  for await (const batch of batches) {
     rows += batch.length;
     last = batch[batch.length - 1];
   }
   return { rows, last };
-};
+}
+
+/** Reads every row through a cursor of 1,000 (the bounded-memory way for a query). */
+const cursorRead: Read = (sql) => readAll(sql`select * from ${sql(SOURCE_TABLE)}`.cursor(1000));
 
 const reads: Record<string, [driver: "pgpipe" | "postgres.js", read: Read]> = {
-  "pgpipe-copyto": ["pgpipe", async (sql) => {
-    let rows = 0;
-    let last: Record<string, unknown> | undefined;
-    for await (const batch of sql.copyTo(SOURCE_TABLE)) {
-      rows += batch.length;
-      last = batch[batch.length - 1];
-    }
-    return { rows, last };
-  }],
+  "pgpipe-copyto": ["pgpipe", (sql) => readAll(sql.copyTo(SOURCE_TABLE))],
   "pgpipe-cursor": ["pgpipe", cursorRead],
   "postgresjs-cursor": ["postgres.js", cursorRead],
 };
