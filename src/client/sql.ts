@@ -1038,6 +1038,8 @@ export function createSql(url?: string, options?: Options): Sql {
     params: resolved.params,
     password: resolved.password,
     protocolMinor: resolved.protocolMinor,
+    protocolMinMinor: resolved.protocolMinMinor,
+    auth: resolved.auth,
     connectTimeout: resolved.connectTimeout,
     maxPipeline: resolved.maxPipeline,
     maxPipelineBytes: resolved.maxPipelineBytes,
