@@ -147,8 +147,7 @@ export class Authenticator {
     if (this.#scram !== null) throw violation("authentication ended before SCRAM completed");
     if (!this.#asked) this.#allow("none");
     if (this.#policy.channelBinding === "require" && !this.#bound) {
-      throw new ConnectionError(
-        "AUTH_REFUSED",
+      throw refused(
         "channel_binding=require: the server accepted the connection without SCRAM channel binding",
       );
     }
