@@ -229,3 +229,49 @@ Deno.test("attacker: channel_binding=require with sslmode=disable is refused at 
 });
 
 addEventListener("unload", () => void certs?.remove());
+
+/** A fake TLS server on `pair` that only completes the handshake; the client's error. */
+async function handshakeWith(pair: Pair, options: Options, direct: boolean): Promise<unknown> {
+  const server = await fakeTlsServer(async (peer) => {
+    await peer.startup();
+    return await peer.rest(2000);
+  }, { cert: pair.cert, key: pair.key, direct });
+  try {
+    return (await victim(server.port, options)).error;
+  } finally {
+    await server.close();
+  }
+}
+
+Deno.test("attacker: under verify-full, a certificate for another host and an expired one are SSL_FAILED on both TLS paths", async () => {
+  await attackerPair();
+  const ca = await certs!.ca("victims-ca", "a CA the victim trusts");
+  const otherHost = await certs!.leaf("other-host", ca, {
+    cn: "db.example.com",
+    names: ["db.example.com"],
+  });
+  const expired = await certs!.leaf("expired", ca, {
+    cn: "localhost",
+    names: ["localhost", "127.0.0.1"],
+    expired: true,
+  });
+  // A first connection with an SSLRequest takes node:tls; direct TLS under verify-full stays
+  // native (Deno.startTls). Deno's node:tls names an expired certificate "unable to verify the
+  // first certificate"; rustls says "certificate expired".
+  const cases = [[otherHost, /not in the cert's list|NotValidForName|name/i], [
+    expired,
+    /expired|unable to verify/i,
+  ]] as const;
+  for (const [pair, pattern] of cases) {
+    for (const direct of [false, true]) {
+      const e = await handshakeWith(pair, {
+        ssl: { mode: "verify-full", ca: ca.cert },
+        sslnegotiation: direct ? "direct" : "postgres",
+      }, direct);
+      assert.ok(e instanceof ConnectionError, `${e}`);
+      assert.equal(e.code, "SSL_FAILED", `${e.message} (direct: ${direct})`);
+      assert.match(e.message, pattern);
+      assert.ok(!e.message.includes(PASSWORD));
+    }
+  }
+});

@@ -80,6 +80,7 @@ function sslRequest(socket: net.Socket): Promise<void> {
     };
     socket.on("data", onData);
     socket.once("error", reject);
+    socket.once("close", () => reject(new Error("the client closed before its SSLRequest")));
   });
 }
 
@@ -110,6 +111,8 @@ export async function fakeTlsServer(
       await new Promise<void>((resolve, reject) => {
         secure.once("secure", resolve);
         secure.once("error", reject);
+        // A client that refuses the certificate just closes.
+        secure.once("close", () => reject(new Error("the client closed during the handshake")));
       });
       return await handle(new Peer(new SocketConn(secure)), index);
     })();
