@@ -19,6 +19,7 @@ import {
   readyForQuery,
 } from "./harness/fake_server.ts";
 import { fakeTlsServer } from "./harness/fake_tls_server.ts";
+import { plainCluster } from "./harness/env.ts";
 
 const PASSWORD = "never-leaves:\u00e9-7f3a";
 const decoder = new TextDecoder();
@@ -274,4 +275,67 @@ Deno.test("attacker: under verify-full, a certificate for another host and an ex
       assert.ok(!e.message.includes(PASSWORD));
     }
   }
+});
+
+/** A tracer provider that keeps every name, attribute, event and status as text. */
+function recordingTracer(seen: string[]) {
+  const text = (value: unknown) =>
+    seen.push(typeof value === "string" ? value : JSON.stringify(value));
+  return {
+    getTracer: () => ({
+      startSpan: (name: string, options?: { attributes?: Record<string, unknown> }) => {
+        text(name);
+        text(options?.attributes ?? {});
+        return {
+          setAttribute: (k: string, v: unknown) => void text({ [k]: v }),
+          setAttributes: (a: Record<string, unknown>) => void text(a),
+          addEvent: (n: string, a?: Record<string, unknown>) => void text({ [n]: a ?? {} }),
+          setStatus: (s: unknown) => void text(s),
+          end: () => {},
+        };
+      },
+    }),
+  };
+}
+
+Deno.test({
+  name:
+    "secrets: no password in debug output, telemetry, errors or sql.options, with SCRAM, MD5 and cleartext against a real server",
+  ignore: plainCluster() === undefined,
+  fn: async () => {
+    const c = plainCluster()!;
+    for (const kind of ["scram", "md5", "password"] as const) {
+      const u = c.users[kind];
+      const seen: string[] = [];
+      const url = `postgres://${u.user}:${
+        encodeURIComponent(u.password)
+      }@${c.host}:${c.port}/${c.database}`;
+      const options: Options = {
+        ssl: "disable",
+        onnotice: () => {},
+        debug: (...args: unknown[]) => void seen.push(JSON.stringify(args)),
+        telemetry: { tracerProvider: recordingTracer(seen) },
+      };
+      const sql = postgres(url, options);
+      await sql`select ${"a parameter"}::text as x`;
+      await assert.rejects(sql`select 1 / ${0}::int`);
+      seen.push(Deno.inspect(sql.options, { depth: 10 }), JSON.stringify(sql.options));
+      await sql.end();
+      const wrong = postgres(
+        url.replace(encodeURIComponent(u.password), "wrong-password-123"),
+        options,
+      );
+      const e = await wrong`select 1`.then(() => new Error("connected"), (e) => e as Error);
+      await wrong.end();
+      seen.push(String(e), e.message, JSON.stringify(e), Deno.inspect(e));
+      assert.ok(seen.some((s) => s.includes("a parameter")), "the recorders did record");
+      for (const s of seen) {
+        assert.ok(!s.includes(u.password), `${kind}: the password in ${s.slice(0, 200)}`);
+        assert.ok(
+          !s.includes("wrong-password-123"),
+          `${kind}: the wrong password in ${s.slice(0, 200)}`,
+        );
+      }
+    }
+  },
 });

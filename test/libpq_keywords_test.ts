@@ -557,3 +557,22 @@ Deno.test("sql.options, errors and inspection show no secret", async () => {
 });
 
 addEventListener("unload", () => void certs?.remove());
+
+Deno.test({
+  name: "min_protocol_version=3.2: a server before 18 answers 3.0 and is refused; 18 accepts",
+  ignore: !hasClusters,
+  fn: async () => {
+    await using probe = postgres(databaseUrl(), quiet);
+    const [{ v }] = await probe`select current_setting('server_version_num')::int as v`;
+    await using sql = postgres(
+      `${databaseUrl()}?min_protocol_version=3.2&max_protocol_version=3.2`,
+      quiet,
+    );
+    if (v >= 180000) {
+      const [row] = await sql`select 1 as one`;
+      assert.equal(row.one, 1);
+    } else {
+      await assert.rejects(sql`select 1`, /speaks protocol 3.0, below min_protocol_version 3.2/);
+    }
+  },
+});
