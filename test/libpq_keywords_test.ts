@@ -576,3 +576,45 @@ Deno.test({
     }
   },
 });
+
+Deno.test("libpq's keyword=value connection string: quoting, escapes, every keyword, libpq's errors", () => {
+  assert.throws(
+    () => resolveOptions("host=h search_path=x"),
+    /invalid connection option "search_path"/,
+  );
+  const o = resolveOptions(
+    "host=db.example.com port = 6432 dbname='my db' user=ada password='it\\'s a secret' " +
+      "sslmode=verify-ca sslrootcert=system application_name=a\\ b",
+  );
+  assert.deepEqual(
+    [o.host, o.port, o.database, o.user, o.pass, o.sslmode, o.params.application_name],
+    ["db.example.com", 6432, "my db", "ada", "it's a secret", "verify-ca", "a b"],
+  );
+  assert.deepEqual(resolveOptions("host=a,b port=1,2").hosts.map((h) => `${h.host}:${h.port}`), [
+    "a:1",
+    "b:2",
+  ]);
+  assert.throws(() => resolveOptions("host=h dbname"), /missing "=" after "dbname"/);
+  assert.throws(
+    () => resolveOptions("host=h password='open"),
+    (e: Error) =>
+      /unterminated quoted value of "password"/.test(e.message) && !e.message.includes("open"),
+  );
+});
+
+Deno.test({
+  name:
+    "libpq's keyword=value connection string connects as pasted (a Cloud SQL or Azure psql example)",
+  ignore: plainCluster() === undefined,
+  fn: async () => {
+    const c = plainCluster()!;
+    const u = c.users.scram;
+    const password = u.password.replaceAll("\\", "\\\\").replaceAll("'", "\\'");
+    await using sql = postgres(
+      `host=${c.host} port=${c.port} dbname=${c.database} user=${u.user} password='${password}' sslmode=disable`,
+      quiet,
+    );
+    const [row] = await sql`select current_user as u`;
+    assert.equal(row.u, u.user);
+  },
+});

@@ -14,7 +14,7 @@
 import type { SslNegotiation } from "../connection/transport/transport.ts";
 import type { PasswordSource } from "../connection/startup.ts";
 import { parseRequireAuth, type RequireAuth } from "../connection/auth_policy.ts";
-import type { LoadBalanceHosts, Options, SslOption, TargetSessionAttrs } from "./options.ts";
+import type { LoadBalanceHosts, Options, TargetSessionAttrs } from "./options.ts";
 import { parsePublications } from "./publications.ts";
 import { parseSsl, sslObject } from "./tls.ts";
 import {
@@ -176,7 +176,7 @@ export const KEYWORDS = {
     option: "ssl",
     env: ["PGSSLMODE"],
     default: "prefer",
-    parse: (value) => parseSsl(value as SslOption),
+    parse: parseSsl,
   },
   sslnegotiation: {
     option: "sslnegotiation",
@@ -190,11 +190,11 @@ export const KEYWORDS = {
     parse: unsupported(WHY.compression, (t) => t === "0"),
   },
   /** A file, or the certificate's PEM text (also the `ssl` option's `cert`). */
-  sslcert: { option: (o) => o.sslcert ?? sslObject(o)?.cert, env: ["PGSSLCERT"], parse: text },
+  sslcert: { option: (o) => o.sslcert ?? sslObject(o.ssl)?.cert, env: ["PGSSLCERT"], parse: text },
   /** A file, or the key's PEM text (also the `ssl` option's `key`). */
-  sslkey: { option: (o) => o.sslkey ?? sslObject(o)?.key, env: ["PGSSLKEY"], parse: text },
+  sslkey: { option: (o) => o.sslkey ?? sslObject(o.ssl)?.key, env: ["PGSSLKEY"], parse: text },
   /** The key's passphrase (also the `ssl` option's `passphrase`). */
-  sslpassword: { option: (o) => o.sslpassword ?? sslObject(o)?.passphrase, parse: text },
+  sslpassword: { option: (o) => o.sslpassword ?? sslObject(o.ssl)?.passphrase, parse: text },
   sslcertmode: {
     env: ["PGSSLCERTMODE"],
     default: "allow",
@@ -214,14 +214,14 @@ export const KEYWORDS = {
   requirepeer: { env: ["PGREQUIREPEER"], parse: unsupported(WHY.requirepeer) },
   /** Also the `ssl` option's `minVersion`. */
   ssl_min_protocol_version: {
-    option: (o) => o.ssl_min_protocol_version ?? sslObject(o)?.minVersion,
+    option: (o) => o.ssl_min_protocol_version ?? sslObject(o.ssl)?.minVersion,
     env: ["PGSSLMINPROTOCOLVERSION"],
     default: "TLSv1.2",
     parse: tlsVersion,
   },
   /** Also the `ssl` option's `maxVersion`. */
   ssl_max_protocol_version: {
-    option: (o) => o.ssl_max_protocol_version ?? sslObject(o)?.maxVersion,
+    option: (o) => o.ssl_max_protocol_version ?? sslObject(o.ssl)?.maxVersion,
     env: ["PGSSLMAXPROTOCOLVERSION"],
     parse: tlsVersion,
   },

@@ -34,6 +34,7 @@ import {
 import type { HostTarget, Options, ResolvedOptions } from "./options.ts";
 import { readPgpass } from "./pgpass.ts";
 import { readService } from "./service.ts";
+import { isConninfo, parseConninfo } from "./conninfo.ts";
 import { tlsSettings } from "./tls.ts";
 import { type ParsedUrl, parseUrl, urlText } from "./url.ts";
 
@@ -46,7 +47,11 @@ interface TextSources {
 
 /** Applies options, URL, service file, environment and defaults. */
 export function resolveOptions(url: string | undefined, options: Options = {}): ResolvedOptions {
-  const parsed: ParsedUrl = url === undefined ? { hosts: [], query: new Map() } : parseUrl(url);
+  const parsed: ParsedUrl = url === undefined
+    ? { hosts: [], query: new Map() }
+    : isConninfo(url)
+    ? parseConninfo(url, isKeyword)
+    : parseUrl(url);
   const coercion = new Coercion();
   const sources: TextSources = { url: parsed, service: service(options, parsed, coercion) };
   const keywords = readKeywords(options, sources, coercion);

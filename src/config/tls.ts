@@ -11,7 +11,6 @@ import {
   postgresqlDir,
   readPem,
 } from "./client_cert.ts";
-import type { Options, SslOption } from "./options.ts";
 import { TLS_VERSIONS, type TlsVersion } from "./values.ts";
 
 /** The `ssl` option as an object, its values as strings. */
@@ -102,8 +101,7 @@ function optionalString(value: unknown, key: string): string | undefined {
  * The `ssl` option's object with its values checked, or undefined when the option is not an
  * object. A key pgpipe cannot honour (`ciphers`, `checkServerIdentity`, ...) is refused.
  */
-export function sslObject(options: Options): SslObject | undefined {
-  const value = options.ssl;
+export function sslObject(value: unknown): SslObject | undefined {
   if (typeof value !== "object" || value === null) return undefined;
   for (const key of Object.keys(value)) {
     if (!SSL_KEYS.has(key)) {
@@ -147,14 +145,14 @@ export function sslObject(options: Options): SslObject | undefined {
  * without a `mode` verifies the server fully, as node:tls does for postgres.js, unless its
  * `rejectUnauthorized` is false (then `require`).
  */
-export function parseSsl(value: SslOption | string): SslSetting {
+export function parseSsl(value: unknown): SslSetting {
   if (value === true) return { mode: "require" };
   if (value === false) return { mode: "disable" };
   if (typeof value === "string") return { mode: checkMode(value, "sslmode") };
   if (typeof value !== "object" || value === null) {
     throw new TypeError(`ssl must be a boolean, an sslmode or an object; got ${typeof value}`);
   }
-  const o = sslObject({ ssl: value })!;
+  const o = sslObject(value)!;
   const verifying = o.mode === "verify-ca" || o.mode === "verify-full";
   if (o.rejectUnauthorized === false && verifying) {
     throw new TypeError(`ssl.rejectUnauthorized false contradicts ssl.mode ${o.mode}`);
