@@ -18,6 +18,8 @@ export interface ClusterInfo {
   ssl: boolean;
   caCertPath?: string;
   caCert?: string;
+  /** The folder of the TLS cluster's certificates (server.crt, server.key: what a pooler may reuse). */
+  certDir?: string;
   otherCaCert?: string;
   /**
    * Client certificates the server's CA signed (TLS clusters): for `users.cert` (pg_hba `cert`),
@@ -468,6 +470,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     };
     if (ssl) {
       info.caCertPath = join(certDir, "ca.crt");
+      info.certDir = certDir;
       info.caCert = await Deno.readTextFile(info.caCertPath);
       info.otherCaCert = await Deno.readTextFile(join(certDir, "other-ca.crt"));
       info.clientCerts = Object.fromEntries(
