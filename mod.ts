@@ -90,6 +90,7 @@ export { Helper } from "./src/query/helpers.ts";
 export { Parameter } from "./src/types/encode.ts";
 export type { UnsafeOptions } from "./src/query/raw.ts";
 export type { PostgresType, Typed } from "./src/query/custom_types.ts";
+export type { ParserTable, SerializerTable } from "./src/query/type_handlers.ts";
 export type {
   CaseBoth,
   CaseFrom,
@@ -113,9 +114,9 @@ export type {
   NodeLikeSocket,
   SslMode,
   SslNegotiation,
+  TlsPath,
   UserSocket,
 } from "./src/connection/transport/transport.ts";
-export type { TlsPath } from "./src/connection/transport/tls.ts";
 export type { BulkCopy } from "./src/copy/bulk_copy.ts";
 export type { CopyFromOptions, CopyFromSource } from "./src/copy/copy_from.ts";
 export type { CopyToOptions } from "./src/copy/copy_to.ts";

@@ -284,6 +284,7 @@ export const KEYWORDS = {
     default: "true",
     parse: flag,
   },
+  force_prepare: { default: "false", parse: flag },
   bigint: { default: "false", parse: flag },
   publications: { default: "alltables", parse: publications },
 } satisfies Record<string, Keyword<unknown>>;
