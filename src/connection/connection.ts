@@ -312,7 +312,7 @@ export class Connection implements EncodeContext {
       },
       serverVerified: this.#transport.verified,
       encrypted: this.#transport.tls !== null,
-      serverCertificate: null, // wired to the transport once it can show the certificate
+      serverCertificate: this.#transport.serverCertificate,
       next: async () => {
         while (!framer.next()) {
           const n = await transport().read(framer.space());
