@@ -214,6 +214,12 @@ Deno.test("attacker: SCRAM under require_auth=scram-sha-256 sends a proof, never
     const all = decoder.decode(concat(first, rest.bytes));
     assert.match(all, /c=biws,r=.*,p=/, "the client-final message with its proof");
     assert.ok(!all.includes(PASSWORD));
+    // Nor does the error the client gets quote the proof.
+    const proof = /,p=([A-Za-z0-9+/=]+)/.exec(all)![1];
+    const e = outcome.error as Error;
+    for (const text of [e.message, String(e), Deno.inspect(e), JSON.stringify(e)]) {
+      assert.ok(!text.includes(proof) && !text.includes(PASSWORD), text);
+    }
     // The attacker cannot sign: the client hangs up at SASLFinal's absence (the connect timeout)
     // or on the connection closing; either way it never accepted the server.
     assert.ok(outcome.error instanceof Error);

@@ -235,15 +235,21 @@ Deno.test("numeric options read the same from every source: numbers or numeric s
   }
 });
 
-Deno.test("the ssl object: postgres.js's node:tls keys honoured, any other refused, mode checked", () => {
+Deno.test("the ssl object: postgres.js's node:tls keys honoured, any other refused, mode checked", async () => {
+  const { ca } = await certMaterial();
   const mode = (ssl: unknown) => resolveOptions("postgres://h/d", { ssl } as Options).sslmode;
   assert.equal(mode({}), "verify-full", "node:tls verifies unless told not to");
   assert.equal(mode({ rejectUnauthorized: false }), "require");
   assert.equal(mode({ rejectUnauthorized: true }), "verify-full");
-  assert.equal(mode({ mode: "verify-ca", ca: "x" }), "verify-ca");
-  assert.equal(
-    mode({ ca: new TextEncoder().encode("-----BEGIN CERTIFICATE-----") }),
-    "verify-full",
+  assert.equal(mode({ mode: "verify-ca", ca: ca.cert }), "verify-ca");
+  assert.equal(mode({ ca: new TextEncoder().encode(ca.cert) }), "verify-full", "bytes (a Buffer)");
+  assert.throws(() => mode({ ca: "x" }), /ssl.ca holds no PEM certificate/);
+  const broken = ca.cert.replace(/\n[A-Za-z0-9+/]{10}/, "\n!!!!!!!!!!");
+  assert.throws(() => mode({ ca: broken }), /ssl.ca holds a certificate that cannot be read/);
+  assert.throws(
+    () =>
+      resolveOptions("postgres://h/d?sslmode=require&sslrootcert=-----BEGIN%20CERTIFICATE-----"),
+    /sslrootcert holds no PEM certificate/,
   );
   assert.throws(() => mode({ mode: "bogus" }), /invalid ssl.mode "bogus": use one of disable/);
   assert.throws(

@@ -9,7 +9,7 @@ import * as net from "node:net";
 import * as tls from "node:tls";
 import postgres, { ConnectionError, type Options, PostgresError } from "../mod.ts";
 import { clientHelloFields, HANDSHAKE_RECORD } from "../src/connection/transport/tls_group.ts";
-import type { ClusterInfo, TestUser } from "./harness/cluster.ts";
+import type { TestUser } from "./harness/cluster.ts";
 import { CertDir } from "./harness/certs.ts";
 import { flightRecorder } from "./harness/flights.ts";
 import { tlsCluster } from "./harness/env.ts";
@@ -200,6 +200,16 @@ Deno.test({
     } finally {
       await certs.remove();
     }
+  },
+});
+
+Deno.test({
+  name: "channel_binding=require with sslmode=allow: the plain attempt is refused before anything is sent, the TLS one binds",
+  ignore,
+  fn: async () => {
+    const u = c!.users.scram;
+    const s = await session(as(u, { ssl: "allow", channel_binding: "require" }));
+    assert.deepEqual([s.ssl, s.path, s.user], [true, "node", u.user]);
   },
 });
 

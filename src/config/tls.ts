@@ -4,6 +4,7 @@
  * `sslsni` and the protocol version bounds, and the rules that tie them together. Files are read
  * here, in `postgres()`, so a missing or unreadable one fails at once.
  */
+import * as crypto from "node:crypto";
 import type { SslMode, SslNegotiation } from "../connection/transport/transport.ts";
 import {
   type ClientCertificate,
@@ -184,12 +185,33 @@ export interface TlsKeywords {
   ssl_max_protocol_version?: TlsVersion;
 }
 
+/**
+ * `pems` with every certificate in them parsed, so a file or text that holds none, or a broken
+ * one, fails `postgres()` instead of every handshake.
+ */
+function checkCertificates(pems: string[], what: string): string[] {
+  for (const pem of pems) {
+    const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g);
+    if (blocks === null) throw new TypeError(`${what} holds no PEM certificate`);
+    for (const block of blocks) {
+      try {
+        new crypto.X509Certificate(block);
+      } catch {
+        throw new TypeError(`${what} holds a certificate that cannot be read`);
+      }
+    }
+  }
+  return pems;
+}
+
 /** The trusted CAs: the `ssl` object's, else `sslrootcert`'s (a file, PEM text or `system`). */
 function rootCertificates(k: TlsKeywords): string[] | undefined {
-  if (k.sslmode.ca !== undefined) return k.sslmode.ca;
+  if (k.sslmode.ca !== undefined) return checkCertificates(k.sslmode.ca, "ssl.ca");
   // As libpq: `system` means the default roots (which the native TLS path trusts anyway).
   if (k.sslrootcert === "system") return undefined;
-  if (k.sslrootcert !== undefined) return [readPem(k.sslrootcert, "sslrootcert")];
+  if (k.sslrootcert !== undefined) {
+    return checkCertificates([readPem(k.sslrootcert, "sslrootcert")], "sslrootcert");
+  }
   // libpq's default file, used when it exists (then require verifies the chain, as in libpq).
   const dir = postgresqlDir();
   if (dir !== undefined) {
@@ -201,7 +223,7 @@ function rootCertificates(k: TlsKeywords): string[] | undefined {
       );
     }
     const root = `${dir}/root.crt`;
-    if (exists(root)) return [readPem(root, "sslrootcert")];
+    if (exists(root)) return checkCertificates([readPem(root, "sslrootcert")], root);
   }
   return undefined;
 }
