@@ -204,7 +204,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "channel_binding=require with sslmode=allow: the plain attempt is refused before anything is sent, the TLS one binds",
+  name:
+    "channel_binding=require with sslmode=allow: the plain attempt is refused before anything is sent, the TLS one binds",
   ignore,
   fn: async () => {
     const u = c!.users.scram;
