@@ -23,7 +23,7 @@ export function postgresqlDir(): string | undefined {
 }
 
 /** Whether a keyword's value is PEM text rather than a file name. */
-export function isPem(value: string): boolean {
+function isPem(value: string): boolean {
   return value.trimStart().startsWith("-----BEGIN ");
 }
 

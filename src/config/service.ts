@@ -33,7 +33,7 @@ function readIfThere(path: string, named: boolean): string | undefined {
  * The `[name]` section of a service file's text, or undefined when it has none. Each key must be
  * one `isKeyword` accepts (a libpq keyword); a nested `service` is refused, as in libpq.
  */
-export function serviceSection(
+function serviceSection(
   text: string,
   name: string,
   path: string,

@@ -229,7 +229,7 @@ function rootCertificates(k: TlsKeywords): string[] | undefined {
 }
 
 /** Whether a file exists (false without the permission to look). */
-export function exists(path: string): boolean {
+function exists(path: string): boolean {
   try {
     return Deno.statSync(path).isFile;
   } catch {

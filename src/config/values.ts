@@ -79,10 +79,10 @@ export function count(value: unknown, given: Given): number {
  * The longest time a timer can hold, in seconds: setTimeout takes at most 2^31 - 1 ms and fires
  * at once past it, and the pool spreads lifetimes by up to 10%. 20 days.
  */
-export const MAX_SECONDS = 20 * 24 * 60 * 60;
+const MAX_SECONDS = 20 * 24 * 60 * 60;
 
 /** Refuses `seconds` unless it is a number of seconds a timer can hold; `shownAs` quotes it. */
-export function checkSeconds(seconds: number, shownAs: string, keyword: string): number {
+function checkSeconds(seconds: number, shownAs: string, keyword: string): number {
   if (!(seconds >= 0 && seconds <= MAX_SECONDS)) {
     throw new TypeError(
       `invalid ${keyword}: ${shownAs} (use a number of seconds, 0 for none, at most ${MAX_SECONDS})`,
