@@ -1,8 +1,9 @@
 /**
  * The `embedded` option: a server inside this process (PGlite) instead of a host. What has no
  * meaning there is refused here, at `postgres()`, with a QueryError (`EMBEDDED_UNSUPPORTED`)
- * that says why, rather than being ignored or left to hang: several connections, TLS, a host,
- * port or socket, a URL, and `query_timeout` (which works by sending a CancelRequest).
+ * that says why, rather than being ignored or left to hang: several connections, TLS and its
+ * files, a host, port, socket, address or service, a URL, and `query_timeout` (which works by
+ * sending a CancelRequest).
  */
 import { QueryError } from "../errors.ts";
 import type { EmbeddedServer } from "../connection/transport/embedded.ts";
@@ -45,7 +46,19 @@ export function embeddedOptions(
   const server = checkServer(options.embedded);
   const what = `an embedded server (${server.name})`;
   if (url !== undefined) refuse("a connection URL", what);
-  for (const key of ["host", "port", "path", "socket"] as const) {
+  for (
+    const key of [
+      "host",
+      "port",
+      "path",
+      "socket",
+      "hostaddr",
+      "service",
+      "sslrootcert",
+      "sslcert",
+      "sslkey",
+    ] as const
+  ) {
     if (options[key] !== undefined) refuse(`the ${key} option`, what);
   }
   if (/^(require|verify-ca|verify-full)$/.test(resolved.sslmode) && options.ssl !== undefined) {
@@ -71,6 +84,14 @@ export function embeddedOptions(
     sslmode: "disable",
     ca: undefined,
     sslnegotiation: "postgres",
+    // PGREQUIREAUTH and PGCHANNELBINDING are about a server on a network: only what the options
+    // ask for applies (against a session that asks for no authentication at all).
+    auth: {
+      ...(options.require_auth !== undefined ? { requireAuth: resolved.auth.requireAuth } : {}),
+      ...(options.channel_binding !== undefined
+        ? { channelBinding: resolved.auth.channelBinding }
+        : {}),
+    },
     max: 1,
     maxLifetime: options.max_lifetime === undefined ? 0 : resolved.maxLifetime,
     socket: undefined,

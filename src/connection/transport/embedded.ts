@@ -54,45 +54,18 @@ export interface EmbeddedServer {
   end?(): Promise<void>;
 }
 
-/** The byte stream of an embedded server, as the connection reads and writes it (a Transport). */
-class EmbeddedTransport {
-  readonly tls: null = null;
-  // Nothing on a wire to authenticate; no password is asked for either.
-  readonly verified = false;
-  // Each write is one call that answers at once: nothing to gather, and an idle read is free.
-  readonly gatherWrites = false;
-  readonly idleReadCosts = false;
-  #conn: EmbeddedStream;
-
-  constructor(conn: EmbeddedStream) {
-    this.#conn = conn;
-  }
-  read(p: Uint8Array): Promise<number | null> {
-    return this.#conn.read(p);
-  }
-  write(p: Uint8Array): Promise<number> {
-    return this.#conn.write(p);
-  }
-  close(): void {
-    try {
-      this.#conn.close();
-    } catch {
-      // already closed
-    }
-  }
-}
-
 /**
- * Opens the embedded server's stream. What its `connect` throws is passed on when it is a
+ * Opens the embedded server's stream (`connect.ts` reads it as a plain one: nothing to encrypt or
+ * authenticate on a wire). What its `connect` throws is passed on when it is a
  * ConnectionError (the server's own refusal), else wrapped in one (CONNECT_FAILED, with the
  * cause): a server that cannot start is a failed connection, not a crash in the pool.
  */
 export async function openEmbedded(
   server: EmbeddedServer,
   where: { address: string; port: number },
-): Promise<EmbeddedTransport> {
+): Promise<EmbeddedStream> {
   try {
-    return new EmbeddedTransport(await server.connect());
+    return await server.connect();
   } catch (e) {
     if (e instanceof ConnectionError) throw e;
     const text = e instanceof Error ? e.message : String(e);
