@@ -191,6 +191,7 @@ function connectionOptions(
       ca: resolved.ca,
       sslnegotiation: resolved.sslnegotiation,
       socket: resolved.socket,
+      embedded: resolved.embedded,
       ...tlsEndpoint(resolved),
     },
     failure: resolved.failure,
