@@ -18,6 +18,12 @@ export const NOT_ON_PGLITE: Readonly<Record<string, string>> = {
     "postgres.js against a server is the reference (deno task test compares Drizzle on PGlite to it)",
   "orm_kysely_test.ts":
     "postgres.js against a server is the reference (deno task test compares Kysely on PGlite to it)",
+  "providers_test.ts": "managed providers' TLS and authentication: PGlite has no network",
+  "tls_options_test.ts": "libpq's TLS keywords against the TLS cluster: PGlite has no network",
+  "libpq_keywords_test.ts":
+    "libpq's connection keywords, whose subject is a server on a network (and the test clusters)",
+  "attacker_test.ts": "fake servers that play the attacker on TCP (no database: deno task test)",
+  "channel_binding_test.ts": "SCRAM channel binding on fixed values (no database: deno task test)",
   "chaos_test.ts": "network faults, terminated backends and server restarts through a proxy",
   "fault_test.ts": "fake servers on TCP (no database: runs in deno task test)",
   "startup_test.ts": "fake servers on TCP (no database: runs in deno task test)",
