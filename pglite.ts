@@ -140,7 +140,7 @@ export function pglite(
   let created: PGliteStartOptions = {};
   if (isPGlite(source)) {
     const dir = source.dataDir;
-    server = new PGliteServer(`pglite:${dir ?? "memory"}`, source, () => Promise.reject());
+    server = new PGliteServer(`pglite:${dir ?? "memory"}`, source);
   } else {
     if (source !== undefined && typeof source !== "string" && typeof source !== "object") {
       throw new TypeError(
@@ -150,7 +150,7 @@ export function pglite(
     }
     if (typeof source === "object" && source !== null) created = source;
     const dir = typeof source === "string" ? source : created.dataDir;
-    server = new PGliteServer(`pglite:${dir ?? "memory"}`, null, () => start(source));
+    server = new PGliteServer(`pglite:${dir ?? "memory"}`, () => start(source));
   }
   const user = options.user ?? options.username;
   const database = options.database ?? options.db;

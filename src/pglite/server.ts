@@ -23,23 +23,25 @@ export function isPGlite(value: unknown): value is PGliteLike {
   return typeof (value as PGliteLike | null)?.execProtocolRawStream === "function";
 }
 
-/** A PGlite as an embedded server: `start` makes the instance when none was given. */
+/**
+ * A PGlite as an embedded server: `source` is the instance given, or how to start one (then this
+ * server owns it).
+ */
 export class PGliteServer implements EmbeddedServer {
   readonly name: string;
-  #given: PGliteLike | null;
-  #start: () => Promise<PGliteLike>;
+  #source: PGliteLike | (() => Promise<PGliteLike>);
   #session: Promise<Session> | null = null;
 
-  constructor(name: string, given: PGliteLike | null, start: () => Promise<PGliteLike>) {
+  constructor(name: string, source: PGliteLike | (() => Promise<PGliteLike>)) {
     this.name = name;
-    this.#given = given;
-    this.#start = start;
+    this.#source = source;
   }
 
   /** The session, starting the instance if this server owns one and it is not up. */
   #ready(): Promise<Session> {
+    const source = this.#source;
     return this.#session ??= (async () => {
-      const pg = this.#given ?? await this.#start();
+      const pg = typeof source === "function" ? await source() : source;
       await pg.waitReady;
       return sessionOf(pg);
     })().catch((e) => {
@@ -57,7 +59,7 @@ export class PGliteServer implements EmbeddedServer {
 
   /** Closes the instance this server started (once its stream ended); a given one stays open. */
   async end(): Promise<void> {
-    if (this.#given !== null || this.#session === null) return;
+    if (typeof this.#source !== "function" || this.#session === null) return;
     const session = await this.#session.catch(() => null);
     this.#session = null;
     await session?.close();
