@@ -3,7 +3,7 @@
 // `postgres` OS user when we are root: PgBouncer refuses to run as root), from a generated ini
 // in a temp dir that stop() deletes.
 import { join } from "node:path";
-import { freePort, isRoot, run } from "./cluster.ts";
+import { freePort, isRoot, run, serverUser } from "./cluster.ts";
 import { isFile } from "./server_bin.ts";
 
 export interface Bouncer {
@@ -63,12 +63,12 @@ export async function startPgbouncer(opts: BouncerOptions): Promise<Bouncer> {
     join(tmp, "userlist.txt"),
     opts.users.map((u) => `${quote(u)} ""`).join("\n") + "\n",
   );
-  if (isRoot()) await run("chown", ["-R", "postgres:", tmp]);
+  if (isRoot()) await run("chown", ["-R", `${serverUser()}:`, tmp]);
 
   const asPg = isRoot();
   const args = [join(tmp, "pgbouncer.ini")];
   const child = new Deno.Command(asPg ? "runuser" : bin, {
-    args: asPg ? ["-u", "postgres", "--", bin, ...args] : args,
+    args: asPg ? ["-u", serverUser(), "--", bin, ...args] : args,
     cwd: tmp,
     stdin: "null",
     stdout: "null",
