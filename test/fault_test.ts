@@ -37,6 +37,7 @@ import {
   STARTUP_OK,
   withServer,
 } from "./harness/fake_server.ts";
+import { delay, within } from "./harness/wait.ts";
 
 // ---------------------------------------------------------------------------------------------
 // The fixture
@@ -57,34 +58,13 @@ type Outcome =
   | { ok: false; error: unknown; ms: number };
 
 /** Settles `p`; fails the test if it has not settled within `ms` (a hang). */
-async function settle(p: PromiseLike<unknown>, ms = HANG_MS): Promise<Outcome> {
+function settle(p: PromiseLike<unknown>, ms = HANG_MS): Promise<Outcome> {
   const t0 = performance.now();
   const result = Promise.resolve(p).then(
     (value) => ({ ok: true as const, value, ms: performance.now() - t0 }),
     (error) => ({ ok: false as const, error, ms: performance.now() - t0 }),
   );
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const hang = new Promise<"hang">((r) => timer = setTimeout(() => r("hang"), ms));
-  try {
-    const out = await Promise.race([result, hang]);
-    if (out === "hang") assert.fail(`hang: not settled within ${ms} ms`);
-    return out;
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Resolves `p` or fails the test after `ms`. */
-async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) =>
-    timer = setTimeout(() => reject(new Error(`${what} (waited ${ms} ms)`)), ms)
-  );
-  try {
-    return await Promise.race([p, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return within(result, ms, "hang: the outcome");
 }
 
 /** How an outcome reads in an assertion message. */
@@ -359,7 +339,7 @@ faultTest(
   {
     startup: async (peer) => {
       await peer.send(header("R", 4));
-      await new Promise((r) => setTimeout(r, 50)); // its own read, then a normal ending
+      await delay(50); // its own read, then a normal ending
       await peer.send(concat(backendKeyData(1, 2), readyForQuery()));
     },
   },

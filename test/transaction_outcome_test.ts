@@ -10,7 +10,7 @@ import postgres, { ConnectionError, type Sql, type TransactionSql } from "../mod
 import { databaseUrl } from "./harness/env.ts";
 import { quiet } from "./harness/connect.ts";
 import { type TapProxy, tapProxy } from "./harness/tap_proxy.ts";
-import { within } from "./harness/util.ts";
+import { until, untilSleeping, within } from "./harness/wait.ts";
 
 const url = databaseUrl();
 
@@ -41,24 +41,9 @@ async function lostWith(
   return e;
 }
 
-/** Waits until `check` holds (the server did something the client cannot see yet). */
-async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`${what} did not happen within 10 s`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /** Terminates backend `pid` once it is running pg_sleep (so the kill lands mid-statement). */
 async function killWhenSleeping(admin: Sql, pid: number): Promise<void> {
-  await until(
-    async () =>
-      (await admin`
-        select 1 from pg_stat_activity
-        where pid = ${pid} and state = 'active' and query like '%pg_sleep%'`).length === 1,
-    "the statement to start",
-  );
+  await untilSleeping(admin, pid);
   await admin`select pg_terminate_backend(${pid})`;
 }
 
@@ -130,7 +115,7 @@ Deno.test("begin(fn): the connection lost after COMMIT was written, its answer h
       await tx`insert into tx_after values (4)`;
       release = hold(proxy); // from here the server's answers stop at the proxy: COMMIT's too
     });
-    await until(async () => (await ids(admin, "tx_after")).length === 1, "the commit");
+    await until("the commit", async () => (await ids(admin, "tx_after")).length === 1);
     proxy.drop();
     release();
     const e = await lostWith(committing, "unknown");
@@ -147,7 +132,7 @@ Deno.test("await using tx: COMMIT written but lost on the way: unknown, and it d
       await tx`insert into tx_swallowed values (5)`;
       proxy.state.swallow = true; // COMMIT leaves the client but never reaches the server
       const committing = tx.commit();
-      await until(() => Promise.resolve(proxy.state.swallowed > 0), "the COMMIT write");
+      await until("the COMMIT write", () => proxy.state.swallowed > 0);
       proxy.drop();
       await lostWith(committing, "unknown");
       proxy.state.swallow = false;
@@ -169,7 +154,7 @@ Deno.test("two-phase: PREPARE TRANSACTION and COMMIT PREPARED each lost after be
     const prepared = async () =>
       (await admin`select 1 from pg_prepared_xacts where gid = ${gid}`).length === 1;
     try {
-      await until(prepared, "the PREPARE TRANSACTION");
+      await until("the PREPARE TRANSACTION", prepared);
       proxy.drop();
       release();
       const e = await lostWith(preparing, "unknown");
@@ -179,7 +164,7 @@ Deno.test("two-phase: PREPARE TRANSACTION and COMMIT PREPARED each lost after be
       await proxy.sql`select 1`; // a new connection, before the answers are held
       release = hold(proxy);
       const committing = proxy.sql.unsafe(`commit prepared '${gid}'`).execute();
-      await until(async () => (await ids(admin, "tx_2pc")).length === 1, "the COMMIT PREPARED");
+      await until("the COMMIT PREPARED", async () => (await ids(admin, "tx_2pc")).length === 1);
       proxy.drop();
       release();
       await lostWith(committing, "unknown");
