@@ -17,10 +17,12 @@ Deno.test("1000 queries in flight when the backend is terminated: all settle wit
   await using admin = postgres(url, { max: 1, ...quiet });
   const [{ pid }] = await sql`select pg_backend_pid() as pid`;
   let answered = 0;
-  const inflight = Array.from(
-    { length: 1000 },
-    (_, i) => sql`select ${i}::int as i, pg_sleep(0.0005)`.execute().finally(() => answered++),
-  );
+  const count = () => answered++;
+  const inflight = Array.from({ length: 1000 }, (_, i) => {
+    const q = sql`select ${i}::int as i, pg_sleep(0.0005)`.execute();
+    q.then(count, count);
+    return q;
+  });
   await until("the first answers", () => answered > 0); // mid-pipeline from here
   await admin`select pg_terminate_backend(${pid})`;
   const outcomes = await within(Promise.allSettled(inflight), 5000, "the in-flight queries");
