@@ -83,7 +83,7 @@ Deno.test("postgres.js 'Copy from works in transaction': end('1\\n2'), then a qu
   try {
     const xs = await sql.begin(async (sql) => {
       (await sql`copy copy_in_tx from stdin`.writable()).end("1\n2");
-      await delay(20);
+      await delay(20); // as postgres.js's own test does
       return sql`select 1 from copy_in_tx`;
     });
     assert.equal(xs.length, 2);
