@@ -24,7 +24,7 @@
  *
  * @module
  */
-import { createSql, type Sql } from "./src/client/sql.ts";
+import { createSql, type Sql } from "./src/client/client.ts";
 import type { Options } from "./src/config/options.ts";
 import { BigIntType, type PostgresType } from "./src/query/custom_types.ts";
 import { PostgresError } from "./src/errors.ts";
@@ -78,15 +78,11 @@ export type {
   LargeObjectReadableOptions,
   LargeObjectWritableOptions,
 } from "./src/large_object/large_object.ts";
-export type {
-  PublicOptions,
-  ReservedSql,
-  Sql,
-  SqlTag,
-  Transaction,
-  TransactionSql,
-  UnwrapQueries,
-} from "./src/client/sql.ts";
+export type { Sql } from "./src/client/client.ts";
+export type { SqlTag } from "./src/client/sql.ts";
+export type { Transaction, TransactionSql, UnwrapQueries } from "./src/client/transaction.ts";
+export type { ReservedSql } from "./src/client/reserve.ts";
+export type { PublicOptions } from "./src/client/public_options.ts";
 export { CLOSE, type DescribedStatement, Query, type QueryMode } from "./src/query/query.ts";
 export { Identifier } from "./src/query/identifier.ts";
 export { Helper } from "./src/query/helpers.ts";
@@ -116,9 +112,9 @@ export type {
   NodeLikeSocket,
   SslMode,
   SslNegotiation,
+  TlsPath,
   UserSocket,
 } from "./src/connection/transport/transport.ts";
-export type { TlsPath } from "./src/connection/transport/tls.ts";
 export type { BulkCopy } from "./src/copy/bulk_copy.ts";
 export type { CopyFromOptions, CopyFromSource } from "./src/copy/copy_from.ts";
 export type { CopyToOptions } from "./src/copy/copy_to.ts";

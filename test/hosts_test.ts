@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import postgres, { ConnectionError, type Options, PostgresError } from "../mod.ts";
-import { resolveOptions } from "../src/config/options.ts";
+import { resolveOptions } from "../src/config/resolve.ts";
 import { findPgBin, freePort, startCluster } from "./harness/cluster.ts";
 import {
   auth,

@@ -40,6 +40,8 @@ const ALLOWED: Record<string, readonly string[]> = {
     "listen",
     "large_object",
   ],
+  // The Kysely dialect (`@pgpipe/pgpipe/kysely`): on the client's public API, beside everything.
+  kysely: ["query", "client"],
 };
 
 /** Every `.ts` file under `dir`, as paths relative to `src/`. */
@@ -141,4 +143,43 @@ Deno.test("layout: the circle finder finds a circle", () => {
   // The check above is only worth something if it can fail.
   const sample = new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a"]], ["d", ["a"]]]);
   assert.deepEqual(circles(sample), [["a", "b", "c"]]);
+});
+
+/** Every file mod.ts reaches through relative imports, as paths relative to the repository. */
+function reachedFrom(entry: string): string[] {
+  const seen = new Set<string>([entry]);
+  const queue = [entry];
+  while (queue.length > 0) {
+    const file = queue.pop()!;
+    const text = Deno.readTextFileSync(join(ROOT, file));
+    for (const m of text.matchAll(IMPORT)) {
+      const dep = relative(ROOT, resolve(dirname(join(ROOT, file)), m[1] ?? m[2]));
+      if (!seen.has(dep)) {
+        seen.add(dep);
+        queue.push(dep);
+      }
+    }
+  }
+  return [...seen].sort();
+}
+
+/** A static or dynamic import of anything but a relative path or a `node:` built-in. */
+const FOREIGN_IMPORT =
+  /(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?(?:[^;"']*?\s+from\s+)?["'](?!\.{1,2}\/|node:)([^"']+)["']|import\(\s*["'](?!\.{1,2}\/|node:)([^"']+)["']\s*\)/g;
+
+/** The foreign imports of `file`, its comments (JSDoc examples import from JSR) left out. */
+function foreignImports(file: string): string[] {
+  const code = Deno.readTextFileSync(join(ROOT, file)).replace(/\/\*[\s\S]*?\*\//g, "")
+    .replace(/^\s*\/\/.*$/gm, "");
+  return [...code.matchAll(FOREIGN_IMPORT)].map((m) => m[1] ?? m[2]);
+}
+
+Deno.test("layout: mod.ts's import graph imports nothing outside the repository but node:", () => {
+  const reached = reachedFrom("mod.ts");
+  assert.ok(reached.length > 50 && !reached.some((f) => f.includes("kysely")), reached.join());
+  const foreign = reached.flatMap((f) => foreignImports(f).map((s) => `${f}: ${s}`));
+  assert.deepEqual(foreign, []);
+  // The check can fail: the Kysely entry imports npm:kysely.
+  const kysely = reachedFrom("kysely.ts").flatMap(foreignImports);
+  assert.ok(kysely.some((s) => s.startsWith("npm:kysely@")), kysely.join());
 });

@@ -1,7 +1,9 @@
 /** Options, URL, environment and .pgpass, and the pool lifetimes, against a real server. */
 import assert from "node:assert/strict";
 import postgres from "../mod.ts";
-import { parseUrl, resolveOptions } from "../src/config/options.ts";
+import { resolveOptions } from "../src/config/resolve.ts";
+import { parseUrl } from "../src/config/url.ts";
+import { HOST_KEYWORDS, type Keyword, KEYWORDS } from "../src/config/keywords.ts";
 import { matchPgpass } from "../src/config/pgpass.ts";
 import { databaseUrl, hasClusters, tlsCluster } from "./harness/env.ts";
 import { withEnv } from "./harness/util.ts";
@@ -32,6 +34,45 @@ Deno.test("URL: credentials and names are percent-decoded; unknown keys become s
   assert.throws(() => resolveOptions("postgres://h:99999/d"), TypeError);
   assert.throws(() => resolveOptions("postgres://h/d?sslmode=sometimes"), TypeError);
   assert.equal(resolveOptions("postgres://h/d?host=/run/pg").host, "/run/pg");
+});
+
+Deno.test("keywords: none reaches the server as a setting; the defaults with no source giving any", async () => {
+  const rows = Object.entries(KEYWORDS) as [string, Keyword<unknown>][];
+  const vars = rows.flatMap(([, row]) => row.env ?? []).concat(
+    Object.values(HOST_KEYWORDS).map((h) => h.env),
+  );
+  await withEnv({ ...Object.fromEntries(vars.map((v) => [v, undefined])), USER: "me" }, () => {
+    const texts: Record<string, string> = { host: "h", port: "5433", sslrootcert: "system" };
+    for (const [name, row] of rows) {
+      texts[name] ??= typeof row.default === "string" ? row.default : "1";
+    }
+    const query = Object.entries(texts).map(([k, v]) => `${k}=${encodeURIComponent(v)}`);
+    const all = resolveOptions(`postgres://x/d?${query.join("&")}`);
+    assert.deepEqual(
+      Object.keys(all.params).sort(),
+      ["DateStyle", "application_name", "client_encoding", "database", "user"],
+    );
+    const r = resolveOptions(undefined);
+    assert.deepEqual(
+      [r.host, r.port, r.user, r.database, r.params.application_name, r.pass],
+      ["localhost", 5432, "me", "me", "pgpipe", undefined],
+    );
+    assert.deepEqual(
+      [r.targetSessionAttrs, r.loadBalanceHosts, r.protocolMinor, r.sslmode, r.sslnegotiation],
+      ["any", "disable", 0, "prefer", "postgres"],
+    );
+    assert.deepEqual(
+      [r.connectTimeout, r.max, r.maxPipeline, r.idleTimeout, r.queryTimeout],
+      [30_000, 10, 1000, 0, 0],
+    );
+    assert.deepEqual([r.fetchTypes, r.prepare, r.publications, r.ca], [
+      true,
+      true,
+      "alltables",
+      undefined,
+    ]);
+    assert.ok(r.maxLifetime >= 30 * 60_000 && r.maxLifetime <= 60 * 60_000, `${r.maxLifetime}`);
+  });
 });
 
 Deno.test("sslnegotiation: postgres by default; direct from the option, URL or PGSSLNEGOTIATION, only with a mode that never goes plain (libpq)", async () => {

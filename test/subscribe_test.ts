@@ -16,7 +16,7 @@ import postgres, {
   type Sql,
 } from "../mod.ts";
 import { changeKeys, parsePattern } from "../src/replication/pattern.ts";
-import { parsePublications } from "../src/config/options.ts";
+import { parsePublications } from "../src/config/publications.ts";
 import { ProtocolViolation } from "../src/protocol/backend.ts";
 import { pgoutputMessage } from "../src/replication/pgoutput.ts";
 import {

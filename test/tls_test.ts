@@ -7,7 +7,7 @@ import { hasClusters, plainCluster, tlsCluster } from "./harness/env.ts";
 import { flightRecorder } from "./harness/flights.ts";
 import { keyExchange } from "./harness/tls_hello.ts";
 import { answerHello } from "../src/connection/transport/tls_group.ts";
-import { wouldPassNatively } from "../src/connection/transport/tls.ts";
+import { wouldPassNatively } from "../src/connection/transport/node_tls.ts";
 import { tapProxy } from "./harness/tap_proxy.ts";
 import { delay, until, untilRan } from "./harness/wait.ts";
 import { assertConnectionError, clusterTest, failure, quiet, session } from "./harness/connect.ts";

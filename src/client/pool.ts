@@ -8,16 +8,13 @@
  * is released no other caller's request goes to it. Requests with nowhere to
  * go wait here, in order, and leave as soon as a connection is free.
  */
-import {
-  type Connection,
-  connectTimeoutError,
-  connectTimeoutMs,
-} from "../connection/connection.ts";
+import type { Connection } from "../connection/connection.ts";
+import { connectTimeoutError, connectTimeoutMs } from "../connection/open.ts";
 import type { PipelineRequest } from "../connection/requests/request.ts";
 import { ConnectionError, isSocketErrorCode, QueryError } from "../errors.ts";
 import { QueryRequest } from "../connection/requests/query_request.ts";
 import type { DebugHook } from "../config/options.ts";
-import { isUserFailure } from "../connection/transport/transport.ts";
+import { isUserFailure } from "../connection/transport/user_socket.ts";
 import { exec } from "../connection/requests/driver_queries.ts";
 import { connect, type HostOptions } from "../config/hosts.ts";
 import type { PoolCounts, Telemetry } from "../telemetry/telemetry.ts";

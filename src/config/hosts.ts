@@ -12,12 +12,8 @@
  * `default_transaction_read_only` parameters the server reports at startup
  * (PostgreSQL 14 and later), else from one query.
  */
-import {
-  Connection,
-  type ConnectionOptions,
-  connectTimeoutError,
-  connectTimeoutMs,
-} from "../connection/connection.ts";
+import { Connection, type ConnectionOptions } from "../connection/connection.ts";
+import { connectTimeoutError, connectTimeoutMs } from "../connection/open.ts";
 import type { PipelineRequest } from "../connection/requests/request.ts";
 import { ConnectionError, PostgresError } from "../errors.ts";
 import { firstRow } from "../connection/requests/driver_queries.ts";

@@ -4,6 +4,7 @@
  * escapes. Like libpq it is ignored when group or others can read it, and,
  * without `--allow-read`/`--allow-env`, it is simply absent.
  */
+import { env } from "./environment.ts";
 
 /** What a password is looked up for. */
 export interface PgpassTarget {
@@ -11,14 +12,6 @@ export interface PgpassTarget {
   port: number;
   database: string;
   user: string;
-}
-
-function env(name: string): string | undefined {
-  try {
-    return Deno.env.get(name);
-  } catch {
-    return undefined;
-  }
 }
 
 /** Splits one line into its fields, honouring `\:` and `\\`. */

@@ -6,7 +6,8 @@
 import type { PostgresError } from "../errors.ts";
 import { cancelRequest } from "../protocol/frontend.ts";
 import { Writer } from "../protocol/writer.ts";
-import { type Endpoint, openTransport } from "./transport/transport.ts";
+import { openTransport } from "./transport/connect.ts";
+import type { Endpoint } from "./transport/transport.ts";
 
 /** How long to wait for the server to take a cancel before giving up on the socket. */
 const CANCEL_TIMEOUT_MS = 5000;

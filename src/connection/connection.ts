@@ -2,20 +2,17 @@
  * One connection to the server and its pipeline.
  *
  * Requests are encoded into the write buffer the moment they are sent and
- * queued in FIFO order; one flush per tick (over native TLS while others are
- * in flight, per turn of the event loop) writes everything encoded since the
- * last one. A single read loop frames the answers and hands each message
- * to the request at the head of the FIFO; ReadyForQuery pops it. Notices,
- * parameter changes and notifications are routed by type, never by position.
+ * queued in FIFO order (`request_fifo.ts`); one flush per tick (per turn of
+ * the event loop while others are in flight, where the transport gathers
+ * writes: native TLS) writes everything encoded since the last one. A single
+ * read loop frames the answers and hands each message to the request at the
+ * head of the FIFO; ReadyForQuery pops it. Notices, parameter changes and
+ * notifications are routed by type, never by position (`out_of_band.ts`).
  */
 import {
   Backend,
   commandComplete,
-  cstrPair,
-  type FieldMap,
   fields,
-  type Notification,
-  notification,
   parameterDescription,
   ProtocolViolation,
   rowDescription,
@@ -31,17 +28,16 @@ import type { ConnectionState } from "./requests/request.ts";
 import { type PasswordSource, startup, type StartupIO } from "./startup.ts";
 import { StatementCache } from "./statement.ts";
 import { mayBeCancelRequest, sendCancel, StrayCancels } from "./cancel.ts";
-import {
-  type Endpoint,
-  openTransport,
-  socketErrorInfo,
-  socketPath,
-  type Transport,
-} from "./transport/transport.ts";
-import type { TlsPath } from "./transport/tls.ts";
+import { openTransport } from "./transport/connect.ts";
+import { type Endpoint, type TlsPath, type Transport, whereOf } from "./transport/transport.ts";
+import { startWithin, withSslFallback } from "./open.ts";
+import { Backlog, RequestFifo } from "./request_fifo.ts";
+import { cancelledInBatch, copyError, skippedInBatch, strayCancel } from "./derived_errors.ts";
+import { OUT_OF_BAND, type ServerHooks, ServerReports } from "./out_of_band.ts";
+import { QueryWatchdog } from "./watchdog.ts";
 
 /** Everything one connection needs to know. */
-export interface ConnectionOptions {
+export interface ConnectionOptions extends ServerHooks {
   /** Where to connect and the TLS policy. */
   endpoint: Endpoint;
   /** Startup parameters: user, database, application_name, and any others. */
@@ -64,12 +60,6 @@ export interface ConnectionOptions {
   maxStatements: number;
   /** Value decoding options. */
   decode: DecodeOptions;
-  /** Called for each NoticeResponse. */
-  onnotice?: (notice: FieldMap) => void;
-  /** Called for each ParameterStatus after startup too. */
-  onparameter?: (name: string, value: string) => void;
-  /** Called for each NotificationResponse. */
-  onnotify?: (n: Notification) => void;
   /** Called once when the connection closes, with the reason if it failed. */
   onclose?: (err: ConnectionError | null) => void;
   /** Called whenever the last request in flight is answered. */
@@ -105,96 +95,6 @@ export interface ConnectionOptions {
 }
 
 const IDLE = 0x49; // ReadyForQuery status outside a transaction block
-/** Answered FIFO slots left before the live ones that make it worth moving them to the front. */
-const COMPACT_AFTER = 4096;
-
-/**
- * The error of a query that `cause` failed though it was not its own (an error that aborted its
- * batch, a cancel meant for another query), in the server's own terms (`code`, `message`), with
- * `detail` saying what happened and `cause` attached.
- */
-function derivedError(code: string, message: string, detail: string, cause: PostgresError) {
-  const err = new PostgresError({
-    S: "ERROR",
-    V: "ERROR",
-    C: code,
-    M: message,
-    D: `${detail} (${cause.code}: ${cause.message})`,
-  });
-  (err as { cause?: unknown }).cause = cause;
-  return err;
-}
-
-/**
- * An earlier query of the batch failed: 25P02, what the query would have got with a Sync of its
- * own (a statement in an aborted transaction).
- */
-const skippedInBatch = (cause: PostgresError): PostgresError =>
-  derivedError(
-    "25P02",
-    "current transaction is aborted, commands ignored until end of transaction block",
-    "not run: an earlier query written in the same batch of this transaction failed",
-    cause,
-  );
-
-/**
- * The query was cancelled, but the cancel stopped an earlier query of its batch (the server
- * answers a batch only at its Sync, so the driver cannot aim a cancel behind the running query):
- * 57014, as a cancel gives.
- */
-const cancelledInBatch = (cause: PostgresError): PostgresError =>
-  derivedError(
-    "57014",
-    "canceling statement due to user request",
-    "cancelled: the server stopped its batch while an earlier query of it ran",
-    cause,
-  );
-
-/**
- * A CancelRequest sent for another query stopped this one (the server stops whatever runs when
- * the signal lands), and it cannot simply run again (inside a transaction block, a cursor, a
- * COPY, a multi-statement simple query): 57014, and why.
- */
-const strayCancel = (cause: PostgresError): PostgresError =>
-  derivedError(
-    "57014",
-    cause.message, // the server's, in its lc_messages
-    "stopped: a cancel this connection sent for another query landed while it ran",
-    cause,
-  );
-
-/** Messages that may arrive at any time, not as part of a request's answer. */
-const OUT_OF_BAND = new Set<number>([
-  Backend.NoticeResponse,
-  Backend.ParameterStatus,
-  Backend.NotificationResponse,
-  Backend.ErrorResponse, // a FATAL when the server shuts the session down
-]);
-
-function describeEndpoint(e: Endpoint): { address: string; port: number } {
-  return { address: e.host, port: e.port };
-}
-
-/** The connect timeout in ms for an attempt starting now; throws a TypeError for a bad value. */
-export function connectTimeoutMs(options: Pick<ConnectionOptions, "connectTimeout">): number {
-  const value = options.connectTimeout;
-  const ms = typeof value === "function" ? value() : value;
-  if (typeof ms !== "number" || !(ms >= 0)) {
-    throw new TypeError(`invalid connect_timeout: ${ms} ms (use a number of seconds, 0 for none)`);
-  }
-  return ms;
-}
-
-/** postgres.js's CONNECT_TIMEOUT error: `write CONNECT_TIMEOUT host:port` (or the socket path). */
-export function connectTimeoutError(e: Endpoint, cause?: unknown): ConnectionError {
-  const target = e.host.startsWith("/") && e.socket === undefined
-    ? socketPath(e.host, e.port)
-    : `${e.host}:${e.port}`;
-  return new ConnectionError("CONNECT_TIMEOUT", `write CONNECT_TIMEOUT ${target}`, {
-    ...describeEndpoint(e),
-    cause,
-  });
-}
 
 /** A live, authenticated connection with a pipeline of requests. */
 export class Connection implements EncodeContext {
@@ -244,24 +144,10 @@ export class Connection implements EncodeContext {
   #spare = new Writer();
   #writing = false;
   #flushQueued = false;
-  // The FIFO of requests written or encoded and awaiting answers is [#head, #tail) of #queue and
-  // its parallel arrays. They are reused, not truncated, when the FIFO empties (a serial query
-  // would otherwise reallocate them each time), and compacted when a never-empty FIFO has left
-  // a long answered prefix behind.
-  #queue: PipelineRequest[] = [];
-  #sizes: number[] = []; // encoded bytes of each queued request, for the byte bound
-  #synced: boolean[] = []; // whether a Sync follows each queued request (false: mid-batch)
-  #tail = 0;
+  #fifo = new RequestFifo(); // written or encoded, awaiting answers
+  #backlog = new Backlog(); // waiting for room in the pipeline
   #batchOpen = false; // the last request encoded is batchable and still awaits its Sync
   #aborted: PostgresError | null = null; // the error that aborted the batch being answered
-  #queuedBytes = 0;
-  #head = 0;
-  #unsent = 0; // queue index from which requests are still only in #writer
-  #backlog: PipelineRequest[] = []; // waiting for room in the pipeline
-  #backlogHead = 0;
-  #barriers = 0; // barrier requests in the queue: while any is, nothing else is written
-  #barrier: PipelineRequest | null = null; // the barrier in the queue (there is at most one)
-  #backlogBarriers = 0; // barrier requests waiting in the backlog
   #paused: (() => void) | null = null; // resolves a paused read loop
   #pausing = false;
   #flushWaiters: (() => void)[] = [];
@@ -286,7 +172,7 @@ export class Connection implements EncodeContext {
       wake?.();
     },
     cancel: () => {
-      const head = this.#queue[this.#head];
+      const head = this.#fifo.queue[this.#fifo.head];
       if (head !== undefined && this.#closed === null) this.#cancelNow(head);
     },
     inTransaction: () => this.status !== IDLE,
@@ -296,12 +182,11 @@ export class Connection implements EncodeContext {
   #strays = new StrayCancels(); // our CancelRequests that may yet stop a request they were not for
   #resend: PipelineRequest | null = null; // re-sent at its ReadyForQuery (late cancel, stale statement)
   #resendCancelled: Error | null = null; // its user cancelled it before it went again
-  #lastRead = 0; // ms timestamps for the query_timeout watchdog
-  #lastWrite = 0;
-  #watchdog: ReturnType<typeof setInterval> | undefined;
-  #timeoutCancelled = false;
+  #watchdog = new QueryWatchdog();
+  #reports: ServerReports;
   #closed: ConnectionError | null = null;
   #starting = true; // until the startup's ReadyForQuery: the startup writes and reads
+  #opened = false; // the transport is open
   #claimed = false; // claim was called
   #authenticated = false; // AuthenticationOk arrived
   #fatal: PostgresError | null = null;
@@ -313,77 +198,52 @@ export class Connection implements EncodeContext {
     this.#options = options;
     this.statements = new StatementCache(options.maxStatements);
     this.decode = options.decode;
+    this.#reports = new ServerReports(this.parameters, options);
   }
 
   /** Connects, negotiates TLS and authenticates; rejects with a typed error. */
-  static async open(options: ConnectionOptions): Promise<Connection> {
-    const mode = options.endpoint.sslmode;
-    try {
-      // allow: plain first, TLS if the server refuses; prefer: TLS first, plain if TLS fails.
-      return await Connection.#attempt(options, mode !== "allow");
-    } catch (e) {
-      const retryPlain = mode === "prefer" && e instanceof ConnectionError &&
-        e.code === "SSL_FAILED";
-      const retryTls = mode === "allow" && e instanceof PostgresError;
-      // A user's socket is plain under prefer and allow (see openTransport): nothing to retry.
-      if ((!retryPlain && !retryTls) || options.endpoint.socket !== undefined) throw e;
-      return await Connection.#attempt(options, retryTls);
-    }
+  static open(options: ConnectionOptions): Promise<Connection> {
+    return withSslFallback(options.endpoint, (tryTls) => Connection.#attempt(options, tryTls));
   }
 
-  static async #attempt(options: ConnectionOptions, tryTls: boolean): Promise<Connection> {
-    const timeoutMs = connectTimeoutMs(options); // read now: it may change between attempts
+  static #attempt(options: ConnectionOptions, tryTls: boolean): Promise<Connection> {
     const c = new Connection(options);
-    const where = describeEndpoint(options.endpoint);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let timedOut = false;
-    let opened = false;
-    const abort = new AbortController();
+    // Returned as it is, not awaited: one more await would bring a failed start to the pool a
+    // microtask turn later, after a query its caller sends at once, which then fails with it
+    // (test/streams_test.ts, "a query cancelled while its connection starts").
+    return startWithin(options, {
+      run: (signal) => c.#start(tryTls, signal),
+      opened: () => c.#opened,
+      close: () => c.#transport?.close(),
+      abandon: (err) => c.#abandon(err),
+      ready: () => {
+        c.#started();
+        c.#readLoop();
+        c.#startWatchdog();
+        return c;
+      },
+    });
+  }
+
+  /** Opens the transport and runs the startup over it; `signal` aborts the negotiation. */
+  async #start(tryTls: boolean, signal: AbortSignal): Promise<void> {
+    const options = this.#options;
     // The startup writes for itself; requests claimed meanwhile ride in its writes.
-    c.#writing = true;
-    const work = (async () => {
-      c.#transport = await openTransport(options.endpoint, tryTls, abort.signal);
-      opened = true;
-      if (timedOut) c.#transport.close();
-      options.onstage?.("transport", c.#transport.tls !== null);
-      const result = await startup(
-        c.#startupIO(),
-        options.params,
-        options.password,
-        options.protocolMinor,
-      );
-      c.pid = result.pid;
-      c.secret = result.secret;
-      c.cancelKey = result.key;
-      options.onstage?.("authenticated", c.#transport.tls !== null);
-    })();
-    try {
-      if (timeoutMs > 0) {
-        const timeout = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => {
-            timedOut = true;
-            abort.abort();
-            c.#transport?.close();
-            reject(connectTimeoutError(options.endpoint));
-          }, timeoutMs);
-        });
-        work.catch(() => {}); // its failure after a timeout is already reported
-        await Promise.race([work, timeout]);
-      } else {
-        await work;
-      }
-    } catch (e) {
-      c.#transport?.close();
-      const err = startupError(e, opened, where);
-      c.#abandon(err);
-      throw err;
-    } finally {
-      clearTimeout(timer);
-    }
-    c.#started();
-    c.#readLoop();
-    c.#startWatchdog();
-    return c;
+    this.#writing = true;
+    this.#transport = await openTransport(options.endpoint, tryTls, signal);
+    this.#opened = true;
+    if (signal.aborted) this.#transport.close();
+    options.onstage?.("transport", this.#transport.tls !== null);
+    const result = await startup(
+      this.#startupIO(),
+      options.params,
+      options.password,
+      options.protocolMinor,
+    );
+    this.pid = result.pid;
+    this.secret = result.secret;
+    this.cancelKey = result.key;
+    options.onstage?.("authenticated", this.#transport.tls !== null);
   }
 
   /** The startup is over: what was encoded after its last write leaves now. */
@@ -392,7 +252,7 @@ export class Connection implements EncodeContext {
     this.#writing = false;
     if (this.#writer.length > 0) this.#scheduleFlush();
     // A cancel asked while the backend's key was unknown.
-    const head = this.#queue[this.#head];
+    const head = this.#fifo.queue[this.#fifo.head];
     if (head !== undefined && this.#cancelWhenHead.delete(head)) this.#cancelNow(head);
   }
 
@@ -402,20 +262,8 @@ export class Connection implements EncodeContext {
    * AuthenticationOk a lost socket leaves that unknown, so they fail.
    */
   #abandon(err: Error): void {
-    const reqs = [
-      ...this.#queue.slice(this.#head, this.#tail),
-      ...this.#backlog.slice(this.#backlogHead),
-    ];
-    if (reqs.length === 0) return;
-    this.#queue = [];
-    this.#backlog = [];
-    this.#head =
-      this.#tail =
-      this.#backlogHead =
-      this.#unsent =
-        0;
-    this.#queuedBytes = 0;
-    this.#barriers = 0;
+    if (this.inFlight === 0) return;
+    const reqs = [...this.#fifo.clear().requests, ...this.#backlog.clear()];
     this.#writer.reset();
     const neverRan = err instanceof PostgresError || !this.#authenticated;
     // One its caller cancelled meanwhile stays cancelled: it is never handed on to run elsewhere.
@@ -426,7 +274,7 @@ export class Connection implements EncodeContext {
       return this.#options.unclaim(reqs.filter((req) => !cancelled.has(req)));
     }
     for (const req of reqs) {
-      const e = err instanceof ConnectionError ? clone(err) : err;
+      const e = err instanceof ConnectionError ? copyError(err) : err;
       if (e instanceof ConnectionError) e.outcome = neverRan ? "not-sent" : "unknown";
       req.fail(e);
     }
@@ -444,7 +292,7 @@ export class Connection implements EncodeContext {
         const out = this.#writer;
         this.#writer = this.#spare;
         this.#spare = out;
-        this.#unsent = this.#tail;
+        this.#fifo.unsent = this.#fifo.tail;
         for (let off = 0; off < out.length;) {
           off += await transport().write(out.buf.subarray(off, out.length));
         }
@@ -472,38 +320,29 @@ export class Connection implements EncodeContext {
         return message;
       },
       // Reported during startup too, as postgres.js does (application_name, server_version, ...).
-      parameter: (name: string, value: string) => {
-        this.parameters.set(name, value);
-        callHook("onparameter", this.#options.onparameter, name, value);
-      },
-      notice: (f: FieldMap) => callHook("onnotice", this.#options.onnotice, f),
+      parameter: (name, value) => this.#reports.parameter(name, value),
+      notice: (f) => this.#reports.notice(f),
     };
   }
 
   /** Checks for a server that owes an answer and has gone quiet (the `query_timeout` option). */
   #startWatchdog(): void {
-    const limit = this.#options.queryTimeout ?? 0;
-    if (limit <= 0) return;
-    this.#watchdog = setInterval(() => {
-      const head = this.#queue[this.#head];
-      // A cursor or COPY may legitimately wait on its consumer, not on the server.
-      if (head === undefined || head.barrier || this.#pausing) return;
-      const quiet = Date.now() - Math.max(this.#lastRead, this.#lastWrite);
-      if (quiet < limit) return;
-      if (!this.#timeoutCancelled) {
-        this.#timeoutCancelled = true;
-        this.#cancelNow(head);
-      } else if (quiet >= 2 * limit) {
+    this.#watchdog.start(this.#options.queryTimeout ?? 0, {
+      owesAnswer: () => {
+        const head = this.#fifo.queue[this.#fifo.head];
+        // A cursor or COPY may legitimately wait on its consumer, not on the server.
+        return head !== undefined && !head.barrier && !this.#pausing;
+      },
+      cancel: () => this.#cancelNow(this.#fifo.queue[this.#fifo.head]),
+      destroy: (quiet) =>
         this.#fail(
           new ConnectionError(
             "QUERY_TIMEOUT",
             `the server sent nothing for ${quiet} ms while a query was running`,
-            describeEndpoint(this.#options.endpoint),
+            whereOf(this.#options.endpoint),
           ),
-        );
-      }
-    }, Math.max(10, Math.min(1000, limit / 4)));
-    Deno.unrefTimer(this.#watchdog as unknown as number);
+        ),
+    });
   }
 
   /**
@@ -527,7 +366,7 @@ export class Connection implements EncodeContext {
 
   /** Requests sent and not yet answered, plus those waiting for room. */
   get inFlight(): number {
-    return this.#tail - this.#head + this.#backlog.length - this.#backlogHead;
+    return this.#fifo.size + this.#backlog.size;
   }
 
   /** Why the connection closed, once it has. */
@@ -537,7 +376,7 @@ export class Connection implements EncodeContext {
 
   /** Requests waiting locally for room in this connection's pipeline. */
   get waiting(): number {
-    return this.#backlog.length - this.#backlogHead;
+    return this.#backlog.size;
   }
 
   /**
@@ -545,12 +384,12 @@ export class Connection implements EncodeContext {
    * now waits until it ends, so the pool sends shared work elsewhere.
    */
   get barred(): boolean {
-    return this.#barriers > 0 || this.#backlogBarriers > 0;
+    return this.#fifo.barriers > 0 || this.#backlog.barriers > 0;
   }
 
   /** Whether a COPY FROM STDIN holds the connection and waits for its caller's data. */
   get copyInProgress(): boolean {
-    return this.#barrier?.awaitsInput === true;
+    return this.#fifo.barrier?.awaitsInput === true;
   }
 
   /** Whether the connection is closed (or closing). */
@@ -563,12 +402,11 @@ export class Connection implements EncodeContext {
     if (this.#closed !== null || this.#ending !== null) {
       const err = this.#closed ??
         new ConnectionError("CONNECTION_ENDED", "the connection is ending");
-      req.fail(Object.assign(clone(err), { outcome: "not-sent" as const }));
+      req.fail(Object.assign(copyError(err), { outcome: "not-sent" as const }));
       return;
     }
-    if (this.#backlogHead < this.#backlog.length || !this.#hasRoom()) {
+    if (this.#backlog.size > 0 || !this.#hasRoom()) {
       this.#backlog.push(req);
-      if (req.barrier) this.#backlogBarriers++;
       return;
     }
     this.#enqueue(req);
@@ -576,10 +414,11 @@ export class Connection implements EncodeContext {
 
   /** Whether the pipeline bounds allow one more request (an empty pipeline always does). */
   #hasRoom(): boolean {
-    const n = this.#tail - this.#head;
+    const fifo = this.#fifo;
+    const n = fifo.size;
     return n === 0 ||
-      (this.#barriers === 0 && n < this.#options.maxPipeline &&
-        this.#queuedBytes < this.#options.maxPipelineBytes);
+      (fifo.barriers === 0 && n < this.#options.maxPipeline &&
+        fifo.bytes < this.#options.maxPipelineBytes);
   }
 
   #enqueue(req: PipelineRequest): void {
@@ -589,17 +428,8 @@ export class Connection implements EncodeContext {
     if (this.#batchOpen && !batchable) this.#closeBatch();
     const before = this.#writer.length;
     req.encode(this.#writer, this);
-    const size = this.#writer.length - before;
-    this.#queuedBytes += size;
-    const at = this.#tail++;
-    this.#sizes[at] = size;
-    this.#synced[at] = !batchable;
+    this.#fifo.push(req, this.#writer.length - before, !batchable);
     this.#batchOpen = batchable;
-    this.#queue[at] = req;
-    if (req.barrier) {
-      this.#barriers++;
-      this.#barrier = req;
-    }
     req.attach?.(this.#io);
     this.#scheduleFlush();
   }
@@ -607,10 +437,7 @@ export class Connection implements EncodeContext {
   /** Ends the open batch: its Sync belongs to the last request encoded. */
   #closeBatch(): void {
     fe.sync(this.#writer);
-    const last = this.#tail - 1;
-    this.#synced[last] = true;
-    this.#sizes[last] += 5;
-    this.#queuedBytes += 5;
+    this.#fifo.syncLast(5);
     this.#batchOpen = false;
   }
 
@@ -620,16 +447,16 @@ export class Connection implements EncodeContext {
     // behind 100"), and on loopback batching writes that way gained nothing measurable.
     if (this.#flushQueued || this.#writing) return;
     this.#flushQueued = true;
-    // Over native TLS while others are in flight: one turn of the event loop later (about a µs),
-    // after the answers that already arrived were read, so the queries they free leave together
-    // in one TLS record rather than one per read (each costs the server a decrypt). Pipelined,
-    // that measured 5-10% more queries/s on one connection and on the pool, with less CPU per
-    // query on both sides. Over plain TCP and node:tls the same rule, A/B against this one in one
-    // process (1 and 4 connections, in a transaction, the pool with 500 in flight), moved q/s and
-    // CPU per query by no more than the noise (±2-4% medians; a plain TCP read already takes
-    // all that arrived, so there are no per-record reads to gather). They keep the microtask.
-    // A lone query still leaves at once.
-    if (this.#tail - this.#head > 1 && this.#transport.tls === "native") setImmediate(this.#flush);
+    // Where the transport gathers writes (native TLS) while others are in flight: one turn of the
+    // event loop later (about a µs), after the answers that already arrived were read, so the
+    // queries they free leave together in one TLS record rather than one per read (each costs
+    // the server a decrypt). Pipelined, that measured 5-10% more queries/s on one connection and
+    // on the pool, with less CPU per query on both sides. Over plain TCP and node:tls the same
+    // rule, A/B against this one in one process (1 and 4 connections, in a transaction, the pool
+    // with 500 in flight), moved q/s and CPU per query by no more than the noise (±2-4% medians;
+    // a plain TCP read already takes all that arrived, so there are no per-record reads to
+    // gather). They keep the microtask. A lone query still leaves at once.
+    if (this.#fifo.size > 1 && this.#transport.gatherWrites) setImmediate(this.#flush);
     else queueMicrotask(this.#flush);
   }
 
@@ -644,8 +471,8 @@ export class Connection implements EncodeContext {
         const out = this.#writer;
         this.#writer = this.#spare;
         this.#spare = out;
-        this.#unsent = this.#tail;
-        this.#lastWrite = Date.now();
+        this.#fifo.unsent = this.#fifo.tail;
+        this.#watchdog.wrote();
         const transport = this.#transport;
         for (let off = 0; off < out.length;) {
           const written = transport.write(out.buf.subarray(off, out.length));
@@ -666,15 +493,15 @@ export class Connection implements EncodeContext {
   };
 
   /**
-   * Over native TLS with nothing in flight, the read loop waits until the next write is under way
-   * (or one turn of the event loop, whichever comes first) before it reads again. A native read
-   * goes to the socket at once (rustls reads it before it waits), and with nothing to read yet
-   * that costs a syscall and a pass through rustls; issued before the next serial query's write,
-   * that sat on every round trip's critical path, where the raw ping-pong issues it after its
-   * write, while the server works. Plain TCP knows the socket is empty without a syscall and
-   * node:tls reads by events, so both read at once as before. The turn of the event loop bounds
-   * the wait: an idle connection still reads notifications, notices and the server's FATAL
-   * (pg_terminate_backend, idle_session_timeout) as they come.
+   * Where an idle read costs (native TLS), with nothing in flight, the read loop waits until the
+   * next write is under way (or one turn of the event loop, whichever comes first) before it reads
+   * again. A native read goes to the socket at once (rustls reads it before it waits), and with
+   * nothing to read yet that costs a syscall and a pass through rustls; issued before the next
+   * serial query's write, that sat on every round trip's critical path, where the raw ping-pong
+   * issues it after its write, while the server works. Plain TCP knows the socket is empty
+   * without a syscall and node:tls reads by events, so both read at once as before. The turn of
+   * the event loop bounds the wait: an idle connection still reads notifications, notices and the
+   * server's FATAL (pg_terminate_backend, idle_session_timeout) as they come.
    */
   #idleRead(): Promise<void> {
     return new Promise((resolve) => {
@@ -691,6 +518,7 @@ export class Connection implements EncodeContext {
 
   async #readLoop(): Promise<void> {
     const framer = this.#framer;
+    const fifo = this.#fifo;
     try {
       for (;;) {
         while (framer.next()) {
@@ -698,12 +526,11 @@ export class Connection implements EncodeContext {
           // A slow COPY or cursor consumer holds the connection: stop reading until it catches up.
           if (this.#pausing) await new Promise<void>((resolve) => this.#paused = resolve);
         }
-        this.#queue[this.#head]?.beforeRead?.();
-        if (this.#head === this.#tail && this.#transport.tls === "native") await this.#idleRead();
+        fifo.queue[fifo.head]?.beforeRead?.();
+        if (fifo.head === fifo.tail && this.#transport.idleReadCosts) await this.#idleRead();
         const n = await this.#transport.read(framer.space());
         if (n === null) break;
-        this.#lastRead = Date.now();
-        this.#timeoutCancelled = false;
+        this.#watchdog.heard();
         framer.advance(n);
       }
       if (this.#closed === null) this.#fail(this.#lost(null));
@@ -713,7 +540,8 @@ export class Connection implements EncodeContext {
   }
 
   #dispatch(type: number, buf: Uint8Array, start: number, end: number): void {
-    const req = this.#queue[this.#head];
+    const fifo = this.#fifo;
+    const req = fifo.queue[fifo.head];
     if (req === undefined && !OUT_OF_BAND.has(type)) {
       throw new ProtocolViolation(
         `the server sent ${String.fromCharCode(type)} with no query in flight`,
@@ -725,7 +553,7 @@ export class Connection implements EncodeContext {
       case Backend.CommandComplete: {
         const tag = commandComplete(buf, start, end);
         req.commandComplete(tag.command, tag.count);
-        if (!this.#synced[this.#head]) this.#batchedDone(req);
+        if (!fifo.synced[fifo.head]) this.#batchedDone(req);
         return;
       }
       case Backend.ReadyForQuery: {
@@ -735,7 +563,7 @@ export class Connection implements EncodeContext {
         }
         const before = this.status;
         this.status = buf[start];
-        if (this.#aborted !== null || !this.#synced[this.#head]) return this.#skipBatch(req);
+        if (this.#aborted !== null || !fifo.synced[fifo.head]) return this.#skipBatch(req);
         this.#shift(req);
         if (req === this.#resend) {
           this.#resend = null;
@@ -766,7 +594,7 @@ export class Connection implements EncodeContext {
         return req.noData();
       case Backend.EmptyQueryResponse:
         req.emptyQuery();
-        if (!this.#synced[this.#head]) this.#batchedDone(req);
+        if (!fifo.synced[fifo.head]) this.#batchedDone(req);
         return;
       case Backend.PortalSuspended:
         return req.portalSuspended();
@@ -780,7 +608,7 @@ export class Connection implements EncodeContext {
         // A cancel of ours sent for another request stopped this one (see StrayCancels).
         const stray = err.code === "57014" && !this.#cancelled.has(req) &&
           mayBeCancelRequest(err) && this.#strays.mayHit(req);
-        if (!this.#synced[this.#head]) {
+        if (!fifo.synced[fifo.head]) {
           // Mid-batch: the server now skips the rest of the batch up to its Sync.
           const failure = stray ? strayCancel(err) : err;
           req.error(failure);
@@ -803,17 +631,9 @@ export class Connection implements EncodeContext {
         return req.error(err);
       }
       case Backend.NoticeResponse:
-        callHook("onnotice", this.#options.onnotice, fields(buf, start, end));
-        return;
-      case Backend.ParameterStatus: {
-        const [name, value] = cstrPair(buf, start, end);
-        this.parameters.set(name, value);
-        callHook("onparameter", this.#options.onparameter, name, value);
-        return;
-      }
+      case Backend.ParameterStatus:
       case Backend.NotificationResponse:
-        callHook("onnotify", this.#options.onnotify, notification(buf, start, end));
-        return;
+        return this.#reports.route(type, buf, start, end);
       case Backend.CopyInResponse:
         return req.copyIn ? req.copyIn() : this.#refuseCopy(type, req);
       case Backend.CopyOutResponse:
@@ -831,37 +651,17 @@ export class Connection implements EncodeContext {
 
   /** Pops the answered head request off the FIFO. */
   #shift(req: PipelineRequest): void {
-    this.#queuedBytes -= this.#sizes[this.#head];
-    if (req.barrier) {
-      this.#barriers--;
-      if (this.#barrier === req) this.#barrier = null;
-    }
-    this.#queue[this.#head++] = undefined!;
-    if (this.#head === this.#tail) {
-      this.#head = this.#tail = 0;
-      this.#unsent = 0;
-      this.#queuedBytes = 0;
-    } else if (this.#head >= COMPACT_AFTER && this.#head * 2 >= this.#tail) {
-      const head = this.#head;
-      const tail = this.#tail;
-      this.#queue.copyWithin(0, head, tail);
-      this.#sizes.copyWithin(0, head, tail);
-      this.#synced.copyWithin(0, head, tail);
-      this.#queue.fill(undefined!, tail - head, tail);
-      this.#head = 0;
-      this.#tail = tail - head;
-      this.#unsent = Math.max(0, this.#unsent - head);
-    }
+    this.#fifo.shift(req);
     this.#cancelled.delete(req);
   }
 
   /** After the head moved on: a cancel waiting for the new head, room for waiting requests, idle. */
   #advanced(): void {
-    const next = this.#queue[this.#head];
+    const next = this.#fifo.queue[this.#fifo.head];
     if (next !== undefined && this.#cancelWhenHead.size > 0 && this.#cancelWhenHead.delete(next)) {
       this.#cancelNow(next);
     }
-    if (this.#backlogHead < this.#backlog.length) this.#refill();
+    if (this.#backlog.size > 0) this.#refill();
     if (next === undefined && this.inFlight === 0) {
       if (this.#drained !== null) this.#drained();
       else this.#options.onidle?.();
@@ -885,8 +685,9 @@ export class Connection implements EncodeContext {
       throw new ProtocolViolation("ReadyForQuery arrived in the middle of a batch");
     }
     this.#aborted = null;
-    for (let req: PipelineRequest = head;; req = this.#queue[this.#head]) {
-      const last = this.#synced[this.#head];
+    const fifo = this.#fifo;
+    for (let req: PipelineRequest = head;; req = fifo.queue[fifo.head]) {
+      const last = fifo.synced[fifo.head];
       const cancelled = this.#cancelled.has(req);
       this.#shift(req);
       req.error(cancelled ? cancelledInBatch(cause) : skippedInBatch(cause), true);
@@ -908,7 +709,7 @@ export class Connection implements EncodeContext {
         "CONNECTION_CLOSED",
         "connection closed: a query opened a transaction on a connection shared by a pool " +
           "(UNSAFE_TRANSACTION); closing it rolled the transaction back",
-        describeEndpoint(this.#options.endpoint),
+        whereOf(this.#options.endpoint),
       ),
     );
   }
@@ -922,7 +723,7 @@ export class Connection implements EncodeContext {
    */
   #refuseCopy(type: number, req: PipelineRequest): void {
     if (type === Backend.CopyOutResponse) return;
-    if (this.#tail - this.#head > 1 || this.#writer.length > 0) {
+    if (this.#fifo.size > 1 || this.#writer.length > 0) {
       throw new ProtocolViolation(
         "COPY FROM STDIN was pipelined with other queries; it is not supported yet",
       );
@@ -946,54 +747,30 @@ export class Connection implements EncodeContext {
       this.#resendCancelled = reason;
       return;
     }
-    const waiting = this.#backlog.indexOf(req, this.#backlogHead);
-    if (waiting !== -1) {
-      this.#backlog.splice(waiting, 1);
-      if (req.barrier) this.#backlogBarriers--;
-      return req.fail(reason);
-    }
-    const at = this.#queue.indexOf(req, this.#head);
-    if (at === -1 || at >= this.#tail) return; // already answered
+    if (this.#backlog.remove(req)) return req.fail(reason);
+    const at = this.#fifo.indexOf(req);
+    if (at === -1) return; // already answered
     // Still starting: the backend's key is not known yet; cancel once it is.
     if (this.#starting) this.#cancelWhenHead.set(req, reason);
-    else if (at === this.#head || this.#inHeadBatch(at)) this.#cancelNow(req);
+    else if (at === this.#fifo.head || this.#fifo.inHeadBatch(at)) this.#cancelNow(req);
     else this.#cancelWhenHead.set(req, reason);
-  }
-
-  /**
-   * Whether queue index `at` shares the head's batch. The server answers a batch only at its
-   * Sync, so the head tells nothing about which of its queries runs: cancel now. The server
-   * stops whichever runs, and any error in a batch aborts the whole transaction anyway.
-   */
-  #inHeadBatch(at: number): boolean {
-    for (let i = this.#head; i < at; i++) if (this.#synced[i]) return false;
-    return true;
   }
 
   #cancelNow(req: PipelineRequest): void {
     this.#cancelled.add(req);
     this.#strays.sent();
     sendCancel(this.#options.endpoint, this.pid, this.cancelKey).then(() =>
-      this.#strays.closed(this.#queue, this.#head, this.#tail)
+      this.#strays.closed(this.#fifo.queue, this.#fifo.head, this.#fifo.tail)
     );
   }
 
   /** Moves waiting requests into the pipeline as answers make room. */
   #refill(): void {
-    while (this.#backlogHead < this.#backlog.length && this.#hasRoom()) {
-      const req = this.#backlog[this.#backlogHead];
-      this.#backlog[this.#backlogHead++] = undefined!;
-      if (req.barrier) this.#backlogBarriers--;
-      this.#enqueue(req);
-    }
-    if (this.#backlogHead === this.#backlog.length) {
-      this.#backlog.length = 0;
-      this.#backlogHead = 0;
-    }
+    while (this.#backlog.size > 0 && this.#hasRoom()) this.#enqueue(this.#backlog.shift());
   }
 
   #lost(e: unknown): ConnectionError {
-    const where = describeEndpoint(this.#options.endpoint);
+    const where = whereOf(this.#options.endpoint);
     if (e instanceof ConnectionError) return e;
     if (e instanceof ProtocolViolation) {
       return new ConnectionError("PROTOCOL_VIOLATION", e.message, { ...where, cause: e });
@@ -1012,32 +789,22 @@ export class Connection implements EncodeContext {
     if (this.#closed !== null) return;
     this.#closed = err;
     this.#transport.close();
-    const queue = this.#queue.slice(this.#head, this.#tail);
-    const unsentFrom = Math.max(0, this.#unsent - this.#head);
-    const backlog = this.#backlog.slice(this.#backlogHead);
-    this.#queue = [];
-    this.#barriers = 0;
-    this.#barrier = null;
-    this.#backlogBarriers = 0;
+    const { requests: queue, written } = this.#fifo.clear();
+    const backlog = this.#backlog.clear();
     this.#io.resumeReading();
     for (const wake of this.#flushWaiters.splice(0)) wake();
-    this.#sizes = [];
-    this.#synced = [];
-    this.#tail = 0;
     this.#batchOpen = false;
     this.#aborted = null;
-    this.#queuedBytes = 0;
-    this.#backlog = [];
-    this.#head = this.#backlogHead = 0;
     this.#writer.reset();
     const orphans: PipelineRequest[] = [];
     for (let i = 0; i < queue.length; i++) {
       // Written requests may have run: they fail. Encoded-only ones certainly did not.
-      if (i < unsentFrom) queue[i].fail(Object.assign(clone(err), { outcome: "unknown" as const }));
-      else orphans.push(queue[i]);
+      if (i < written) {
+        queue[i].fail(Object.assign(copyError(err), { outcome: "unknown" as const }));
+      } else orphans.push(queue[i]);
     }
     orphans.push(...backlog);
-    clearInterval(this.#watchdog);
+    this.#watchdog.stop();
     this.#drained?.();
     // Orphans first: whoever adopts them must still see how this connection was held (a
     // reserved one's requests must fail, not run elsewhere outside their transaction), and
@@ -1047,7 +814,7 @@ export class Connection implements EncodeContext {
       adopt(orphans);
     } else {
       for (const req of orphans) {
-        req.fail(Object.assign(clone(err), { outcome: "not-sent" as const }));
+        req.fail(Object.assign(copyError(err), { outcome: "not-sent" as const }));
       }
     }
     this.#options.onclose?.(err);
@@ -1073,7 +840,7 @@ export class Connection implements EncodeContext {
         new ConnectionError(
           "CONNECTION_ENDED",
           "the connection was ended",
-          describeEndpoint(this.#options.endpoint),
+          whereOf(this.#options.endpoint),
         ),
       );
     })();
@@ -1086,73 +853,8 @@ export class Connection implements EncodeContext {
       new ConnectionError(
         "CONNECTION_DESTROYED",
         "the connection was destroyed",
-        describeEndpoint(this.#options.endpoint),
+        whereOf(this.#options.endpoint),
       ),
     );
   }
-}
-
-/**
- * Calls a user's hook from the read loop. What it throws must not take the
- * connection down (nor be lost), so it is reported on the console.
- */
-function callHook<A extends unknown[]>(
-  name: string,
-  hook: ((...args: A) => void) | undefined,
-  ...args: A
-): void {
-  if (hook === undefined) return;
-  try {
-    hook(...args);
-  } catch (e) {
-    console.error(`pgpipe: the ${name} callback threw`, e);
-  }
-}
-
-/** What a failed startup rejects with: typed errors as they are, anything else as a ConnectionError. */
-function startupError(
-  e: unknown,
-  opened: boolean,
-  where: { address: string; port: number },
-): Error {
-  // openTransport's errors are already what the caller should see (a user's socket
-  // function may have thrown its own).
-  if (!opened || e instanceof ConnectionError || e instanceof PostgresError) return e as Error;
-  if (e instanceof ProtocolViolation) {
-    return new ConnectionError("PROTOCOL_VIOLATION", e.message, { ...where, cause: e });
-  }
-  // A socket from the `socket` option may still be connecting: its connect error
-  // (ECONNREFUSED, ...) surfaces on the first write, and keeps its code.
-  const failed = connectErrorOf(e);
-  if (failed !== null) {
-    return new ConnectionError(failed.code, (e as Error).message, {
-      ...where,
-      cause: e,
-      errno: failed.errno,
-      syscall: failed.syscall,
-    });
-  }
-  return new ConnectionError(
-    "CONNECTION_CLOSED",
-    `connection lost during startup: ${(e as Error)?.message ?? e}`,
-    { ...where, cause: e },
-  );
-}
-
-/** Node's code, errno and syscall when `e` is a node socket's failure to connect, else null. */
-function connectErrorOf(e: unknown): ReturnType<typeof socketErrorInfo> {
-  const syscall = (e as { syscall?: unknown } | null)?.syscall;
-  if (syscall !== "connect" && syscall !== "getaddrinfo") return null;
-  return socketErrorInfo(e);
-}
-
-/** A fresh copy of a connection error for each request, so outcomes can differ. */
-function clone(err: ConnectionError): ConnectionError {
-  return new ConnectionError(err.code, err.message, {
-    address: err.address,
-    port: err.port,
-    cause: err.cause,
-    errno: err.errno,
-    syscall: err.syscall,
-  });
 }

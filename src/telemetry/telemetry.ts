@@ -29,7 +29,7 @@ import {
   OperationTrace,
   QueryTrace,
   type Summary,
-  TraceSink,
+  type TraceSink,
   TransactionTrace,
 } from "./traces.ts";
 

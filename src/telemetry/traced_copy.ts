@@ -1,8 +1,15 @@
-/** `sql.copyFrom`/`copyTo` wrapped in spans. */
+/** COPY in spans: a query's COPY, and `sql.copyFrom`/`copyTo`. */
 import { Identifier } from "../query/identifier.ts";
 import { Query } from "../query/query.ts";
+import type { Result } from "../query/result.ts";
 import type { BulkCopy } from "../copy/bulk_copy.ts";
 import type { Telemetry } from "./telemetry.ts";
+import type { OperationTrace } from "./traces.ts";
+
+/** Ends a COPY's span when it ends (its own function: nothing here may reach the stream). */
+export function traceCopy(trace: OperationTrace, done: Promise<Result<unknown>>): void {
+  done.then((r) => trace.done(null, r.count), (e) => trace.done(e));
+}
 
 /** The SQL a bulk COPY's span is named and described by (its text is built inside the COPY). */
 function bulkText(source: unknown, direction: "from stdin" | "to stdout"): string {

@@ -8,7 +8,7 @@ import type { Writer } from "../../protocol/writer.ts";
 import type { PostgresError } from "../../errors.ts";
 import type { StatementCache } from "../statement.ts";
 import type { DecodeOptions } from "../../types/text_decoders.ts";
-import type { TlsPath } from "../transport/tls.ts";
+import type { TlsPath } from "../transport/transport.ts";
 
 /** A connection's identity and transaction status, as postgres.js reports it on results. */
 export interface ConnectionState {

@@ -1,0 +1,109 @@
+/**
+ * `sql.options`: the resolved options shown back in postgres.js's shape.
+ */
+import type { Options, ResolvedOptions } from "../config/options.ts";
+import type { PasswordSource } from "../connection/startup.ts";
+import { socketPath } from "../connection/transport/transport.ts";
+
+/**
+ * Options shown back on `sql.options`, in postgres.js's shape: every host and
+ * port as arrays, `path` for a unix socket, `pass` for the password. The
+ * password is there (as `pass`, and `password`) but not enumerable, so
+ * logging the options does not print it.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres("postgres://ada:secret@db1,db2:5433/app");
+ * console.log(sql.options.host, sql.options.port); // ["db1", "db2"] [5432, 5433]
+ * console.log(sql.options.pass); // "secret" (not shown by console.log(sql.options))
+ * ```
+ */
+export interface PublicOptions {
+  /** Every host (or socket directory), in the order given. */
+  host: string[];
+  /** The port of each host. */
+  port: number[];
+  /** The unix socket file, when the first host is a socket directory. */
+  path?: string;
+  /** Database. */
+  database: string;
+  /** User. */
+  user: string;
+  /** The password as given (options, URL or environment); not enumerable. */
+  readonly pass?: PasswordSource;
+  /** The same as `pass`; not enumerable. */
+  readonly password?: PasswordSource;
+  /** The sslmode in force (postgres.js's `ssl`). */
+  ssl: string;
+  /** The same as `ssl` (pgpipe's name). */
+  sslmode: string;
+  /** `postgres` (an SSLRequest first) or `direct` (TLS at once, PostgreSQL 17+). */
+  sslnegotiation: string;
+  /** Most connections. */
+  max: number;
+  /** Seconds an idle connection is kept (0: for ever). */
+  idle_timeout: number;
+  /** Seconds allowed to connect, or the object given, read at each attempt. */
+  connect_timeout: number | { valueOf(): number };
+  /** Seconds a connection lives before it is replaced (0: for ever). */
+  max_lifetime: number;
+  /** Most requests in flight per connection. */
+  max_pipeline: number;
+  /** Whether named prepared statements are used. */
+  prepare: boolean;
+  /** Whether array types are fetched on the first connection. */
+  fetch_types: boolean;
+  /** Whether `debug` is on (a hook or whole stacks). */
+  debug: boolean;
+  /** The `target_session_attrs` in force. */
+  target_session_attrs: string;
+  /** The publications `sql.subscribe` streams (the option as given, default `alltables`). */
+  publications: string;
+  /** The startup parameters sent to the server (application_name, any `connection` values). */
+  connection: Record<string, string>;
+  /** The server's parameters: the same object as `sql.parameters`. */
+  parameters: Readonly<Record<string, string>>;
+}
+
+/**
+ * The options shown on `sql.options`: `given` is what the caller passed (an object for
+ * `connect_timeout` is shown as given); `parameters` is the pool's live server parameters.
+ */
+export function publicOptions(
+  resolved: ResolvedOptions,
+  given: Options | undefined,
+  parameters: Readonly<Record<string, string>>,
+): PublicOptions {
+  const first = resolved.hosts[0];
+  const shown: PublicOptions = {
+    host: resolved.hosts.map((h) => h.host),
+    port: resolved.hosts.map((h) => h.port),
+    ...(first.host.startsWith("/") ? { path: socketPath(first.host, first.port) } : {}),
+    database: resolved.database,
+    user: resolved.user,
+    ssl: resolved.sslmode,
+    sslmode: resolved.sslmode,
+    sslnegotiation: resolved.sslnegotiation,
+    max: resolved.max,
+    idle_timeout: resolved.idleTimeout / 1000,
+    // An object given is shown as it is, not read: postgres.js reads it at each attempt.
+    connect_timeout: typeof resolved.connectTimeout === "number"
+      ? resolved.connectTimeout / 1000
+      : given?.connect_timeout as { valueOf(): number },
+    max_lifetime: resolved.maxLifetime / 1000,
+    max_pipeline: resolved.maxPipeline,
+    prepare: resolved.prepare,
+    fetch_types: resolved.fetchTypes,
+    debug: resolved.debugStacks,
+    target_session_attrs: resolved.targetSessionAttrs,
+    publications: resolved.publications,
+    connection: { ...resolved.params },
+    parameters,
+  };
+  Object.defineProperties(shown, {
+    pass: { value: resolved.pass, enumerable: false },
+    password: { value: resolved.pass, enumerable: false },
+  });
+  return shown;
+}
