@@ -89,6 +89,7 @@ export { Helper } from "./src/query/helpers.ts";
 export { Parameter } from "./src/types/encode.ts";
 export type { UnsafeOptions } from "./src/query/raw.ts";
 export type { PostgresType, Typed } from "./src/query/custom_types.ts";
+export type { ParserTable, SerializerTable } from "./src/query/type_handlers.ts";
 export type {
   CaseBoth,
   CaseFrom,

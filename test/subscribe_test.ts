@@ -360,6 +360,24 @@ Deno.test("subscribe: values go through the type parsers; truncate info says cas
   });
 });
 
+Deno.test("subscribe: a parser set in sql.options.parsers while streaming applies to later changes", async () => {
+  await using sql = postgres(url, { ...quiet, publications: "pgpipe_parsers_pub" });
+  await withPublication(sql, "pgpipe_parsers_pub", ["sub_parsers"], async () => {
+    await sql`create table sub_parsers (id int primary key, at timestamp)`;
+    const seen: unknown[] = [];
+    const { unsubscribe } = await sql.subscribe("insert:sub_parsers", (row) => seen.push(row?.at));
+    await sql`insert into sub_parsers values (1, '2024-01-02 03:04:05.123456')`;
+    await until("the first insert", () => seen.length === 1);
+    // The relation was described before this: its decoders are picked again for the next row.
+    sql.options.parsers[1114] = (text: string) => `text:${text}`;
+    await sql`insert into sub_parsers values (2, '2024-01-02 03:04:05.123456')`;
+    await until("the second insert", () => seen.length === 2);
+    assert.ok(seen[0] instanceof Date);
+    assert.equal(seen[1], "text:2024-01-02 03:04:05.123456");
+    await unsubscribe();
+  });
+});
+
 Deno.test("subscribe: rows arrive as the publication picks them: column lists and row filters from PostgreSQL 15, stored generated columns from 18", async () => {
   await using sql = postgres(url, { ...quiet, publications: "sub_pick_pub" });
   const version = await serverVersion(sql);

@@ -317,3 +317,59 @@ Deno.test("mayEndTransaction: the statements that can end a block, and look-alik
   for (const text of ends) assert.equal(mayEndTransaction(text), true, text);
   for (const text of not) assert.equal(mayEndTransaction(text), false, text);
 });
+
+Deno.test("end({ timeout: 0 }) while the callback is between queries: CONNECTION_CLOSED, not-sent", async () => {
+  await withTable("pgpipe_end_idle_tx", async (admin) => {
+    const sql = postgres(url, { max: 1, ...quiet });
+    const tx = sql.begin(async (tx) => {
+      await tx`insert into pgpipe_end_idle_tx values (1)`;
+      setTimeout(() => sql.end({ timeout: 0 }), 10);
+      await new Promise((r) => setTimeout(r, 200));
+      return sql`select 1`; // postgres.js's own test returns a query of the ended client
+    });
+    const e = await lostWith(tx, "not-sent");
+    assert.equal(e.code, "CONNECTION_CLOSED", e.message);
+    assert.deepEqual(await ids(admin, "pgpipe_end_idle_tx"), []);
+  });
+});
+
+Deno.test("end() lets a transaction between queries finish, then ends", async () => {
+  await withTable("pgpipe_end_waits_tx", async (admin) => {
+    const sql = postgres(url, { max: 2, ...quiet });
+    let ended: Promise<string> | undefined;
+    const result = await sql.begin(async (tx) => {
+      await tx`insert into pgpipe_end_waits_tx values (1)`;
+      ended = sql.end().then(() => "ended");
+      await new Promise((r) => setTimeout(r, 50));
+      await assert.rejects(
+        sql`select 1`,
+        (e) => (e as ConnectionError).code === "CONNECTION_ENDED",
+      );
+      await tx`insert into pgpipe_end_waits_tx values (2)`;
+      return "committed";
+    });
+    assert.equal(result, "committed");
+    assert.equal(await within(ended!, 10_000, "end()"), "ended");
+    assert.deepEqual(await ids(admin, "pgpipe_end_waits_tx"), [1, 2]);
+  });
+});
+
+Deno.test("end() waits for a reserved connection's release; end({ timeout }) does not", async () => {
+  const sql = postgres(url, { max: 1, ...quiet });
+  const reserved = await sql.reserve();
+  let ended = false;
+  const ending = sql.end().then(() => ended = true);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(ended, false, "end() waits while the connection is reserved");
+  assert.equal((await reserved`select 1 as x`)[0].x, 1);
+  reserved.release();
+  await within(ending, 10_000, "end() after the release");
+
+  const other = postgres(url, { max: 1, ...quiet });
+  const held = await other.reserve();
+  await within(other.end({ timeout: 0.05 }), 10_000, "end({ timeout })");
+  await assert.rejects(
+    held`select 1`,
+    (e) => e instanceof ConnectionError && e.code === "CONNECTION_CLOSED",
+  );
+});

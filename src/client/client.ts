@@ -16,6 +16,7 @@ import {
 } from "../replication/subscribe.ts";
 import { Telemetry } from "../telemetry/telemetry.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
+import type { TypeHandlers } from "../query/type_handlers.ts";
 import { beginTransaction } from "./begin.ts";
 import { arrayTypesRequest } from "./fetch_types.ts";
 import { Pool } from "./pool.ts";
@@ -139,7 +140,11 @@ export interface Sql extends SqlTag {
    * ```
    */
   largeObject(oid?: number, mode?: number): Promise<LargeObject>;
-  /** Waits for queries in flight, then closes every connection; with `timeout` (seconds), destroys them after it. */
+  /**
+   * Waits for queries in flight, transactions and reserved connections (as postgres.js), then
+   * closes every connection; with `timeout` (seconds), destroys them after it: queries in flight
+   * reject with `CONNECTION_DESTROYED`, a transaction between queries with `CONNECTION_CLOSED`.
+   */
   end(options?: { timeout?: number }): Promise<void>;
   /** The same as `end()` (Bun.sql's name). */
   close(options?: { timeout?: number }): Promise<void>;
@@ -183,16 +188,16 @@ function connectionOptions(resolved: ResolvedOptions, decode: DecodeOptions): Ho
 }
 
 /**
- * The client's pool. With `fetch_types`, until one succeeds, each new connection sends the
- * catalog query ahead of its first queries (connections opening together each send their own:
- * none waits for another's).
+ * The client's pool. With `fetch_types`, each new connection sends the catalog query ahead of
+ * its first queries, as postgres.js's connections do, so a type created while the client runs
+ * (a migration's enum) is known to the connections opened after it; what one finds serves all.
  */
 function openPool(
   resolved: ResolvedOptions,
   decode: DecodeOptions,
+  handlers: TypeHandlers,
   telemetry: Telemetry | null,
 ): Pool {
-  let typesKnown = false;
   return new Pool(connectionOptions(resolved, decode), {
     maxQueue: resolved.maxQueue,
     max: resolved.max,
@@ -200,9 +205,7 @@ function openPool(
     maxLifetime: resolved.maxLifetime,
     debug: resolved.debug,
     telemetry,
-    arrayTypes: resolved.fetchTypes
-      ? () => typesKnown ? null : arrayTypesRequest(decode, (ok) => typesKnown ||= ok)
-      : undefined,
+    arrayTypes: resolved.fetchTypes ? () => arrayTypesRequest(handlers) : undefined,
   });
 }
 
@@ -215,12 +218,9 @@ export function createSql(url?: string, options?: Options): Sql {
     port: resolved.port,
   });
   const decode = clientDecode({ ...resolved, debug: resolved.debugStacks });
-  const settings: ClientSettings = {
-    config: queryConfig(decode),
-    telemetry,
-    prepare: resolved.prepare,
-  };
-  const pool = openPool(resolved, decode, telemetry);
+  const config = queryConfig(decode);
+  const settings: ClientSettings = { config, telemetry, prepare: resolved.prepare };
+  const pool = openPool(resolved, decode, config.handlers!, telemetry);
   telemetry?.observePool(
     `${resolved.user}@${resolved.host}:${resolved.port}/${resolved.database}#${++clients}`,
     () => pool.counts(),
@@ -242,7 +242,10 @@ export function createSql(url?: string, options?: Options): Sql {
     await Promise.all([pool.end(o?.timeout), listener.end(), subscriber.end()]);
   };
   Object.defineProperties(sql, {
-    options: { value: publicOptions(resolved, options, pool.parameters), enumerable: true },
+    options: {
+      value: publicOptions(resolved, options, pool.parameters, config),
+      enumerable: true,
+    },
     parameters: { value: pool.parameters, enumerable: true },
     begin: { value: begin },
     reserve: { value: reserve },

@@ -33,7 +33,7 @@ export interface PoolOptions {
   debug?: DebugHook;
   /**
    * A request each new connection sends before anything else, or null (the catalog query of
-   * `fetch_types`, until the types are known).
+   * `fetch_types`).
    */
   arrayTypes?: () => PipelineRequest | null;
   /** Most requests waiting locally (here and in connection backlogs); more are refused. */
@@ -80,6 +80,8 @@ export class Pool {
   #idleTimers = new Map<Connection, ReturnType<typeof setTimeout>>();
   #open: Connection[] = [];
   #reserved = new Set<Connection>();
+  // sql.end() waits for each reserved connection (a transaction, sql.reserve()) to come back.
+  #onRelease = new Map<Connection, () => void>();
   #opening = 0;
   #openings = new Set<Promise<void>>(); // settle after their handlers ran
   #waiting: PipelineRequest[] = []; // no shared connection could take them yet
@@ -300,6 +302,14 @@ export class Pool {
 
   /** Returns a reserved connection; one left inside a transaction is rolled back first. */
   release(c: Connection): void {
+    const ending = this.#onRelease.get(c);
+    if (ending !== undefined) {
+      // sql.end() waits for it: it ends once what it still has (a rollback) is answered.
+      this.#onRelease.delete(c);
+      this.#reserved.delete(c);
+      if (!c.closed && c.status !== IDLE) exec(c, "rollback").catch(() => {});
+      return ending();
+    }
     if (!this.#reserved.delete(c) || c.closed) return this.#forget();
     if (this.#expired(c) && c.inFlight === 0 && c.status === IDLE) return this.#retire(c);
     // Queued ahead of anything else, so the next user starts outside any transaction.
@@ -561,7 +571,8 @@ export class Pool {
     const all = Promise.allSettled([...this.#openings]).then(() => {
       // Whatever no connection could take (an outage) fails now rather than wait forever.
       for (const req of this.#takeWaiting(this.#waiting.length)) req.fail(this.#endedError());
-      return Promise.all(this.#open.map((c) => c.end()));
+      // As postgres.js: a transaction or reserved connection may finish its work first.
+      return Promise.all(this.#open.map((c) => this.#afterRelease(c).then(() => c.end())));
     });
     if (timeout === undefined) return void await all;
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -571,6 +582,21 @@ export class Pool {
     const outcome = await Promise.race([all, expired]);
     clearTimeout(timer);
     if (outcome === "timeout") this.#destroyAll();
+  }
+
+  /** Resolves once `c` is not reserved (at once for a shared one) or has closed. */
+  #afterRelease(c: Connection): Promise<void> {
+    if (!this.#reserved.has(c) || c.closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const stop = c.onClose(() => {
+        this.#onRelease.delete(c);
+        resolve();
+      });
+      this.#onRelease.set(c, () => {
+        stop();
+        resolve();
+      });
+    });
   }
 
   /** The end timeout passed: everything still waiting, opening or in flight fails now. */

@@ -2,6 +2,9 @@
  * `sql.options`: the resolved options shown back in postgres.js's shape.
  */
 import type { Options, ResolvedOptions } from "../config/options.ts";
+import type { PostgresType } from "../query/custom_types.ts";
+import type { QueryConfig } from "../query/settings.ts";
+import type { ParserTable, SerializerTable, TypeHandlers } from "../query/type_handlers.ts";
 import type { PasswordSource } from "../connection/startup.ts";
 import { socketPath } from "../connection/transport/transport.ts";
 
@@ -52,7 +55,9 @@ export interface PublicOptions {
   max_pipeline: number;
   /** Whether named prepared statements are used. */
   prepare: boolean;
-  /** Whether array types are fetched on the first connection. */
+  /** Whether `force_prepare` is in force (it turns itself off behind a pooler that moves sessions). */
+  readonly force_prepare: boolean;
+  /** Whether array types are fetched as each connection opens. */
   fetch_types: boolean;
   /** Whether `debug` is on (a hook or whole stacks). */
   debug: boolean;
@@ -64,17 +69,53 @@ export interface PublicOptions {
   connection: Record<string, string>;
   /** The server's parameters: the same object as `sql.parameters`. */
   parameters: Readonly<Record<string, string>>;
+  /** The `types` option as given (`{}` without it). */
+  types: Record<string, PostgresType>;
+  /**
+   * The result parser of each type OID, live as in postgres.js: pgpipe's own (postgres.js's
+   * default OIDs, every built-in array type, `int8` with `bigint`), the `types` option's, and
+   * the array types `fetch_types` finds. A parser set, replaced or deleted here applies to every
+   * query from then on, on every connection; a column whose type has a parser of the program's
+   * is read as text and the parser gets the server's text as it is (a deleted one: the text is
+   * the value). Assigning an object replaces the table's contents.
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres();
+   * sql.options.parsers[1184] = (text: string) => text; // timestamptz as the server's text
+   * const [{ t }] = await sql`select now() as t`; // "2026-01-02 03:04:05.123456+00"
+   * ```
+   */
+  parsers: ParserTable;
+  /**
+   * The parameter serializer of each type OID, live as `parsers`: one of the program's applies
+   * to each value whose type pgpipe infers as that OID (a plain string: `text`, 25; a plain
+   * number or object: 0), returning the text sent.
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres();
+   * sql.options.serializers[1184] = (d: Date) => d.toISOString().replace("Z", "+00:00");
+   * await sql`select ${new Date()}::timestamptz as t`;
+   * ```
+   */
+  serializers: SerializerTable;
 }
 
 /**
  * The options shown on `sql.options`: `given` is what the caller passed (an object for
- * `connect_timeout` is shown as given); `parameters` is the pool's live server parameters.
+ * `connect_timeout` is shown as given); `parameters` is the pool's live server parameters;
+ * `config` holds the live handler tables and `force_prepare`'s state.
  */
 export function publicOptions(
   resolved: ResolvedOptions,
   given: Options | undefined,
   parameters: Readonly<Record<string, string>>,
+  config: QueryConfig,
 ): PublicOptions {
+  const handlers: TypeHandlers = config.handlers!;
   const first = resolved.hosts[0];
   const shown: PublicOptions = {
     host: resolved.hosts.map((h) => h.host),
@@ -100,10 +141,23 @@ export function publicOptions(
     publications: resolved.publications,
     connection: { ...resolved.params },
     parameters,
-  };
+    types: given?.types ?? {},
+  } as PublicOptions;
   Object.defineProperties(shown, {
     pass: { value: resolved.pass, enumerable: false },
     password: { value: resolved.pass, enumerable: false },
+    force_prepare: { get: () => config.forced?.on === true, enumerable: true },
+    // Live tables (see type_handlers.ts); assigning an object replaces a table's contents.
+    parsers: {
+      get: () => handlers.parsers,
+      set: (v: unknown) => handlers.replace("parsers", v),
+      enumerable: true,
+    },
+    serializers: {
+      get: () => handlers.serializers,
+      set: (v: unknown) => handlers.replace("serializers", v),
+      enumerable: true,
+    },
   });
   return shown;
 }

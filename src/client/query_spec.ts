@@ -26,8 +26,11 @@ export interface SpecSettings {
   readonly shared: boolean;
   /** The sink is a transaction's connection: queries written together share one Sync. */
   readonly transaction: boolean;
-  /** The custom serializers, or null when there are none. */
-  readonly serializers: QueryConfig["serializers"];
+  /**
+   * The client's query settings, read at each query: `sql.options.serializers` and
+   * `force_prepare` change while the client runs.
+   */
+  readonly config: QueryConfig;
   /** What an `undefined` value becomes. */
   readonly undefinedValue: unknown;
 }
@@ -138,16 +141,20 @@ export function querySpec(
   checkText(text, n, simple, settings.shared);
   const params = new Array<string | null>(n);
   const types = new Array<number>(n);
-  encodeParameters(values, params, types, settings.serializers, settings.undefinedValue);
+  const config = settings.config;
+  encodeParameters(values, params, types, config.serializers, settings.undefinedValue);
+  const named = query.prepare ?? settings.prepare;
+  const forced = config.forced;
   const spec: QuerySpec = {
     text,
     params,
     values,
     types,
-    prepare: query.prepare ?? settings.prepare,
+    prepare: named || (forced !== null && forced.on && !simple),
     mode: query.mode,
   };
   if (simple) spec.simple = true;
+  else if (!named && forced !== null && forced.on) spec.forced = forced; // force_prepare
   if (settings.shared) spec.shared = true;
   // In a transaction an error aborts the block anyway: queries written together share a Sync.
   else if (settings.transaction && !simple && !controlsTransaction(text)) spec.batch = true;

@@ -118,7 +118,7 @@ export class Runner implements QueryRunner {
       prepare: settings.prepare,
       shared: scope.shared ?? false,
       transaction: scope.transaction ?? false,
-      serializers: config.serializers,
+      config,
       undefinedValue: config.undefinedValue,
     };
   }

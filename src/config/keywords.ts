@@ -249,6 +249,7 @@ export const KEYWORDS = {
     default: "true",
     parse: flag,
   },
+  force_prepare: { option: "force_prepare", default: "false", parse: flag },
   publications: { option: "publications", default: "alltables", parse: publications },
 } satisfies Record<string, Keyword<unknown>>;
 

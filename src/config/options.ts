@@ -189,6 +189,16 @@ export interface Options {
   prepare?: boolean;
   /** @deprecated postgres.js's old name: `no_prepare: true` is `prepare: false`. */
   no_prepare?: boolean;
+  /**
+   * Give queries that ask for the unnamed statement (`sql.unsafe(text, args)`, `{ prepare:
+   * false }`: how Drizzle's and Kysely's postgres.js drivers send every query) a named, cached
+   * statement like tagged queries get, so the server parses and plans each text once per
+   * connection instead of at every run. Default false. No effect with `prepare: false` (a
+   * transaction-mode pooler); when a named statement vanishes or its name is taken (such a
+   * pooler moving the session), it turns itself off for the client. `sql.unsafe` without
+   * arguments still uses the simple protocol.
+   */
+  force_prepare?: boolean;
   /** Most requests in flight on one connection; more wait locally. Default 1000. */
   max_pipeline?: number;
   /** Most bytes of requests in flight on one connection; more wait locally. Default 16 MiB. */
@@ -301,6 +311,8 @@ export interface ResolvedOptions {
   /** Milliseconds; a function when the option is an object read at each attempt (it may throw). */
   connectTimeout: number | (() => number);
   prepare: boolean;
+  /** force_prepare, and prepare is on. */
+  forcePrepare: boolean;
   maxPipeline: number;
   maxPipelineBytes: number;
   maxStatements: number;

@@ -73,6 +73,7 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     maxQueue: options.max_queue ?? 100_000,
     connectTimeout: keywords.connect_timeout,
     prepare: keywords.prepare,
+    forcePrepare: keywords.prepare && keywords.force_prepare,
     maxPipeline: keywords.max_pipeline,
     maxPipelineBytes: options.max_pipeline_bytes ?? 16 * 1024 * 1024,
     maxStatements: options.max_statements ?? 1000,

@@ -847,12 +847,17 @@ export class Connection implements EncodeContext {
     return this.#ending;
   }
 
-  /** Closes the socket now; everything in flight rejects with CONNECTION_DESTROYED. */
+  /**
+   * Closes the socket now; everything in flight rejects with CONNECTION_DESTROYED. With nothing
+   * in flight (a transaction between queries) its holder is told CONNECTION_CLOSED, as
+   * postgres.js tells it.
+   */
   destroy(): void {
+    const busy = this.inFlight > 0;
     this.#fail(
       new ConnectionError(
-        "CONNECTION_DESTROYED",
-        "the connection was destroyed",
+        busy ? "CONNECTION_DESTROYED" : "CONNECTION_CLOSED",
+        busy ? "the connection was destroyed" : "the connection was closed with nothing in flight",
         whereOf(this.#options.endpoint),
       ),
     );

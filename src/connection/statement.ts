@@ -98,6 +98,14 @@ export class Statement {
   Row: RowConstructor = emptyRow;
   /** Maps each finished row (the `transform.row` option), or null. */
   rowTransform: ((row: unknown) => unknown) | null = null;
+  /**
+   * The client's parsers map when the decoders were picked. A change to `sql.options.parsers`
+   * swaps that map, so a cached statement whose map is no longer the client's is described
+   * again (from its known columns, no round trip) before its next use.
+   */
+  describedWith: DecodeOptions["parsers"] = undefined;
+  /** The options the decoders were picked with (see `sameShape`). */
+  describedFor: DecodeOptions | null = null;
   /** Set when Parse failed, so queries that relied on it report the real cause. */
   error: PostgresError | null = null;
   /** The cache's clock at its last use, for least-recently-used eviction. */
@@ -109,49 +117,87 @@ export class Statement {
     this.types = types;
   }
 
-  /** Records the result shape and picks a decoder for each column. */
+  /**
+   * Whether `other` was described with these columns (the same array: rowDescription gives it
+   * again for the same bytes) and options, so its decoders serve this statement as they are.
+   */
+  sameShape(other: Statement, columns: Column[], options: DecodeOptions): boolean {
+    return other.columns === columns && other.describedFor === options &&
+      other.describedWith === options.parsers;
+  }
+
+  /** Takes `other`'s description (see `sameShape`): no names to map, no decoders to pick. */
+  adopt(other: Statement): void {
+    this.columns = other.columns;
+    this.keys = other.keys;
+    this.rowTransform = other.rowTransform;
+    this.Row = other.Row;
+    this.describedFor = other.describedFor;
+    this.describedWith = other.describedWith;
+    this.decoders = other.decoders;
+    this.byteDecoders = other.byteDecoders;
+    this.binaryDecoders = other.binaryDecoders;
+    this.formats = other.formats;
+  }
+
+  /**
+   * Records the result shape and picks a decoder for each column. Naming the columns runs the
+   * user's `transform.column.from`; if it throws, the statement is left as it was.
+   */
   describe(columns: Column[], options: DecodeOptions): void {
-    this.columns = columns;
-    const n = columns.length;
-    this.keys = new Array(n);
-    this.decoders = new Array(n);
-    this.byteDecoders = new Array(n);
-    const formats: number[] = new Array(n).fill(0);
-    this.binaryDecoders = new Array(n);
-    let binary = false;
     const rename = options.column;
+    const keys = columns.map((c) => rename === undefined ? c.name : rename(c.name));
+    this.columns = columns;
+    this.keys = keys;
+    this.describedFor = options;
+    this.rowTransform = options.row ?? null;
+    this.Row = rowConstructor(keys);
+    this.pickDecoders(columns, options);
+  }
+
+  /**
+   * Picks each column's decoders and the result formats (again, after `sql.options.parsers`
+   * changed). The lists are new arrays each time: a query bound with the old ones keeps them.
+   */
+  pickDecoders(columns: Column[], options: DecodeOptions): void {
+    this.describedWith = options.parsers;
+    const n = columns.length;
+    const decoders = new Array<TextDecoderFn | null>(n);
+    const byteDecoders = new Array<ByteDecoderFn | null>(n);
+    const binaryDecoders = new Array<ByteDecoderFn | null>(n);
+    const formats: number[] = new Array(n).fill(0);
+    let binary = false;
     const custom = options.parsers;
     const value = options.value;
     for (let i = 0; i < n; i++) {
-      const { name, type } = columns[i];
-      this.keys[i] = rename === undefined ? name : rename(name);
+      const column = columns[i];
+      const type = column.type;
       const customDecode = custom?.get(type);
       // Reading the bytes directly is only equivalent when nothing else wants the text.
-      this.byteDecoders[i] = customDecode === undefined && value === undefined
+      byteDecoders[i] = customDecode === undefined && value === undefined
         ? byteDecoderFor(type)
         : null;
       let decode = customDecode ?? decoderFor(type, options);
       if (value !== undefined) {
         const inner = decode;
-        const column = columns[i];
         decode = inner === null
           ? (text: string) => value(text, column)
           : (text: string) => value(inner(text), column);
       }
-      this.decoders[i] = decode;
+      decoders[i] = decode;
       const fromBinary = customDecode === undefined ? binaryDecoderFor(type) : null;
       if (fromBinary !== null) {
         formats[i] = 1;
         binary = true;
-        const column = columns[i];
-        this.binaryDecoders[i] = value === undefined
+        binaryDecoders[i] = value === undefined
           ? fromBinary
           : (buf, start, end) => value(fromBinary(buf, start, end), column);
-      } else this.binaryDecoders[i] = this.byteDecoders[i];
+      } else binaryDecoders[i] = byteDecoders[i];
     }
+    this.decoders = decoders;
+    this.byteDecoders = byteDecoders;
+    this.binaryDecoders = binaryDecoders;
     this.formats = binary ? formats : [];
-    this.rowTransform = options.row ?? null;
-    this.Row = rowConstructor(this.keys);
   }
 }
 
@@ -166,6 +212,11 @@ export class StatementCache {
   #max: number;
   /** Statements evicted but not yet closed on the server. */
   readonly evicted: Statement[] = [];
+  /**
+   * The unnamed statement described last on this connection: the next one described with the
+   * same columns takes its decoders (Statement.adopt) instead of picking them again.
+   */
+  unnamed: Statement | null = null;
 
   constructor(max: number) {
     this.#max = max;

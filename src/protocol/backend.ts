@@ -163,8 +163,40 @@ export interface Column {
 /** Each column takes at least a NUL-terminated name and 18 bytes. */
 const MIN_COLUMN_BYTES = 19;
 
-/** Decodes a RowDescription body into its columns. */
+/**
+ * The last RowDescription bodies decoded, with their columns. The unnamed statement is described
+ * again at every run (`prepare: false`, `sql.unsafe`, the simple protocol: every query of an
+ * ORM's postgres.js driver), nearly always with the same bytes as before; comparing them costs a
+ * tenth of decoding the names again, and the same columns array lets the statement reuse the
+ * decoders it picked for them (QueryRequest). Nothing mutates a Column, so sharing them is safe.
+ */
+const described: { bytes: Uint8Array; columns: Column[] }[] = [];
+const DESCRIBED_MAX = 8;
+
+/** The columns decoded from the same bytes before, or null. */
+function describedBefore(buf: Uint8Array, start: number, end: number): Column[] | null {
+  const length = end - start;
+  search: for (let k = 0; k < described.length; k++) {
+    const { bytes, columns } = described[k];
+    if (bytes.length !== length) continue;
+    for (let i = 0; i < length; i++) if (bytes[i] !== buf[start + i]) continue search;
+    if (k > 0) described.unshift(described.splice(k, 1)[0]); // most recent first
+    return columns;
+  }
+  return null;
+}
+
+/** Decodes a RowDescription body into its columns (the same array for the same bytes). */
 export function rowDescription(buf: Uint8Array, start: number, end: number): Column[] {
+  const known = describedBefore(buf, start, end);
+  if (known !== null) return known;
+  const columns = decodeRowDescription(buf, start, end);
+  described.unshift({ bytes: buf.slice(start, end), columns });
+  if (described.length > DESCRIBED_MAX) described.pop();
+  return columns;
+}
+
+function decodeRowDescription(buf: Uint8Array, start: number, end: number): Column[] {
   if (end - start < 2) throw new ProtocolViolation("RowDescription is truncated");
   const n = u16(buf, start);
   // Checked before allocating: a count the body cannot hold is a lie.

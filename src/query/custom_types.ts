@@ -3,10 +3,9 @@
  * serializers for parameter OIDs, and `sql.typed.<name>(value)` helpers.
  */
 import { QueryError } from "../errors.ts";
-import { parseArrayLiteral } from "../types/array_literal.ts";
 import { Parameter, type Serializer } from "../types/encode.ts";
 import { typed } from "./typed_values.ts";
-import { arrayOf, Oid } from "../types/oids.ts";
+import { Oid } from "../types/oids.ts";
 import type { TextDecoderFn } from "../types/text_decoders.ts";
 
 /**
@@ -75,7 +74,10 @@ export const BigIntType: PostgresType<bigint> = {
 
 /** What the `types` option resolves to. */
 export interface CustomTypes {
-  /** Result decoders by OID, or undefined when there are none. */
+  /**
+   * Result decoders by OID, or undefined when there are none (arrays of their built-in types
+   * follow them: see type_handlers.ts).
+   */
   parsers: Map<number, TextDecoderFn> | undefined;
   /** Parameter serializers by OID, or null when there are none (the fast path). */
   serializers: Map<number, Serializer> | null;
@@ -97,7 +99,6 @@ export function customTypes(types: Record<string, PostgresType> | undefined): Cu
   if (types === undefined) return { parsers: undefined, serializers: null, typed: fn };
   const parsers = new Map<number, TextDecoderFn>();
   const serializers = new Map<number, Serializer>();
-  const explicit = new Set<number>();
   for (const [name, type] of Object.entries(types)) {
     const from = type.from === undefined
       ? []
@@ -108,7 +109,6 @@ export function customTypes(types: Record<string, PostgresType> | undefined): Cu
       throw invalid(`types.${name}: "to" must be a type OID and "from" a list of type OIDs`);
     }
     for (const oid of from) {
-      explicit.add(oid);
       if (type.parse === undefined) continue;
       if (typeof type.parse !== "function") throw invalid(`types.${name}.parse must be a function`);
       parsers.set(oid, type.parse);
@@ -125,13 +125,6 @@ export function customTypes(types: Record<string, PostgresType> | undefined): Cu
       value: (value: unknown) => new Parameter(value, to),
       enumerable: true,
     });
-  }
-  // Arrays of a built-in element type decode their elements with the custom parser too.
-  for (const [oid, parse] of [...parsers]) {
-    const array = arrayOf[oid];
-    if (array === undefined || explicit.has(array)) continue;
-    const delimiter = oid === Oid.box ? ";" : ",";
-    parsers.set(array, (text) => parseArrayLiteral(text, parse, delimiter));
   }
   return {
     parsers: parsers.size > 0 ? parsers : undefined,

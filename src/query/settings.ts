@@ -4,12 +4,14 @@
  * DecodeOptions; the query half (undefined substitute, helper name mapping,
  * custom serializers, `sql.typed`) is kept beside it, keyed by that same
  * DecodeOptions object, so a tag can find it from the pool or connection it
- * sends to.
+ * sends to. Both halves follow `sql.options.parsers` and `sql.options.serializers`
+ * (type_handlers.ts).
  */
 import type { Serializers } from "../types/encode.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
 import { type CustomTypes, customTypes, type Typed } from "./custom_types.ts";
 import type { Transforms } from "./transform.ts";
+import { TypeHandlers } from "./type_handlers.ts";
 
 /** What building and sending a query needs from the client's options. */
 export interface QueryConfig {
@@ -17,7 +19,10 @@ export interface QueryConfig {
   undefinedValue: unknown;
   /** Maps names written by `sql(...)` helpers and `sql(name)`. */
   columnTo: ((name: string) => string) | undefined;
-  /** Custom parameter serializers by OID, or null (the fast path). */
+  /**
+   * Custom parameter serializers by OID, or null (the fast path). Read at each query: a change
+   * to `sql.options.serializers` replaces it.
+   */
   serializers: Serializers | null;
   /** `sql.typed` (and `sql.types`) with the custom type helpers. */
   typed: Typed;
@@ -28,6 +33,13 @@ export interface QueryConfig {
   debug: boolean;
   /** How this client's connections decode values (parsers, transforms), for `copyTo`. */
   decode: DecodeOptions;
+  /** `sql.options.parsers` and `sql.options.serializers` (null for the defaults below). */
+  handlers: TypeHandlers | null;
+  /**
+   * `force_prepare`: queries asking for the unnamed statement get named ones while `on` (a
+   * vanished statement turns it off); null when the option is off.
+   */
+  forced: { on: boolean } | null;
 }
 
 const configs = new WeakMap<DecodeOptions, QueryConfig>();
@@ -39,6 +51,8 @@ const defaults: QueryConfig = {
   typed: customTypes(undefined).typed,
   debug: false,
   decode: { bigint: false },
+  handlers: null,
+  forced: null,
 };
 
 /**
@@ -46,22 +60,39 @@ const defaults: QueryConfig = {
  * remembered for {@linkcode queryConfig}.
  */
 export function clientDecode(
-  options: { bigint: boolean; transform: Transforms; types: CustomTypes; debug?: boolean },
+  options: {
+    bigint: boolean;
+    transform: Transforms;
+    types: CustomTypes;
+    debug?: boolean;
+    forcePrepare?: boolean;
+  },
 ): DecodeOptions {
   const { transform, types } = options;
   const decode: DecodeOptions = { bigint: options.bigint };
   if (transform.columnFrom !== undefined) decode.column = transform.columnFrom;
   if (transform.valueFrom !== undefined) decode.value = transform.valueFrom;
   if (transform.rowFrom !== undefined) decode.row = transform.rowFrom;
-  if (types.parsers !== undefined) decode.parsers = types.parsers;
-  configs.set(decode, {
+  const config: QueryConfig = {
     undefinedValue: transform.undefined,
     columnTo: transform.columnTo,
-    serializers: types.serializers,
+    serializers: null,
     typed: types.typed,
     debug: options.debug === true,
     decode,
-  });
+    handlers: null,
+    forced: options.forcePrepare === true ? { on: true } : null,
+  };
+  // Each change to the tables swaps in new maps: statements described with the old parsers map
+  // see that it is no longer the connection's and describe themselves again (see Statement).
+  config.handlers = new TypeHandlers(
+    { bigint: options.bigint, parsers: types.parsers, serializers: types.serializers },
+    {
+      parsers: (map) => decode.parsers = map,
+      serializers: (map) => config.serializers = map,
+    },
+  );
+  configs.set(decode, config);
   return decode;
 }
 

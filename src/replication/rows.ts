@@ -194,6 +194,8 @@ export class RelationRows {
   row(relation: DecodedRelation, tuple: TupleValue[]): Row {
     if (relation.broken !== undefined) throw relation.broken;
     const st = relation.statement;
+    // sql.options.parsers changed since the relation was described: decode with the new ones.
+    if (st.describedWith !== this.#decode.parsers) st.pickDecoders(st.columns!, this.#decode);
     const decoders = st.decoders;
     const n = decoders.length;
     if (tuple.length !== n) {

@@ -68,6 +68,12 @@ export interface QuerySpec {
   types: number[];
   /** Use a cached named statement (true) or the unnamed one (false). */
   prepare: boolean;
+  /**
+   * The query asked for the unnamed statement and `force_prepare` gave it a named one: while
+   * `on` it is named; a named statement that vanished or whose name was taken (a pooler moving
+   * the session) turns `on` off for the whole client, and the query runs again unnamed.
+   */
+  forced?: { on: boolean };
   /** Row shape. */
   mode: RowMode;
   /**
@@ -108,7 +114,10 @@ export class QueryRequest implements PipelineRequest {
   #closes: Statement[] | null = null; // evicted statements this request's Close messages close
   #ctx: EncodeContext | null = null;
   #retried = false; // re-prepared once after a stale statement
-  #binary = false; // bound with the statement's binary result formats
+  // The decoders of the statement's description this request was bound with (null: read the
+  // statement's when rows come, as a statement described meanwhile was bound in text).
+  #decoders: Statement["decoders"] | null = null;
+  #bytes: Statement["byteDecoders"] | null = null;
   /** The first error of this request (server, decoding); settles it as a rejection. */
   protected failure: Error | null = null;
   #targets: ResultTarget[] | null = null; // simple protocol: one result per statement
@@ -138,7 +147,16 @@ export class QueryRequest implements PipelineRequest {
   retryable(err: PostgresError, idle: boolean): boolean {
     const st = this.#statement;
     const cache = this.#cache;
-    if (!idle || this.#retried || st === null || st.name === "" || cache === null) return false;
+    if (st === null || st.name === "" || cache === null) return false;
+    const forced = this.spec.forced;
+    if (forced !== undefined && (err.code === "26000" || err.code === "42P05")) {
+      forced.on = false; // a session moved between server connections: stop naming statements
+      cache.forget(this.#key, st); // not closed: on this server it is not (or not ours)
+      if (!idle || this.#retried) return false;
+      this.#retried = true;
+      return this.restart();
+    }
+    if (!idle || this.#retried) return false;
     const stale = (err.code === "0A000" && /cached plan/.test(err.message)) ||
       (err.code === "26000" && st.error === null) ||
       // Re-planning a cached statement against a changed table failed: a fresh Parse, which
@@ -207,7 +225,8 @@ export class QueryRequest implements PipelineRequest {
     this.#owner = false;
     this.#key = "";
     this.#cache = null;
-    this.#binary = false;
+    this.#decoders = null;
+    this.#bytes = null;
     this.#closes = null;
     const spec = this.spec;
     const cache = ctx.statements;
@@ -225,7 +244,7 @@ export class QueryRequest implements PipelineRequest {
       fe.query(w, spec.text);
       return;
     }
-    if (!spec.prepare) {
+    if (!spec.prepare || spec.forced?.on === false) {
       this.#statement = new Statement("", spec.text, spec.types);
       this.#owner = true;
       fe.parse(w, "", spec.text, spec.types);
@@ -249,10 +268,19 @@ export class QueryRequest implements PipelineRequest {
         fe.describe(w, "S", st.name);
       }
       this.#statement = st;
+      if (st.columns !== null) {
+        // `sql.options.parsers` changed since the statement was described: pick its decoders
+        // (and so its result formats) again before binding.
+        const decode = spec.decode ?? ctx.decode;
+        if (st.describedWith !== decode.parsers) st.pickDecoders(st.columns, decode);
+      }
       // Binary results only once the columns are known (not for the query that prepares the
       // statement) and never for raw(), which hands out the server's text bytes.
       const binary = st.formats.length > 0 && spec.mode !== "raw";
-      this.#binary = binary;
+      if (st.columns !== null) {
+        this.#decoders = st.decoders;
+        this.#bytes = binary ? st.binaryDecoders : st.byteDecoders;
+      }
       fe.bind(w, st.name, spec.params, binary ? st.formats : TEXT);
     }
     this.encodeExecute(w);
@@ -272,7 +300,15 @@ export class QueryRequest implements PipelineRequest {
 
   rowDescription(columns: Column[], ctx: EncodeContext): void {
     if (this.#targets !== null) this.#nextStatement();
-    this.#statement!.describe(columns, this.spec.decode ?? ctx.decode);
+    const st = this.#statement!;
+    const decode = this.spec.decode ?? ctx.decode;
+    if (st.name !== "") return st.describe(columns, decode);
+    // The unnamed statement, described at every run: most often as the one before it was.
+    const cache = ctx.statements;
+    const last = cache.unnamed;
+    if (last !== null && st.sameShape(last, columns, decode)) return st.adopt(last);
+    st.describe(columns, decode);
+    cache.unnamed = st;
   }
 
   noData(): void {
@@ -298,8 +334,8 @@ export class QueryRequest implements PipelineRequest {
 
   #decode(buf: Uint8Array, start: number, end: number): unknown {
     const st = this.#statement!;
-    const decoders = st.decoders;
-    const bytes = this.#binary ? st.binaryDecoders : st.byteDecoders;
+    const decoders = this.#decoders ?? st.decoders;
+    const bytes = this.#bytes ?? st.byteDecoders;
     if (end - start < 2) throw new ProtocolViolation("DataRow is truncated");
     const n = (buf[start] << 8) | buf[start + 1];
     if (st.columns === null || n !== st.columns.length) {

@@ -1,0 +1,100 @@
+/**
+ * `force_prepare`: queries that ask for the unnamed statement (`sql.unsafe(text, args)`,
+ * `{ prepare: false }`, how ORMs' postgres.js drivers send every query) get named, cached
+ * statements; never with `prepare: false`; and a named statement that vanishes (a
+ * transaction-mode pooler moving the session) turns it off for the client.
+ */
+import assert from "node:assert/strict";
+import postgres from "../mod.ts";
+import { databaseUrl, plainCluster, tlsCluster } from "./harness/env.ts";
+import { findPgbouncer, startPgbouncer } from "./harness/pgbouncer.ts";
+
+const url = databaseUrl();
+const quiet = { onnotice: () => {} };
+const TEXT = "select $1::int * 2 as doubled";
+
+/** The server-side name of the statement a result ran ("" for the unnamed one). */
+function statementName(result: unknown): string {
+  return (result as { statement: { name: string } }).statement.name;
+}
+
+Deno.test("force_prepare: unsafe queries and prepare: false get named, cached statements", async () => {
+  await using sql = postgres(url, { ...quiet, max: 1, force_prepare: true });
+  assert.equal(sql.options.force_prepare, true);
+  const a = await sql.unsafe(TEXT, [2], { prepare: false });
+  const b = await sql.unsafe(TEXT, [3]);
+  assert.deepEqual([a[0].doubled, b[0].doubled], [4, 6]);
+  assert.notEqual(statementName(a), "");
+  assert.equal(statementName(a), statementName(b), "the same statement, cached");
+  const [{ n }] = await sql`select count(*)::int as n from pg_prepared_statements
+    where statement = ${TEXT}`;
+  assert.equal(n, 1);
+  // Without arguments sql.unsafe stays on the simple protocol: several statements still run.
+  const both = await sql.unsafe<Record<string, unknown>[][]>("select 1 as one; select 2 as two");
+  assert.deepEqual(both.map((r) => ({ ...r[0] })), [{ one: 1 }, { two: 2 }]);
+
+  await using plain = postgres(url, { ...quiet, max: 1 });
+  assert.equal(plain.options.force_prepare, false);
+  assert.equal(statementName(await plain.unsafe(TEXT, [2])), "", "off by default");
+});
+
+Deno.test("force_prepare: no effect with prepare: false; read from the URL too", async () => {
+  await using sql = postgres(url, { ...quiet, max: 1, prepare: false, force_prepare: true });
+  assert.equal(sql.options.force_prepare, false);
+  assert.equal(statementName(await sql.unsafe(TEXT, [2])), "");
+  assert.equal(statementName(await sql`select ${1}::int as one`), "");
+  const withQuery = url + (url.includes("?") ? "&" : "?") + "force_prepare=true";
+  await using fromUrl = postgres(withQuery, { ...quiet, max: 1 });
+  assert.equal(fromUrl.options.force_prepare, true);
+  assert.notEqual(statementName(await fromUrl.unsafe(TEXT, [2])), "");
+});
+
+Deno.test("force_prepare: a statement that vanished turns it off and the query runs unnamed", async () => {
+  await using sql = postgres(url, { ...quiet, max: 1, force_prepare: true });
+  assert.equal((await sql.unsafe(TEXT, [1]))[0].doubled, 2);
+  await sql.unsafe("deallocate all"); // what a pooler handing the session elsewhere looks like
+  const after = await sql.unsafe(TEXT, [5]);
+  assert.equal(after[0].doubled, 10);
+  assert.equal(statementName(after), "", "run again on the unnamed statement");
+  assert.equal(sql.options.force_prepare, false);
+  assert.equal(statementName(await sql.unsafe(TEXT, [6])), "");
+  // Tagged queries keep their own named statements.
+  assert.notEqual(statementName(await sql`select ${1}::int as one`), "");
+});
+
+const bouncerBin = findPgbouncer();
+const cluster = plainCluster() ?? tlsCluster();
+
+Deno.test({
+  name: "force_prepare behind PgBouncer's transaction mode: it turns off, every query is right",
+  ignore: bouncerBin === null || cluster === undefined,
+  async fn() {
+    const c = cluster!;
+    const user = c.users.trust.user;
+    const bouncer = await startPgbouncer({
+      server: { host: c.host, port: c.port },
+      users: [user],
+      poolSize: 2,
+    });
+    try {
+      const target = { host: bouncer.host, port: bouncer.port, user, database: c.database };
+      await using sql = postgres({ ...target, ...quiet, max: 1, force_prepare: true });
+      await using other = postgres({ ...target, ...quiet, max: 1, prepare: false });
+      assert.equal((await sql.unsafe(TEXT, [1]))[0].doubled, 2); // prepared on server 1
+      // The other client's transaction takes server 1 (PgBouncer hands out the last used
+      // first), so the next query goes to a server that never saw the statement.
+      await using tx = await other.begin();
+      await tx`select 1`;
+      const again = await sql.unsafe(TEXT, [21]);
+      assert.equal(again[0].doubled, 42);
+      assert.equal(sql.options.force_prepare, false, "the vanished statement turned it off");
+      await tx.commit();
+      const many = await Promise.all(
+        Array.from({ length: 200 }, (_, i) => sql.unsafe(TEXT, [i], { prepare: false })),
+      );
+      assert.deepEqual(many.map((r) => r[0].doubled), Array.from({ length: 200 }, (_, i) => 2 * i));
+    } finally {
+      await bouncer.stop();
+    }
+  },
+});
