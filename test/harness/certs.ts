@@ -1,177 +1,278 @@
-// The test clusters' TLS certificates, made with WebCrypto alone (no openssl binary): a test CA,
-// a server certificate for localhost and 127.0.0.1 signed by it, and an unrelated CA. ECDSA
-// P-256 keys, X.509 v3 written as DER by the small encoder below.
+// Test certificates made with openssl: CAs, server and client leaves (ECDSA P-256 or RSA),
+// expired ones, and client keys in every form libpq reads (PKCS#8, PKCS#1, SEC1, encrypted).
+// Everything goes into one folder the caller owns.
+import { join } from "node:path";
+import { run } from "./cluster.ts";
 
-/** PEM texts: the CAs' certificates, the server's certificate and its PKCS#8 private key. */
-export interface TestCerts {
-  ca: string;
-  otherCa: string;
-  serverCert: string;
-  serverKey: string;
-}
-
-// ---------------------------------------------------------------------------------------------
-// DER: tag, definite length, contents
-
-function concat(parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
+/** Why openssl cannot be run here, or null when it can. */
+const opensslMissing: string | null = (() => {
+  try {
+    const ok = new Deno.Command("openssl", { args: ["version"], stdout: "null", stderr: "null" })
+      .outputSync().success;
+    return ok ? null : "`openssl version` failed";
+  } catch {
+    return "no openssl on PATH";
   }
-  return out;
-}
-
-function tlv(tag: number, ...contents: Uint8Array[]): Uint8Array<ArrayBuffer> {
-  const body = concat(contents);
-  const n = body.length;
-  const length = n < 0x80
-    ? [n]
-    : n < 0x100
-    ? [0x81, n]
-    : n < 0x10000
-    ? [0x82, n >> 8, n & 0xff]
-    : [0x83, n >> 16, (n >> 8) & 0xff, n & 0xff];
-  return concat([Uint8Array.of(tag, ...length), body]);
-}
-
-const seq = (...items: Uint8Array[]) => tlv(0x30, ...items);
-const set = (...items: Uint8Array[]) => tlv(0x31, ...items);
-/** [n] EXPLICIT (constructed, context-specific). */
-const explicit = (n: number, inner: Uint8Array) => tlv(0xa0 | n, inner);
-const octets = (bytes: Uint8Array) => tlv(0x04, bytes);
-const bool = (v: boolean) => tlv(0x01, Uint8Array.of(v ? 0xff : 0));
-const utf8 = (s: string) => tlv(0x0c, new TextEncoder().encode(s));
-
-/** An unsigned big-endian integer, minimal, with a zero byte before a set top bit. */
-function integer(bytes: Uint8Array): Uint8Array {
-  let i = 0;
-  while (i < bytes.length - 1 && bytes[i] === 0) i++;
-  const v = bytes.subarray(i);
-  return tlv(0x02, v[0] & 0x80 ? concat([Uint8Array.of(0), v]) : v);
-}
-
-/** A BIT STRING: `bytes`, of whose last byte the low `unused` bits are not part of it. */
-function bitString(bytes: Uint8Array, unused = 0): Uint8Array {
-  return tlv(0x03, Uint8Array.of(unused), bytes);
-}
-
-function oid(dotted: string): Uint8Array {
-  const [a, b, ...rest] = dotted.split(".").map(Number);
-  const out = [a * 40 + b];
-  for (const n of rest) {
-    const base128 = [n & 0x7f];
-    for (let v = n >>> 7; v > 0; v >>>= 7) base128.unshift((v & 0x7f) | 0x80);
-    out.push(...base128);
-  }
-  return tlv(0x06, Uint8Array.from(out));
-}
-
-function utcTime(d: Date): Uint8Array {
-  const two = (n: number) => String(n).padStart(2, "0");
-  const text = two(d.getUTCFullYear() % 100) + two(d.getUTCMonth() + 1) + two(d.getUTCDate()) +
-    two(d.getUTCHours()) + two(d.getUTCMinutes()) + two(d.getUTCSeconds()) + "Z";
-  return tlv(0x17, new TextEncoder().encode(text));
-}
-
-// ---------------------------------------------------------------------------------------------
-// X.509
-
-const ECDSA = { name: "ECDSA", namedCurve: "P-256" } as const;
-const SIGN = { name: "ECDSA", hash: "SHA-256" } as const;
-/** AlgorithmIdentifier ecdsa-with-SHA256 (RFC 5758: no parameters). */
-const ECDSA_SHA256 = seq(oid("1.2.840.10045.4.3.2"));
-
-const name = (cn: string) => seq(set(seq(oid("2.5.4.3"), utf8(cn))));
-const extension = (id: string, critical: boolean, value: Uint8Array) =>
-  seq(oid(id), ...(critical ? [bool(true)] : []), octets(value));
-
-/** ECDSA gives r || s (32 bytes each); X.509 wants SEQUENCE { INTEGER r, INTEGER s }. */
-function derSignature(raw: Uint8Array): Uint8Array {
-  return seq(integer(raw.subarray(0, 32)), integer(raw.subarray(32)));
-}
-
-/** The subjectPublicKey bits of an SPKI (after its algorithm), for the key identifier. */
-async function keyId(spki: Uint8Array<ArrayBuffer>): Promise<Uint8Array> {
-  // P-256 SPKI: 26 bytes of header, then the BIT STRING's 65-byte uncompressed point.
-  return new Uint8Array(await crypto.subtle.digest("SHA-1", spki.subarray(spki.length - 65)));
-}
-
-interface Subject {
-  cn: string;
-  keys: CryptoKeyPair;
-}
-
-/** A certificate for `subject`, signed by `issuer` (itself when self-signed). */
-async function certificate(
-  subject: Subject,
-  issuer: Subject,
-  extensions: Uint8Array[],
-): Promise<Uint8Array> {
-  const spki = new Uint8Array(await crypto.subtle.exportKey("spki", subject.keys.publicKey));
-  const now = Date.now();
-  const tbs = seq(
-    explicit(0, integer(Uint8Array.of(2))), // v3
-    integer(Uint8Array.of(0x01, ...crypto.getRandomValues(new Uint8Array(8)))),
-    ECDSA_SHA256,
-    name(issuer.cn),
-    seq(utcTime(new Date(now - 86_400_000)), utcTime(new Date(now + 3650 * 86_400_000))),
-    name(subject.cn),
-    spki,
-    explicit(3, seq(...extensions)),
-  );
-  const raw = new Uint8Array(await crypto.subtle.sign(SIGN, issuer.keys.privateKey, tbs));
-  return seq(tbs, ECDSA_SHA256, bitString(derSignature(raw)));
-}
-
-function pem(label: string, der: Uint8Array): string {
-  const b64 = btoa(String.fromCharCode(...der)).replace(/.{64}/g, "$&\n").trimEnd();
-  return `-----BEGIN ${label}-----\n${b64}\n-----END ${label}-----\n`;
-}
-
-async function newSubject(cn: string): Promise<Subject> {
-  return { cn, keys: await crypto.subtle.generateKey(ECDSA, true, ["sign", "verify"]) };
-}
-
-async function caCertificate(ca: Subject): Promise<Uint8Array> {
-  const spki = new Uint8Array(await crypto.subtle.exportKey("spki", ca.keys.publicKey));
-  return certificate(ca, ca, [
-    extension("2.5.29.19", true, seq(bool(true))), // basicConstraints: CA
-    extension("2.5.29.15", true, bitString(Uint8Array.of(0x06), 1)), // keyCertSign, cRLSign
-    extension("2.5.29.14", false, octets(await keyId(spki))), // subjectKeyIdentifier
-  ]);
-}
+})();
 
 /**
- * A CA and a server certificate it signed (rustls refuses a self-signed leaf), for DNS localhost
- * and IP 127.0.0.1, and another CA that signed nothing here.
+ * True where there is no openssl: the tests that need a CertDir are then ignored, and the one
+ * line below says why (once per test process). The clusters' own certificates need no openssl
+ * (cluster_certs.ts).
  */
-export async function makeTestCerts(): Promise<TestCerts> {
-  const [ca, other, server] = await Promise.all([
-    newSubject("pgpipe test CA"),
-    newSubject("pgpipe other CA"),
-    newSubject("localhost"),
-  ]);
-  const caSpki = new Uint8Array(await crypto.subtle.exportKey("spki", ca.keys.publicKey));
-  const serverSpki = new Uint8Array(await crypto.subtle.exportKey("spki", server.keys.publicKey));
-  const san = seq(
-    tlv(0x82, new TextEncoder().encode("localhost")), // [2] dNSName
-    tlv(0x87, Uint8Array.of(127, 0, 0, 1)), // [7] iPAddress
+export const noOpenssl: boolean = opensslMissing !== null;
+if (noOpenssl) {
+  console.log(
+    `certs: the tests that make RSA, expired or client-key-format certificates skipped: ` +
+      `${opensslMissing} (Debian: apt-get install openssl)`,
   );
-  const leaf = await certificate(server, ca, [
-    extension("2.5.29.19", true, seq()), // basicConstraints: not a CA
-    extension("2.5.29.15", true, bitString(Uint8Array.of(0x80), 7)), // digitalSignature
-    extension("2.5.29.37", false, seq(oid("1.3.6.1.5.5.7.3.1"))), // extKeyUsage: serverAuth
-    extension("2.5.29.17", false, san),
-    extension("2.5.29.14", false, octets(await keyId(serverSpki))),
-    extension("2.5.29.35", false, seq(tlv(0x80, await keyId(caSpki)))), // authorityKeyIdentifier
-  ]);
-  const key = new Uint8Array(await crypto.subtle.exportKey("pkcs8", server.keys.privateKey));
-  return {
-    ca: pem("CERTIFICATE", await caCertificate(ca)),
-    otherCa: pem("CERTIFICATE", await caCertificate(other)),
-    serverCert: pem("CERTIFICATE", leaf),
-    serverKey: pem("PRIVATE KEY", key),
-  };
+}
+
+/** A certificate and its key, as files and as PEM text. */
+export interface Pair {
+  certPath: string;
+  keyPath: string;
+  cert: string;
+  key: string;
+}
+
+const CA_CNF = `[req]
+distinguished_name = dn
+x509_extensions = v3_ca
+prompt = no
+[dn]
+CN = ca
+[v3_ca]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,keyCertSign,cRLSign
+subjectKeyIdentifier = hash
+`;
+
+/** A folder of certificates: `ca()` makes an authority, `leaf()` a certificate it signs. */
+export class CertDir {
+  readonly dir: string;
+  #serial = 0x1000;
+
+  private constructor(dir: string) {
+    this.dir = dir;
+  }
+
+  /** A new folder (removed by `remove()`). */
+  static async create(prefix = "pgpipe-certs-"): Promise<CertDir> {
+    const dir = await Deno.makeTempDir({ prefix });
+    await Deno.writeTextFile(join(dir, "ca.cnf"), CA_CNF);
+    return new CertDir(dir);
+  }
+
+  #ssl(...args: string[]): Promise<string> {
+    return run("openssl", args, { cwd: this.dir });
+  }
+
+  async #read(name: string): Promise<Pair> {
+    const certPath = join(this.dir, `${name}.crt`);
+    const keyPath = join(this.dir, `${name}.key`);
+    await Deno.chmod(keyPath, 0o600);
+    return {
+      certPath,
+      keyPath,
+      cert: await Deno.readTextFile(certPath),
+      key: await Deno.readTextFile(keyPath),
+    };
+  }
+
+  #newKey(name: string, rsa: boolean): string[] {
+    return rsa ? ["-newkey", "rsa:2048", "-nodes", "-keyout", `${name}.key`] : [
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-keyout",
+      `${name}.key`,
+    ];
+  }
+
+  /** A self-signed CA. */
+  async ca(name: string, cn = name): Promise<Pair> {
+    await this.#ssl(
+      "req",
+      "-x509",
+      "-config",
+      "ca.cnf",
+      ...this.#newKey(name, false),
+      "-subj",
+      `/CN=${cn}`,
+      "-days",
+      "3650",
+      "-out",
+      `${name}.crt`,
+    );
+    return await this.#read(name);
+  }
+
+  /**
+   * A leaf `ca` signs: a server certificate naming `names` (DNS names or IPs) in its
+   * subjectAltName, or a client certificate (`client: true`) whose CN is the user name. `expired`
+   * makes one whose validity ended in 2020; `rsa` an RSA key instead of ECDSA P-256.
+   */
+  async leaf(
+    name: string,
+    ca: Pair,
+    o: { cn: string; names?: string[]; client?: boolean; expired?: boolean; rsa?: boolean },
+  ): Promise<Pair> {
+    const san = (o.names ?? []).map((n) => (/^[\d.]+$/.test(n) ? `IP:${n}` : `DNS:${n}`));
+    const ext = [
+      "basicConstraints = critical,CA:FALSE",
+      `keyUsage = critical,digitalSignature${o.rsa ? ",keyEncipherment" : ""}`,
+      `extendedKeyUsage = ${o.client ? "clientAuth" : "serverAuth"}`,
+      ...(san.length > 0 ? [`subjectAltName = ${san.join(",")}`] : []),
+      "subjectKeyIdentifier = hash",
+      "authorityKeyIdentifier = keyid",
+    ].join("\n") + "\n";
+    await Deno.writeTextFile(join(this.dir, `${name}.ext`), ext);
+    await this.#ssl(
+      "req",
+      "-new",
+      "-config",
+      "ca.cnf",
+      ...this.#newKey(name, o.rsa ?? false),
+      "-subj",
+      `/CN=${o.cn}`,
+      "-out",
+      `${name}.csr`,
+    );
+    const serial = `0x${(this.#serial++).toString(16)}${
+      crypto.randomUUID().replaceAll("-", "").slice(0, 8)
+    }`;
+    if (o.expired) await this.#signExpired(name, ca, serial);
+    else {
+      await this.#ssl(
+        "x509",
+        "-req",
+        "-in",
+        `${name}.csr`,
+        "-CA",
+        ca.certPath,
+        "-CAkey",
+        ca.keyPath,
+        "-set_serial",
+        serial,
+        "-extfile",
+        `${name}.ext`,
+        "-days",
+        "3650",
+        "-out",
+        `${name}.crt`,
+      );
+    }
+    return await this.#read(name);
+  }
+
+  /** Signs with `openssl ca`, the one command that takes a validity in the past. */
+  async #signExpired(name: string, ca: Pair, serial: string): Promise<void> {
+    const db = join(this.dir, `${name}.db`);
+    await Deno.mkdir(db, { recursive: true });
+    await Deno.writeTextFile(join(db, "index.txt"), "");
+    await Deno.writeTextFile(join(db, "serial"), serial.slice(2).padStart(2, "0") + "\n");
+    await Deno.writeTextFile(
+      join(this.dir, `${name}.ca.cnf`),
+      `[ca]\ndefault_ca = d\n[d]\ndatabase = ${db}/index.txt\nserial = ${db}/serial\n` +
+        `new_certs_dir = ${db}\ndefault_md = sha256\npolicy = p\n[p]\ncommonName = supplied\n`,
+    );
+    await this.#ssl(
+      "ca",
+      "-batch",
+      "-config",
+      `${name}.ca.cnf`,
+      "-cert",
+      ca.certPath,
+      "-keyfile",
+      ca.keyPath,
+      "-startdate",
+      "20200101000000Z",
+      "-enddate",
+      "20200201000000Z",
+      "-extfile",
+      `${name}.ext`,
+      "-notext",
+      "-in",
+      `${name}.csr`,
+      "-out",
+      `${name}.crt`,
+    );
+  }
+
+  /**
+   * `pair`'s key in another form: `pkcs1` (RSA only) or `sec1` (EC only), traditional PEM;
+   * `pkcs8`; encrypted with `passphrase`: `pkcs8-enc` (PBES2, AES-256) or `legacy-enc` (the
+   * traditional PEM with a DEK-Info header). Returns the PEM text.
+   */
+  async key(
+    pair: Pair,
+    form: "pkcs1" | "sec1" | "pkcs8" | "pkcs8-enc" | "legacy-enc",
+    passphrase = "",
+  ): Promise<string> {
+    const out = join(this.dir, `${crypto.randomUUID()}.key`);
+    const pass = ["-passout", `pass:${passphrase}`];
+    const alg = pair.key.includes("BEGIN PRIVATE KEY") && /RSA|rsa/.test(
+        await this.#ssl("pkey", "-in", pair.keyPath, "-noout", "-text"),
+      )
+      ? "rsa"
+      : "ec";
+    switch (form) {
+      case "pkcs1":
+      case "sec1":
+        await this.#ssl(
+          alg,
+          "-in",
+          pair.keyPath,
+          "-out",
+          out,
+          ...(alg === "rsa" ? ["-traditional"] : []),
+        );
+        break;
+      case "pkcs8":
+        await this.#ssl("pkcs8", "-topk8", "-nocrypt", "-in", pair.keyPath, "-out", out);
+        break;
+      case "pkcs8-enc":
+        await this.#ssl(
+          "pkcs8",
+          "-topk8",
+          "-v2",
+          "aes-256-cbc",
+          "-in",
+          pair.keyPath,
+          "-out",
+          out,
+          ...pass,
+        );
+        break;
+      case "legacy-enc":
+        await this.#ssl(
+          alg,
+          "-in",
+          pair.keyPath,
+          "-aes256",
+          ...(alg === "rsa" ? ["-traditional"] : []),
+          "-out",
+          out,
+          ...pass,
+        );
+        break;
+    }
+    return await Deno.readTextFile(out);
+  }
+
+  /** Writes `text` to a file of this folder with `mode`; returns its path. */
+  async file(name: string, text: string, mode = 0o600): Promise<string> {
+    const path = join(this.dir, name);
+    await Deno.writeTextFile(path, text);
+    await Deno.chmod(path, mode);
+    return path;
+  }
+
+  /** Removes the folder. */
+  async remove(): Promise<void> {
+    await Deno.remove(this.dir, { recursive: true }).catch(() => {});
+  }
 }

@@ -2,7 +2,7 @@
 // Everything lives in one temp dir that stop() deletes; every external command is time-bounded.
 import { join } from "node:path";
 import postgres, { type Sql } from "../../mod.ts";
-import { makeTestCerts } from "./certs.ts";
+import { makeTestCerts } from "./cluster_certs.ts";
 import { findPgBin, pgBin, serverUser } from "./server_bin.ts";
 
 export { findPgBin, serverUser };
@@ -20,8 +20,23 @@ export interface ClusterInfo {
   ssl: boolean;
   caCertPath?: string;
   caCert?: string;
+  /** The folder of the TLS cluster's certificates (server.crt, server.key: what a pooler may reuse). */
+  certDir?: string;
   otherCaCert?: string;
-  users: { trust: TestUser; password: TestUser; md5: TestUser; scram: TestUser; sslonly: TestUser };
+  /**
+   * Client certificates the server's CA signed (TLS clusters): for `users.cert` (pg_hba `cert`),
+   * for `users.certfull` (SCRAM with `clientcert=verify-full`), and one whose CN names no user.
+   */
+  clientCerts?: Record<"cert" | "certfull" | "nobody", { certPath: string; keyPath: string }>;
+  users: {
+    trust: TestUser;
+    password: TestUser;
+    md5: TestUser;
+    scram: TestUser;
+    sslonly: TestUser;
+    cert: TestUser;
+    certfull: TestUser;
+  };
   version: number;
 }
 
@@ -113,14 +128,30 @@ export function freePort(): number {
   return port;
 }
 
-/** Writes ca.crt, server.crt, server.key and other-ca.crt into dir. */
+/** The client certificates made for a TLS cluster: file stem and the CN (the user) it names. */
+const CLIENT_CERTS = {
+  cert: "pgpipe_cert",
+  certfull: "pgpipe_certfull",
+  nobody: "pgpipe_nobody",
+} as const;
+
+/**
+ * Writes ca.crt, server.crt, server.key, other-ca.crt and a client certificate and key per
+ * CLIENT_CERTS (client-<name>.crt/.key) into dir.
+ */
 async function writeCerts(dir: string): Promise<void> {
-  const certs = await makeTestCerts();
+  const certs = await makeTestCerts(CLIENT_CERTS);
+  // The server refuses a key file readable by group/others; libpq's rule for a client key,
+  // which pgpipe keeps, is the same.
+  const key = { mode: 0o600 };
   await Deno.writeTextFile(join(dir, "ca.crt"), certs.ca);
   await Deno.writeTextFile(join(dir, "other-ca.crt"), certs.otherCa);
   await Deno.writeTextFile(join(dir, "server.crt"), certs.serverCert);
-  // The server refuses a key file readable by group/others.
-  await Deno.writeTextFile(join(dir, "server.key"), certs.serverKey, { mode: 0o600 });
+  await Deno.writeTextFile(join(dir, "server.key"), certs.serverKey, key);
+  for (const [name, client] of Object.entries(certs.clients)) {
+    await Deno.writeTextFile(join(dir, `client-${name}.crt`), client.cert);
+    await Deno.writeTextFile(join(dir, `client-${name}.key`), client.key, key);
+  }
 }
 
 const USER_NAMES = {
@@ -129,6 +160,8 @@ const USER_NAMES = {
   md5: "pgpipe_md5",
   scram: "pgpipe_scram",
   sslonly: "pgpipe_sslonly",
+  cert: CLIENT_CERTS.cert,
+  certfull: CLIENT_CERTS.certfull,
 } as const;
 
 type Users = ClusterInfo["users"];
@@ -142,6 +175,8 @@ function makeUsers(): Users {
     md5: mk(USER_NAMES.md5),
     scram: mk(USER_NAMES.scram),
     sslonly: mk(USER_NAMES.sslonly),
+    cert: mk(USER_NAMES.cert),
+    certfull: mk(USER_NAMES.certfull),
   };
 }
 
@@ -163,6 +198,8 @@ function setupSql(u: Users): string {
     "SET password_encryption = 'scram-sha-256';",
     role(u.scram, "CREATEDB"),
     role(u.sslonly, "CREATEDB"),
+    role(u.cert, "CREATEDB"),
+    role(u.certfull, "CREATEDB"),
   ].join("\n");
 }
 
@@ -180,6 +217,16 @@ function hbaConf(ssl: boolean, replication: boolean): string {
   add("local", USER_NAMES.sslonly, "reject");
   add("hostnossl", USER_NAMES.sslonly, "reject");
   if (ssl) add("hostssl", USER_NAMES.sslonly, "scram-sha-256");
+  // Client certificates: the certificate alone (its CN is the user), or SCRAM and a certificate
+  // whose CN is the user (clientcert=verify-full).
+  for (const user of [USER_NAMES.cert, USER_NAMES.certfull]) {
+    add("local", user, "reject");
+    add("hostnossl", user, "reject");
+  }
+  if (ssl) {
+    add("hostssl", USER_NAMES.cert, "cert");
+    add("hostssl", USER_NAMES.certfull, "scram-sha-256 clientcert=verify-full");
+  }
   const methods: [string, string][] = [
     [USER_NAMES.password, "password"],
     [USER_NAMES.md5, "md5"],
@@ -221,6 +268,8 @@ function serverConf(
   if (ssl) {
     conf.ssl_cert_file = join(certDir, "server.crt");
     conf.ssl_key_file = join(certDir, "server.key");
+    // The CA that signs client certificates (pg_hba `cert`, `clientcert=`).
+    conf.ssl_ca_file = join(certDir, "ca.crt");
   }
   const lines = Object.entries(conf).map(([k, v]) =>
     `${k} = ${typeof v === "number" ? v : lit(v)}`
@@ -389,8 +438,15 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     };
     if (ssl) {
       info.caCertPath = join(certDir, "ca.crt");
+      info.certDir = certDir;
       info.caCert = await Deno.readTextFile(info.caCertPath);
       info.otherCaCert = await Deno.readTextFile(join(certDir, "other-ca.crt"));
+      info.clientCerts = Object.fromEntries(
+        Object.keys(CLIENT_CERTS).map((name) => [name, {
+          certPath: join(certDir, `client-${name}.crt`),
+          keyPath: join(certDir, `client-${name}.key`),
+        }]),
+      ) as ClusterInfo["clientCerts"];
     }
     const halt = async () => {
       await run(pgCtl, ["-D", dataDir, "-m", "fast", "-w", "-t", "30", "stop"], {
