@@ -421,17 +421,25 @@ async function keepaliveOf(sql: ReturnType<typeof postgres>): Promise<string> {
   return new TextDecoder().decode(out.stdout);
 }
 
+/** ss (iproute2), which shows a socket's keepalive timer. */
+const hasSs = (() => {
+  try {
+    return new Deno.Command("ss", { args: ["-V"], stdout: "null", stderr: "null" }).outputSync()
+      .success;
+  } catch {
+    return false;
+  }
+})();
+if (!ignore && !hasSs) {
+  console.log(
+    "tls_options_test: the keepalives test skipped: no ss (Debian: apt-get install iproute2)",
+  );
+}
+
 Deno.test({
   name:
     "keepalives: on by default (the system's idle time), keepalives_idle sets it, keepalives=0 turns it off",
-  ignore: ignore || !(() => {
-    try {
-      return new Deno.Command("ss", { args: ["-V"], stdout: "null", stderr: "null" }).outputSync()
-        .success;
-    } catch {
-      return false;
-    }
-  })(),
+  ignore: ignore || !hasSs,
   fn: async () => {
     const u = c!.users.trust;
     for (
