@@ -1,91 +1,89 @@
-// `deno task bench [--quick] [--only=driver,throughput,latency,memory,cold,bulk,http,telemetry] [--delay=5] [--out=FILE]`:
-// compares pgpipe with its peers in one run. Starts a throwaway PostgreSQL (or uses
-// DATABASE_URL), runs each suite in its own process with the URL in PGPIPE_BENCH_URL, prints
-// the tables and a summary of ratios, writes bench/RESULTS.md, and always stops the server.
-import { join } from "node:path";
+// `deno task bench [--quick] [--only=SUITE,...] [--delay=5] [--out=FILE]`: compares pgpipe with
+// its peers in one run. Starts a throwaway PostgreSQL (or uses DATABASE_URL), runs each suite in
+// its own process with the URL in PGPIPE_BENCH_URL, prints the tables and a summary of ratios,
+// writes bench/RESULTS.md, and always stops the server.
+//
+// To add a suite: write bench/suites/NAME.ts, which runs its cases on the drivers from
+// suiteDrivers() (bench/peers/drivers.ts), starts any fresh process through bench/shared/probe.ts,
+// fills a Report (bench/shared/report.ts) and ends with its emit(); then add its line to SUITES.
 import { type Cluster, startCluster } from "../test/harness/cluster.ts";
-import { driverReport } from "./shared/bench_json.ts";
 import { skipLine, type Skipped } from "./peers/drivers.ts";
+import { driverReport } from "./shared/bench_json.ts";
 import { describeMachine } from "./shared/machine.ts";
+import { via } from "./shared/env.ts";
+import { kill, lastJson, run, running, spawn } from "./shared/probe.ts";
 import { renderSuite, renderTable, type SuiteReport, summaryTable } from "./shared/report.ts";
-import { resultsMarkdown } from "./shared/results_md.ts";
+import { resultsMarkdown, type Section } from "./shared/results_md.ts";
 import { targetTexts } from "./shared/targets.ts";
 
-/**
- * A loopback suite's `-tls` twin runs the same file against the same server with
- * `sslmode=require` (PGPIPE_BENCH_TLS=1); its rows sit beside the plaintext ones. The latency
- * suite has none (its subject is the link), and the cold suite measures TLS itself.
- */
-const SUITES = [
-  "driver",
-  "driver-tls",
-  "throughput",
-  "throughput-tls",
-  "latency",
-  "memory",
-  "memory-tls",
-  "cold",
-  "bulk",
-  "bulk-tls",
-  "http",
-  "http-tls",
-  "telemetry",
-] as const;
-type Suite = typeof SUITES[number];
-
-const here = new URL(".", import.meta.url).pathname;
-/** Each suite is one file named after it: `--only=latency` runs bench/suites/latency.ts. */
-const suiteFile = (suite: Suite) => join(here, "suites", `${suite.replace(/-tls$/, "")}.ts`);
-const isTlsSuite = (suite: Suite) => suite.endsWith("-tls");
-
-/** A TLS variant's report, its figures labelled so, to sit beside the plaintext ones. */
-function labelTls(report: SuiteReport): SuiteReport {
-  const tag = (s: string) => `${s} (TLS)`;
-  return {
-    ...report,
-    tables: report.tables.map((t) => ({ ...t, title: `${t.title} — TLS, sslmode=require` })),
-    ratios: report.ratios.map((r) => ({
-      ...r,
-      label: r.label.endsWith(" (TLS)") ? r.label : tag(r.label),
-    })),
-    measures: report.measures?.map((m) => ({
-      ...m,
-      label: m.label.endsWith(" (TLS)") ? m.label : tag(m.label),
-    })),
-  };
+/** A suite: bench/suites/NAME.ts, its title in RESULTS.md, the minutes it may take. */
+interface Suite {
+  name: string;
+  title: string;
+  /** Minutes allowed, quick and full: generous, so only a hang hits them (deno-postgres is slow). */
+  minutes: [number, number];
+  /**
+   * Also a `-tls` twin: the same file against the same server with `sslmode=require`
+   * (PGPIPE_BENCH_TLS=1), its rows beside the plaintext ones. The latency suite has none (its
+   * subject is the link); the cold suite measures TLS itself.
+   */
+  tls: boolean;
 }
-const USAGE = [
-  "usage: deno task bench [--quick] [--only=driver,throughput,latency,memory,cold,bulk,http,telemetry] [--delay=MS] [--out=FILE]",
-  "  --quick   fewer iterations (smoke run, under 2 minutes)",
-  "  --only    run only these suites (comma-separated); a loopback suite's TLS twin is NAME-tls",
-  "  --delay   one-way delay of the latency suite's proxy, in ms (default 5)",
-  "  --out     where to write the results (default: bench/RESULTS.md after a full run of every",
-  "            suite; quick and partial runs write nothing unless --out is given)",
-  "DATABASE_URL: benchmark that server (with sslmode=disable) instead of a throwaway one.",
-].join("\n");
+
+const suite = (name: string, title: string, quick: number, full: number, tls = false): Suite => ({
+  name,
+  title,
+  minutes: [quick, full],
+  tls,
+});
+
+/** Every suite, in the order they run and RESULTS.md shows them. */
+const SUITES: Suite[] = [
+  suite("driver", "Suite 1: concurrent queries on one connection (deno bench)", 3, 10, true),
+  suite("throughput", "Suite 2: throughput and serial latency", 3, 8, true),
+  suite("latency", "Suite 3: through a delaying proxy", 3, 8),
+  suite("memory", "Suite 4: memory", 2, 3, true),
+  suite("cold", "Suite 5: cold start", 1, 3),
+  suite("bulk", "Suite 7: bulk load and bulk read", 3, 8, true),
+  suite("http", "Suite 6: end to end over HTTP", 4, 12, true),
+  suite("telemetry", "Suite 8: what telemetry costs", 2, 5),
+];
+
+/** What `--only` names: every suite, each twin right after its plaintext run. */
+const RUNS = SUITES.flatMap((s) => s.tls ? [s.name, `${s.name}-tls`] : [s.name]);
+const suiteOf = (run: string) => SUITES.find((s) => s.name === run.replace(/-tls$/, ""))!;
+const here = new URL(".", import.meta.url).pathname;
+
+const USAGE = `usage: deno task bench [--quick] [--only=${
+  SUITES.map((s) => s.name)
+}] [--delay=MS] [--out=FILE]
+  --quick   fewer iterations (smoke run, under 2 minutes)
+  --only    run only these suites (comma-separated); a loopback suite's TLS twin is NAME-tls
+  --delay   one-way delay of the latency suite's proxy, in ms (default 5)
+  --out     where to write the results (default: bench/RESULTS.md after a full run of every
+            suite; quick and partial runs write nothing unless --out is given)
+DATABASE_URL: benchmark that server (with sslmode=disable) instead of a throwaway one.`;
 
 /** Parsed command line. */
 interface Args {
   quick: boolean;
-  only: Suite[];
+  only: string[];
   delay: number;
   out?: string;
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { quick: false, only: [...SUITES], delay: 5 };
+  const args: Args = { quick: false, only: RUNS, delay: 5 };
   for (const a of argv) {
-    const [flag, value] = a.includes("=")
-      ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)]
-      : [a, ""];
+    const [flag, value = ""] = a.split(/=(.*)/s);
     if (flag === "--quick") args.quick = true;
     else if (flag === "--only") {
       const names = value.split(",").filter(Boolean);
-      const bad = names.filter((n) => !SUITES.includes(n as Suite));
+      const bad = names.filter((n) => !RUNS.includes(n));
       if (bad.length || !names.length) {
         throw new Error(`--only: unknown suite ${bad.join(",")}\n${USAGE}`);
       }
-      args.only = SUITES.filter((s) => names.includes(s));
+      args.only = RUNS.filter((s) => names.includes(s));
     } else if (flag === "--delay") {
       args.delay = Number(value);
       if (!(args.delay >= 0)) throw new Error(`--delay: not a number of ms: ${value}`);
@@ -98,157 +96,114 @@ function parseArgs(argv: string[]): Args {
   return args;
 }
 
-/** The plaintext URL a suite gets (its `-tls` twin gets the same with sslmode=require). */
-function plainUrl(url: string): string {
-  const u = new URL(url);
-  u.searchParams.set("sslmode", "disable");
-  return u.toString();
+/** A TLS twin's report, its figures labelled so, to sit beside the plaintext ones. */
+function labelTls(report: SuiteReport): SuiteReport {
+  const tag = <T extends { label: string }>(x: T) =>
+    x.label.endsWith(" (TLS)") ? x : { ...x, label: `${x.label} (TLS)` };
+  return {
+    ...report,
+    tables: report.tables.map((t) => ({ ...t, title: `${t.title} — TLS, sslmode=require` })),
+    ratios: report.ratios.map(tag),
+    measures: report.measures?.map(tag),
+  };
 }
 
-// The child process currently running, so a signal can stop it too; after a signal no new one
-// is started (the handler is stopping the server under it).
-let child: Deno.ChildProcess | undefined;
+/** After a signal no new suite starts: the handler is stopping the server under them. */
 let interrupted = false;
 
-/** Runs `deno ARGS` with env; stdout captured or passed through; killed after timeoutMs. */
-async function deno(
-  args: string[],
-  env: Record<string, string>,
-  opts: { capture: boolean; timeoutMs: number },
-): Promise<{ code: number; stdout: string; timedOut: boolean }> {
-  if (interrupted) throw new Error("interrupted");
-  child = new Deno.Command(Deno.execPath(), {
-    args,
-    env,
-    stdin: "null",
-    stdout: opts.capture ? "piped" : "inherit",
-    stderr: "inherit",
-  }).spawn();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    try {
-      child?.kill("SIGKILL");
-    } catch { /* already gone */ }
-  }, opts.timeoutMs);
-  try {
-    const [status, stdout] = await Promise.all([
-      child.status,
-      opts.capture ? new Response(child.stdout).text() : Promise.resolve(""),
-    ]);
-    return { code: status.code, stdout, timedOut };
-  } finally {
-    clearTimeout(timer);
-    child = undefined;
-  }
-}
-
 /** Which peers load here, asked in a child with --no-lock so no deno.lock is written. */
-async function probeDrivers(): Promise<
-  { names: string[]; drivers: { name: string; source: string }[]; skipped: Skipped[] }
-> {
-  const r = await deno(
-    ["run", "-A", "--no-lock", "--quiet", join(here, "peers", "drivers.ts")],
-    {},
-    {
-      capture: true,
+const probeDrivers = async () =>
+  lastJson<{ drivers: { name: string; source: string }[]; skipped: Skipped[] }>(
+    await run(Deno.execPath(), ["run", "-A", "--no-lock", "--quiet", `${here}peers/drivers.ts`], {
       timeoutMs: 120_000,
-    },
+    }),
   );
-  if (r.code !== 0) throw new Error(`could not load the drivers (exit code ${r.code})`);
-  const out = JSON.parse(r.stdout) as {
-    drivers: { name: string; source: string }[];
-    skipped: Skipped[];
-  };
-  return { names: out.drivers.map((d) => d.name), drivers: out.drivers, skipped: out.skipped };
-}
-
-/**
- * Time allowed per suite; generous against the usual durations, so only a hang hits it (a
- * driver without pipelining, deno-postgres, makes the first three take minutes longer).
- */
-function suiteTimeout(suite: Suite, quick: boolean): number {
-  const minutes: Record<string, number> = {
-    driver: quick ? 3 : 10,
-    throughput: quick ? 3 : 8,
-    latency: quick ? 3 : 8,
-    memory: quick ? 2 : 3,
-    cold: quick ? 1 : 3,
-    bulk: quick ? 3 : 8,
-    http: quick ? 4 : 12,
-    telemetry: quick ? 2 : 5,
-  };
-  return minutes[suite.replace(/-tls$/, "")] * 60_000;
-}
 
 /** Runs one suite in its own process and returns its report. */
 async function runSuite(
-  suite: Suite,
+  name: string,
   args: Args,
   env: Record<string, string>,
   dir: string,
 ): Promise<SuiteReport> {
-  const reportFile = join(dir, `${suite}.json`);
-  const suiteEnv = {
-    ...env,
-    PGPIPE_BENCH_REPORT: reportFile,
-    PGPIPE_BENCH_TLS: isTlsSuite(suite) ? "1" : "0",
-  };
-  const timeoutMs = suiteTimeout(suite, args.quick);
+  if (interrupted) throw new Error("interrupted");
+  const suite = suiteOf(name);
+  const reportFile = `${dir}/${name}.json`;
+  const tls = name.endsWith("-tls");
+  const suiteEnv = { ...env, PGPIPE_BENCH_REPORT: reportFile, PGPIPE_BENCH_TLS: tls ? "1" : "0" };
+  const timeoutMs = suite.minutes[args.quick ? 0 : 1] * 60_000;
+  const file = `${here}suites/${suite.name}.ts`;
   const flags = ["-A", "--no-lock", "--quiet"];
-  const r = suite === "driver" || suite === "driver-tls"
-    ? await deno(["bench", ...flags, "--json", suiteFile(suite)], suiteEnv, {
-      capture: true,
+  // The driver suite runs under `deno bench`, whose JSON (printed even when a bench failed) is
+  // read here; every other suite prints its tables as it goes and writes its report to a file.
+  const bench = suite.name === "driver";
+  const r = await spawn(
+    Deno.execPath(),
+    bench ? ["bench", ...flags, "--json", file] : ["run", ...flags, file],
+    {
+      env: suiteEnv,
       timeoutMs,
-    })
-    : await deno(
-      ["run", ...flags, suiteFile(suite)],
-      suiteEnv,
-      { capture: false, timeoutMs },
-    );
-  if (r.timedOut) throw new Error(`${suite} suite did not finish within ${timeoutMs / 1000} s`);
-  if (suite === "driver" || suite === "driver-tls") {
-    // deno bench prints its JSON even when a bench failed; the failures are in the report.
-    let report: SuiteReport;
-    try {
-      report = driverReport(JSON.parse(r.stdout));
-    } catch {
-      throw new Error(`${suite} suite failed (exit code ${r.code}) before reporting`);
-    }
-    if (isTlsSuite(suite)) report = labelTls(report);
-    console.log(renderSuite(report));
-    if (r.code !== 0) throw new Error(`${suite} suite failed:\n${report.notes.join("\n")}`);
-    return report;
+      inherit: bench ? "stderr" : true,
+    },
+  );
+  if (r.timedOut) throw new Error(`${name} suite did not finish within ${timeoutMs / 1000} s`);
+  let report: SuiteReport;
+  try {
+    report = bench
+      ? driverReport(JSON.parse(r.stdout))
+      : JSON.parse(await Deno.readTextFile(reportFile));
+  } catch {
+    throw new Error(`${name} suite failed (exit code ${r.code}) before reporting`);
   }
-  if (r.code !== 0) throw new Error(`${suite} suite failed (exit code ${r.code})`);
-  const report = JSON.parse(await Deno.readTextFile(reportFile)) as SuiteReport;
-  return isTlsSuite(suite) ? labelTls(report) : report;
+  if (tls) report = labelTls(report);
+  if (bench) {
+    console.log(renderSuite(report));
+    if (r.code !== 0) throw new Error(`${name} suite failed:\n${report.notes.join("\n")}`);
+  } else if (r.code !== 0) throw new Error(`${name} suite failed (exit code ${r.code})`);
+  return report;
+}
+
+/** Starts the throwaway cluster (TLS on) unless DATABASE_URL names a server; the suites' env. */
+async function server(starting: (c: Promise<Cluster>) => void): Promise<Record<string, string>> {
+  const env: Record<string, string> = {};
+  let url = Deno.env.get("DATABASE_URL");
+  if (url) console.log("bench: using DATABASE_URL");
+  else {
+    const cluster = startCluster({ ssl: true, name: "bench" });
+    starting(cluster);
+    const c = await cluster;
+    const { trust, scram } = c.users;
+    const at = `@127.0.0.1:${c.port}/${c.database}`;
+    url = `postgres://${trust.user}${at}`;
+    env.PGPIPE_BENCH_CA = c.caCertPath!;
+    env.PGPIPE_BENCH_SCRAM_URL = `postgres://${scram.user}:${
+      encodeURIComponent(scram.password)
+    }${at}`;
+  }
+  // The plaintext suites say sslmode=disable, their -tls twins require.
+  const [plain, tls] = [via(url, 0, { sslmode: "disable" }), via(url, 0, { sslmode: "require" })];
+  return { ...env, PGPIPE_BENCH_URL: plain, PGPIPE_BENCH_TLS_URL: tls };
 }
 
 async function main(): Promise<number> {
   const args = parseArgs(Deno.args);
   const startedAt = new Date();
   const t0 = performance.now();
-
   const probe = await probeDrivers();
   for (const s of probe.skipped) console.log(skipLine(s));
+  const names = probe.drivers.map((d) => d.name);
 
   // Suite reports pass through here (the prefix differs from the cluster's "pgpipe-bench-").
   const dir = await Deno.makeTempDir({ prefix: "pgpipe-reports-" });
-  let starting: Promise<Cluster> | undefined;
+  let cluster: Promise<Cluster> | undefined;
   let stopping: Promise<void> | undefined;
   const stop = () =>
-    stopping ??= (starting ?? Promise.resolve(undefined)).then(
-      (c) => c?.stop(),
-      () => {},
-    );
+    stopping ??= (cluster ?? Promise.resolve(undefined)).then((c) => c?.stop(), () => {});
   for (const [sig, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
     Deno.addSignalListener(sig, async () => {
       console.error(`bench: ${sig}: stopping`);
       interrupted = true;
-      try {
-        child?.kill("SIGKILL");
-      } catch { /* already gone */ }
+      running.forEach(kill);
       await stop();
       await Deno.remove(dir, { recursive: true }).catch(() => {});
       Deno.exit(code);
@@ -256,85 +211,69 @@ async function main(): Promise<number> {
   }
 
   try {
-    const tlsEnv: Record<string, string> = {};
-    let url = Deno.env.get("DATABASE_URL");
-    if (url) {
-      console.log("bench: using DATABASE_URL");
-    } else {
-      // With TLS on: the plaintext suites say sslmode=disable, their -tls twins require.
-      starting = startCluster({ ssl: true, name: "bench" });
-      const cluster = await starting;
-      url = `postgres://${cluster.users.trust.user}@127.0.0.1:${cluster.port}/${cluster.database}`;
-      tlsEnv.PGPIPE_BENCH_CA = cluster.caCertPath!;
-      const scram = cluster.users.scram;
-      tlsEnv.PGPIPE_BENCH_SCRAM_URL = `postgres://${scram.user}:${
-        encodeURIComponent(scram.password)
-      }@127.0.0.1:${cluster.port}/${cluster.database}`;
-    }
-    const tlsUrl = new URL(url);
-    tlsUrl.searchParams.set("sslmode", "require");
-    tlsEnv.PGPIPE_BENCH_TLS_URL = tlsUrl.toString();
-    url = plainUrl(url);
-    const machine = await describeMachine(url);
+    const env = await server((c) => cluster = c);
+    const machine = await describeMachine(env.PGPIPE_BENCH_URL);
     console.log(
       `bench: ${machine.server}; ${machine.cpu}, ${machine.cores} cores; Deno ${machine.deno}`,
     );
     console.log(
-      `bench: drivers ${probe.names.join(", ")}; suites ${args.only.join(", ")}` +
-        (args.quick ? " (quick)" : ""),
+      `bench: drivers ${names.join(", ")}; suites ${args.only.join(", ")}${
+        args.quick ? " (quick)" : ""
+      }`,
     );
-
-    const env = {
-      ...tlsEnv,
-      PGPIPE_BENCH_URL: url,
-      PGPIPE_BENCH_DRIVERS: probe.names.join(","),
+    Object.assign(env, {
+      PGPIPE_BENCH_DRIVERS: names.join(","),
       PGPIPE_BENCH_QUICK: args.quick ? "1" : "0",
       PGPIPE_BENCH_DELAY: String(args.delay),
-    };
-    const reports: SuiteReport[] = [];
+    });
+    const sections: Section[] = [];
     const failures: string[] = [];
-    for (const suite of args.only) {
+    for (const name of args.only) {
       if (interrupted) break;
-      console.log(`\nbench: suite ${suite}...`);
+      console.log(`\nbench: suite ${name}...`);
       const s0 = performance.now();
       try {
-        reports.push(await runSuite(suite, args, env, dir));
+        const report = await runSuite(name, args, env, dir);
+        sections.push({ run: name, title: suiteOf(name).title, report });
       } catch (e) {
         failures.push((e as Error).message);
         console.error(`bench: ${(e as Error).message}`);
       }
-      console.log(`bench: suite ${suite} took ${((performance.now() - s0) / 1000).toFixed(0)} s`);
+      console.log(`bench: suite ${name} took ${((performance.now() - s0) / 1000).toFixed(0)} s`);
     }
-
     if (interrupted) return 130; // the signal handler is stopping everything
 
-    console.log(
-      "\n" +
-        renderTable(
-          summaryTable(reports.flatMap((r) => r.ratios), reports.flatMap((r) => r.measures ?? [])),
-        ),
+    const reports = sections.map((s) => s.report);
+    const summary = summaryTable(
+      reports.flatMap((r) => r.ratios),
+      reports.flatMap((r) => r.measures ?? []),
     );
+    console.log("\n" + renderTable(summary));
     console.log("\nSpeed targets (reported, not enforced): " + targetTexts().join("; "));
     const seconds = (performance.now() - t0) / 1000;
-    const full = !args.quick && args.only.length === SUITES.length;
-    const out = args.out ?? (full ? join(here, "RESULTS.md") : undefined);
+    const full = !args.quick && args.only.length === RUNS.length;
+    const out = args.out ?? (full ? `${here}RESULTS.md` : undefined);
     if (out) {
+      // The command as a reader would type it: --out names a file of this machine.
+      const command = ["deno task bench", ...Deno.args.filter((a) => !a.startsWith("--out="))].join(
+        " ",
+      );
       const md = resultsMarkdown({
-        command: ["deno task bench", ...Deno.args].join(" "),
+        command,
         quick: args.quick,
         machine,
-        reports,
+        sections,
         failures,
         skipped: probe.skipped,
         drivers: probe.drivers,
-        ownServer: starting !== undefined,
+        ownServer: cluster !== undefined,
         startedAt,
         seconds,
       });
       await Deno.writeTextFile(out, md);
       // The file lives in the repository, whose check runs `deno fmt --check`: leave it formatted.
-      const fmt = await deno(["fmt", "--quiet", out], {}, { capture: false, timeoutMs: 60_000 });
-      if (fmt.code !== 0) console.error(`bench: deno fmt ${out} failed (exit code ${fmt.code})`);
+      const fmt = await spawn(Deno.execPath(), ["fmt", "--quiet", out], { timeoutMs: 60_000 });
+      if (fmt.code !== 0) console.error(`bench: deno fmt ${out} failed: ${fmt.stderr}`);
       console.log(`bench: wrote ${out}`);
     }
     console.log(`bench: done in ${seconds.toFixed(0)} s`);

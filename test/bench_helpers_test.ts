@@ -1,10 +1,145 @@
-// The benchmark's parsers, on fixed inputs (no server, no timing): wrk's output, /proc stat
-// lines, a V8 CPU profile, and the splitting of a captured frontend session into requests.
+// The benchmark's shared helpers (no server, no timing): the probe runner, the CPU accounting and
+// its fallback, the table printer and report, and the parsers (wrk's output, /proc lines, a V8
+// CPU profile, a captured frontend session, a SCRAM login's flights).
 import assert from "node:assert/strict";
+import {
+  cpuMs,
+  fromSchedstats,
+  parseSchedstat,
+  parseStat,
+  statCpuMs,
+  threadCpu,
+  threadCpuSince,
+  totalCpuMs,
+} from "../bench/shared/cpu.ts";
 import { type CpuProfile, summarizeProfile } from "../bench/shared/cpu_profile.ts";
-import { parseWrk, parseWrkDuration, statFields } from "../bench/shared/loadgen.ts";
+import { parseWrk, parseWrkDuration } from "../bench/shared/loadgen.ts";
+import { inRepo, lastJson, probe, run, spawn } from "../bench/shared/probe.ts";
+import { renderSuite, renderTable, Report, summaryTable, table } from "../bench/shared/report.ts";
 import { splitSession } from "../bench/peers/pingpong.ts";
 import { loginTrips } from "../bench/shared/login_flights.ts";
+
+const deno = Deno.execPath();
+
+Deno.test("bench: the probe runner returns a program's last JSON line", async () => {
+  const out = await run(deno, [
+    "eval",
+    "console.log('warming up'); console.log(JSON.stringify({ x: 1 }))",
+  ]);
+  assert.deepEqual(lastJson(out), { x: 1 });
+  // A probe of bench/probes/ under Deno: Deno's own peak RSS, from /proc/self/status.
+  const idle = await probe<{ peakRss: number }>("idle.ts", []);
+  assert.ok(idle.peakRss > 1 << 20, `peak RSS ${idle.peakRss}`);
+  assert.throws(() => lastJson("no json here"), /expected a JSON line last, got: no json here/);
+});
+
+Deno.test("bench: a failing program's error names it, its exit code and its stderr", async () => {
+  const probeFile = new URL("../bench/probes/idle.ts", import.meta.url).pathname;
+  await assert.rejects(
+    run(deno, ["eval", "console.error('boom from the probe'); Deno.exit(3)", probeFile]),
+    (e: Error) => {
+      // The program by its name and the repository file by its path in the repository.
+      assert.match(e.message, /^deno bench\/probes\/idle\.ts: exit 3: boom from the probe$/);
+      assert.ok(!e.message.includes(probeFile), e.message);
+      return true;
+    },
+  );
+  const slow = await spawn(deno, ["eval", "await new Promise((r) => setTimeout(r, 20000))"], {
+    timeoutMs: 300,
+  });
+  assert.equal(slow.timedOut, true);
+  assert.notEqual(slow.code, 0);
+  await assert.rejects(
+    run(deno, ["eval", "await new Promise((r) => setTimeout(r, 20000))"], {
+      timeoutMs: 300,
+    }),
+    /did not finish within 0.3 s/,
+  );
+  const root = new URL("..", import.meta.url).pathname;
+  assert.equal(
+    inRepo(`at file://${root}src/mod.ts:3 and ${root}bench/run.ts`),
+    "at src/mod.ts:3 and bench/run.ts",
+  );
+});
+
+Deno.test("bench: CPU accounting sums schedstat per thread, else falls back to stat ticks", () => {
+  assert.deepEqual(parseSchedstat("1500000 250000 7\n"), { cpu: 1.5, wait: 0.25 });
+  const threads = fromSchedstats("4000000 1000000 3", [
+    "1000000 0 1",
+    undefined,
+    "2000000 500000 2",
+  ]);
+  // A thread that ended between the listing and its read (undefined) is left out.
+  assert.deepEqual(threads, { main: { cpu: 4, wait: 1 }, others: { cpu: 3, wait: 0.5 } });
+  assert.equal(fromSchedstats(undefined, ["1 2 3"]), undefined);
+  const stat = "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 10 0 0 0 123 45 6 7 20 0";
+  assert.equal(totalCpuMs(threads, stat), 7); // schedstat where there is one
+  assert.equal(totalCpuMs(undefined, stat), (123 + 45) * 10); // else utime + stime, 10 ms ticks
+  assert.equal(totalCpuMs(undefined, undefined), undefined); // no such process
+  assert.equal(statCpuMs(stat, true), (6 + 7) * 10); // ended children: cutime + cstime
+});
+
+Deno.test("bench: this process's CPU, read from its threads, grows with the work it does", () => {
+  const before = threadCpu()!;
+  const total = cpuMs()!;
+  assert.ok(before.main.cpu > 0 && total >= before.main.cpu);
+  // Work until the accounting shows 50 ms more (a wall-clock loop would be a timed test: on a
+  // busy machine the process may get little of the CPU in any given window).
+  const deadline = performance.now() + 60_000;
+  let x = 0;
+  while (cpuMs()! - total < 50 && performance.now() < deadline) {
+    for (let i = 0; i < 1e5; i++) x += Math.sqrt(i);
+  }
+  const spent = threadCpuSince(before)!;
+  const grown = cpuMs()! - total;
+  assert.ok(x > 0 && grown >= 50, `grew ${grown} ms`);
+  // Under deno test the JavaScript may run on a thread other than the process's first one.
+  // Read after the loop ended on cpuMs's 50 ms, the threads' sum has at least as much.
+  const threads = spent.main.cpu + spent.others.cpu;
+  assert.ok(threads >= 50 && threads < 60_000, `threads ${threads} ms, total ${grown} ms`);
+  assert.ok(spent.main.wait >= 0 && spent.others.wait >= 0);
+});
+
+Deno.test("bench: tables print as aligned Markdown, and a report gathers its figures", () => {
+  const t = table("Speed", "driver | q/s | pgpipe vs it", [["pgpipe", "1,000", "1.00x"], [
+    "pg",
+    "50",
+    "20.00x",
+  ]]);
+  assert.deepEqual(t.head, ["driver", "q/s", "pgpipe vs it"]);
+  assert.equal(
+    renderTable(t),
+    [
+      "### Speed",
+      "",
+      "| driver | q/s   | pgpipe vs it |".replace("| q/s   |", "|   q/s |"),
+      "|--------|------:|-------------:|",
+      "| pgpipe | 1,000 |        1.00x |",
+      "| pg     |    50 |       20.00x |",
+    ].join("\n"),
+  );
+  const report = new Report("driver");
+  report.table("Speed", ["driver", "q/s"], [["pgpipe", "1"]]);
+  report.ratio("insert n=200", "postgres.js", 4);
+  report.ratio("insert n=200", "deno-postgres", NaN, "cannot (no pipelining)");
+  report.measure("overhead", "raw", 12.34, "µs");
+  report.note("a note", "");
+  assert.deepEqual(report.ratios.map((r) => [r.suite, r.peer, r.cannot]), [
+    ["driver", "postgres.js", undefined],
+    ["driver", "deno-postgres", "cannot (no pipelining)"],
+  ]);
+  assert.equal(
+    renderSuite(report),
+    "\n### Speed\n\n| driver | q/s |\n|--------|----:|\n| pgpipe |   1 |\n\n- a note",
+  );
+  // The summary puts each ratio beside its target (pipelined inserts: at least 3.5x postgres.js).
+  const summary = summaryTable(report.ratios, report.measures);
+  assert.deepEqual(summary.rows, [
+    ["driver: insert n=200", "postgres.js", "4.00x", ">= 3.5x", "met"],
+    ["driver: insert n=200", "deno-postgres", "cannot (no pipelining)", "", ""],
+    ["driver: overhead", "raw", "12.3 µs", "", ""],
+  ]);
+});
 
 // Printed by wrk 4.1.0 (Debian) against a path the server answers with 404.
 const WRK_OUTPUT = `Running 1s test @ http://127.0.0.1:40273/nothing
@@ -47,7 +182,10 @@ Deno.test("bench: wrk durations in every unit it prints", () => {
 });
 
 Deno.test("bench: /proc stat fields are counted after the command name, spaces and all", () => {
-  const f = statFields("4242 (a (b) c) S 1 4242 4242 0 -1 4194560 10 0 0 0 123 45 6 7 20 0");
+  const { comm, fields: f } = parseStat(
+    "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 10 0 0 0 123 45 6 7 20 0",
+  );
+  assert.equal(comm, "a (b) c");
   assert.equal(f[0], "S");
   assert.equal(f[11], "123"); // utime
   assert.equal(f[12], "45"); // stime

@@ -1,80 +1,51 @@
-// Finds a `bun` binary for the HTTP suite's Bun.sql variant: PGPIPE_BENCH_BUN, else `bun` on
+// Finds a `bun` binary for the suites' Bun.sql comparisons: PGPIPE_BENCH_BUN, else `bun` on
 // PATH, else the one the bench installed before into its cache directory, else it installs
-// BUN_NPM there with npm (the npm package carries the binary). Without one, the suite skips Bun
-// with one line saying why.
+// BUN_NPM there with npm (the npm package carries the binary). Without one, a suite skips Bun
+// with the one line `skip` holds.
 import { join } from "node:path";
 import { onPath } from "../shared/loadgen.ts";
+import { run } from "../shared/probe.ts";
 import { BUN_NPM } from "./specifiers.ts";
 
-/** A bun to run, with its version, or why there is none. */
-export type BunFound = { path: string; version: string; source: string } | { reason: string };
+/** A bun to run, with its version, or the one line a suite prints when there is none. */
+export type BunFound = { path: string; version: string } | { skip: string };
 
 /** Where the bench keeps the Bun it installs: $XDG_CACHE_HOME or ~/.cache, then pgpipe-bench/. */
-export function bunCacheDir(): string {
+function bunCacheDir(): string {
   const base = Deno.env.get("XDG_CACHE_HOME") ?? join(Deno.env.get("HOME") ?? "/tmp", ".cache");
   return join(base, "pgpipe-bench", "bun");
 }
 
-async function version(path: string): Promise<string | undefined> {
-  try {
-    const out = await new Deno.Command(path, {
-      args: ["--version"],
-      stdout: "piped",
-      stderr: "null",
-    }).output();
-    return out.success ? new TextDecoder().decode(out.stdout).trim() : undefined;
-  } catch {
-    return undefined;
-  }
-}
+const version = (path: string) => run(path, ["--version"]).then((v) => v.trim(), () => undefined);
 
-async function npmInstall(dir: string): Promise<string | undefined> {
+/** Where it was found, or why there is none (no machine path: the reason may reach the report). */
+async function find(log: (line: string) => void): Promise<BunFound | string> {
+  const given = Deno.env.get("PGPIPE_BENCH_BUN");
+  if (given) {
+    const v = await version(given);
+    return v ? { path: given, version: v } : "PGPIPE_BENCH_BUN does not run";
+  }
+  for (const path of [onPath("bun"), join(bunCacheDir(), "node_modules", ".bin", "bun")]) {
+    const v = path && await version(path);
+    if (path && v) return { path, version: v };
+  }
   const npm = onPath("npm");
   if (!npm) return "npm not found to install it";
-  await Deno.mkdir(dir, { recursive: true });
-  const out = await new Deno.Command(npm, {
-    args: ["install", "--prefix", dir, "--no-audit", "--no-fund", "--silent", BUN_NPM],
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-    signal: AbortSignal.timeout(180_000),
-  }).output();
-  if (!out.success) {
-    return `npm install ${BUN_NPM} failed: ${
-      new TextDecoder().decode(out.stderr).trim().split("\n")[0]
-    }`;
+  log(`installing ${BUN_NPM} with npm into ${bunCacheDir()} (once)`);
+  try {
+    await Deno.mkdir(bunCacheDir(), { recursive: true });
+    const args = ["install", "--prefix", bunCacheDir(), "--no-audit", "--no-fund", "--silent"];
+    await run(npm, [...args, BUN_NPM], { timeoutMs: 180_000 });
+  } catch (e) {
+    return `npm install ${BUN_NPM} failed: ${(e as Error).message.split("\n")[0]}`;
   }
-  return undefined;
+  const path = join(bunCacheDir(), "node_modules", ".bin", "bun");
+  const v = await version(path);
+  return v ? { path, version: v } : `npm installed ${BUN_NPM} but its bun does not run`;
 }
 
 /** Finds (or installs) bun; logs one line when it installs. */
 export async function findBun(log: (line: string) => void): Promise<BunFound> {
-  const given = Deno.env.get("PGPIPE_BENCH_BUN");
-  if (given) {
-    const v = await version(given);
-    return v
-      ? { path: given, version: v, source: "PGPIPE_BENCH_BUN" }
-      : { reason: `PGPIPE_BENCH_BUN=${given} does not run` };
-  }
-  const path = onPath("bun");
-  if (path) {
-    const v = await version(path);
-    if (v) return { path, version: v, source: "PATH" };
-  }
-  const dir = bunCacheDir();
-  const cached = join(dir, "node_modules", ".bin", "bun");
-  let v = await version(cached);
-  if (v) return { path: cached, version: v, source: `npm ${BUN_NPM} in ${dir}` };
-  log(`installing ${BUN_NPM} with npm into ${dir} (once)`);
-  let failure: string | undefined;
-  try {
-    failure = await npmInstall(dir);
-  } catch (e) {
-    failure = `npm install ${BUN_NPM} failed: ${(e as Error).message}`;
-  }
-  if (failure) return { reason: failure };
-  v = await version(cached);
-  return v
-    ? { path: cached, version: v, source: `npm ${BUN_NPM} in ${dir}` }
-    : { reason: `npm installed ${BUN_NPM} but ${cached} does not run` };
+  const found = await find(log);
+  return typeof found === "string" ? { skip: `skipped Bun.sql: no bun binary (${found})` } : found;
 }

@@ -1,10 +1,12 @@
-// One interface over pgpipe and its peers, so every suite runs the very same workload on each.
-// Peers are loaded by dynamic import with a non-literal specifier: a peer that cannot be fetched
-// (JSR is unreachable on some machines) is skipped at run time instead of breaking `deno check`.
-// Run directly (`deno run -A --no-lock bench/peers/drivers.ts`) it prints which drivers load, as JSON:
-// bench/run.ts probes in a child process so its own process never writes a deno.lock.
+// One interface over pgpipe and its peers, so every suite runs the very same workload on each:
+// a driver only says how to run a tagged template, a rolled-back transaction and an end; the
+// statements and their checks are written once (`adapter`). Peers are loaded by dynamic import
+// with a non-literal specifier: a peer that cannot be fetched (JSR is unreachable on some
+// machines) is skipped with one line instead of breaking `deno check`. Run directly
+// (`deno run -A --no-lock bench/peers/drivers.ts`) it prints which drivers load, as JSON:
+// bench/run.ts asks in a child process so its own process never writes a deno.lock.
 import postgres from "../../mod.ts";
-import { benchCa, isTls } from "../shared/env.ts";
+import { benchCa, isTls, via } from "../shared/env.ts";
 import {
   DENO_POSTGRES,
   DENO_POSTGRES_COPY_ENV,
@@ -23,21 +25,19 @@ export interface Tx {
   insertRow(a: string, b: boolean, c: number): Promise<void>;
   /** `select count(*) from bench_insert`, as seen inside the transaction. */
   countInserted(): Promise<number>;
-  /** `select $1::int` inside the transaction; resolves to the value the server sent back. */
+  /** `select $1::int`; resolves to the value the server sent back. */
   selectInt(x: number): Promise<number>;
 }
 
-/** An open client of one driver. */
-export interface Adapter {
+/** An open client of one driver (its Tx statements run outside a transaction too). */
+export interface Adapter extends Tx {
   /** `select * from pg_type`; resolves to the number of rows received. */
   selectPgType(): Promise<number>;
   /**
-   * TYPED_ROWS_SQL with `rows` as its parameter; resolves to the rows received after checking
-   * the last one decoded to the right JavaScript types and values.
+   * `rows` rows of everyday column types (int4, timestamptz, float8, bool, date); resolves to
+   * the rows received after checking the last one decoded to the right types and values.
    */
   selectTyped(rows: number): Promise<number>;
-  /** `select $1::int`; resolves to the value the server sent back. */
-  selectInt(x: number): Promise<number>;
   /** `select 1` (no parameter, the smallest query); resolves to the value the server sent back. */
   selectOne(): Promise<number>;
   /** Runs fn in a transaction on one session, then rolls it back (also when fn throws). */
@@ -46,7 +46,7 @@ export interface Adapter {
   close(): Promise<void>;
 }
 
-/** How to connect: the bench always wants plain TCP and a known number of connections. */
+/** How to connect: the bench always wants a known number of connections. */
 export interface ConnectOptions {
   /** Connections behind the client (default 1). */
   connections?: number;
@@ -58,7 +58,7 @@ export interface ConnectOptions {
 export interface Driver {
   /** Display name (also the key in PGPIPE_BENCH_DRIVERS). */
   name: string;
-  /** What was loaded (file or package specifier), for the report. */
+  /** What was loaded, for the report: a path in this repository or a package specifier. */
   source: string;
   /** The module specifier it was loaded from, for probes that import it in a fresh process. */
   specifier: string;
@@ -79,56 +79,134 @@ export interface Skipped {
   reason: string;
 }
 
-/**
- * Rows of the everyday column types that binary results speed up (int4, timestamptz, float8,
- * bool, date), as the two halves of a template around the row count: every driver's tag gets the
- * very same strings object, and drivers without a tag get the `$1` text.
- */
-const TYPED_ROWS_PARTS = [
-  "select i, timestamptz '2020-01-01 00:00:00+00' + i * interval '1 second' as ts, " +
-  "i * 0.5::float8 as f, i % 2 = 0 as b, date '2020-01-01' + i % 1000 as d " +
-  "from generate_series(1, ",
-  "::int) i",
-];
-const TYPED_ROWS_TEMPLATE = Object.assign([...TYPED_ROWS_PARTS], {
-  raw: [...TYPED_ROWS_PARTS],
-}) as unknown as TemplateStringsArray;
-/** The same query with a `$1` placeholder. */
-export const TYPED_ROWS_SQL = TYPED_ROWS_PARTS.join("$1");
-
-/** Checks the last row of TYPED_ROWS_SQL (as an array of its five values) for `rows` rows. */
-export function checkTypedRow(driver: string, rows: number, last: unknown[]): void {
-  const [i, ts, f, b, d] = last;
-  const ok = i === rows && ts instanceof Date &&
-    ts.getTime() === Date.UTC(2020, 0, 1) + rows * 1000 && f === rows * 0.5 &&
-    b === (rows % 2 === 0) && d instanceof Date;
-  check(ok, `${driver} typed row ${rows}: ${JSON.stringify(last)}`);
+/** Where a workload's timed part starts and ends: deno bench's `b`, or a stopwatch. */
+export interface Timer {
+  start(): void;
+  end(): void;
 }
+
+/** A Timer that keeps the ms between start() and end(). */
+export function stopwatch(): Timer & { ms: number } {
+  let t0 = 0;
+  const w = {
+    ms: 0,
+    start: () => void (t0 = performance.now()),
+    end: () => void (w.ms = performance.now() - t0),
+  };
+  return w;
+}
+
+/** `n` `select * from pg_type` at once, timed; each answer must have `types` rows. */
+export async function selectMany(a: Adapter, name: string, n: number, types: number, t: Timer) {
+  t.start();
+  const counts = await Promise.all(Array.from({ length: n }, () => a.selectPgType()));
+  t.end();
+  const wrong = counts.find((c) => c !== types);
+  if (wrong !== undefined) {
+    throw new Error(`${name}: select * from pg_type gave ${wrong} rows, not ${types}`);
+  }
+}
+
+/** `n` inserts at once in a transaction (begin, create, count and rollback not timed). */
+export async function insertMany(a: Adapter, name: string, n: number, t: Timer) {
+  await a.rolledBack(async (tx) => {
+    await tx.createInsertTable();
+    t.start();
+    await Promise.all(
+      Array.from({ length: n }, (_, k) => tx.insertRow(`row ${k}`, k % 2 === 0, k)),
+    );
+    t.end();
+    const count = await tx.countInserted();
+    if (count !== n) throw new Error(`${name}: ${n} inserts left ${count} rows`);
+  });
+}
+
+/** Runs a tagged template; resolves to the rows, as objects or as arrays of values. */
+type Run = (strings: TemplateStringsArray, ...values: unknown[]) => PromiseLike<readonly unknown[]>;
+
+/** What a driver gives the adapter. */
+interface Session {
+  run: Run;
+  /** Runs fn in a transaction on one connection and rolls it back. */
+  inTx(fn: (run: Run) => Promise<void>): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A template's strings, kept as one object: every driver gets the very same one each time. */
+const tpl = (strings: TemplateStringsArray, ..._: unknown[]) => strings;
+const Q = {
+  warm: tpl`select 1::int as x`,
+  create: tpl`create temp table bench_insert (a text, b boolean, c integer)`,
+  insert: tpl`insert into bench_insert (a, b, c) values (${0}, ${0}, ${0})`,
+  count: tpl`select count(*)::int as n from bench_insert`,
+  int: tpl`select ${0}::int as x`,
+  pgType: tpl`select * from pg_type`,
+  one: tpl`select 1`,
+  /** Rows of the everyday column types that binary results speed up. */
+  typed:
+    tpl`select i, timestamptz '2020-01-01 00:00:00+00' + i * interval '1 second' as ts, i * 0.5::float8 as f, i % 2 = 0 as b, date '2020-01-01' + i % 1000 as d from generate_series(1, ${0}::int) i`,
+};
+
+/** A row's values in column order. */
+const values = (row: unknown): unknown[] => Array.isArray(row) ? row : Object.values(row as object);
+const first = (rows: readonly unknown[]) => values(rows[0])[0] as number;
 
 function check(ok: boolean, what: string): void {
   if (!ok) throw new Error(`wrong answer: ${what}`);
 }
 
-/** Thrown from postgres.js's sql.begin callback to make it roll back. */
-class Rollback extends Error {}
+/** The adapter over a driver's session: the same statements and checks for every driver. */
+async function adapter(name: string, s: Session, float8AsText: boolean): Promise<Adapter> {
+  const warm = first(await s.run(Q.warm));
+  check(warm === 1, `${name} warm-up returned ${warm}`);
+  const tx = (run: Run): Tx => ({
+    createInsertTable: async () => void await run(Q.create),
+    insertRow: async (a, b, c) => void await run(Q.insert, a, b, c),
+    countInserted: async () => first(await run(Q.count)),
+    selectInt: async (x) => first(await run(Q.int, x)),
+  });
+  return {
+    ...tx(s.run),
+    selectPgType: async () => (await s.run(Q.pgType)).length,
+    async selectTyped(rows) {
+      const result = await s.run(Q.typed, rows);
+      const [i, ts, f, b, d] = values(result[result.length - 1]);
+      // deno-postgres leaves float8 as its text (a string), by design: its number is compared.
+      const ok = i === rows && ts instanceof Date &&
+        ts.getTime() === Date.UTC(2020, 0, 1) + rows * 1000 &&
+        (float8AsText ? Number(f) : f) === rows * 0.5 && b === (rows % 2 === 0) &&
+        d instanceof Date;
+      check(ok, `${name} typed row ${rows}: ${JSON.stringify([i, ts, f, b, d])}`);
+      return result.length;
+    },
+    selectOne: async () => first(await s.run(Q.one)),
+    rolledBack: (fn) => s.inTx((run) => fn(tx(run))),
+    close: () => s.close(),
+  };
+}
 
 // ------------------------------------------- pgpipe and postgres.js (the same API)
 
-// The slice of the postgres.js API the bench uses. pgpipe implements the same API, so one adapter
-// serves both: the very same calls, transactions included, run on each driver.
-type PgJsResult = Record<string, unknown>[] & { count: number };
+// The slice of the postgres.js API the bench uses. pgpipe implements the same API, so one
+// session serves both: the very same calls, transactions included, run on each driver.
 interface PgJsSql {
-  (strings: TemplateStringsArray, ...values: unknown[]): PromiseLike<PgJsResult>;
+  (strings: TemplateStringsArray, ...values: unknown[]): PromiseLike<Record<string, unknown>[]>;
   begin(fn: (sql: PgJsSql) => Promise<unknown>): Promise<unknown>;
   end(options?: { timeout?: number }): Promise<void>;
 }
 type PgJsFactory = (url: string, options: Record<string, unknown>) => PgJsSql;
+
+/** Thrown from postgres.js's sql.begin callback to make it roll back. */
+class Rollback extends Error {}
 
 /**
  * The `ssl` option the bench gives: none over plain TCP (the URL says sslmode=disable), and in a
  * TLS variant `require`, encrypting without verifying, as a new user's `sslmode=require` does.
  */
 const benchSsl = (): unknown => isTls() ? "require" : false;
+
+/** In a TLS variant: pgpipe given the server's CA, so it verifies and runs on Deno's native TLS. */
+export const PGPIPE_NATIVE = "pgpipe (CA: native TLS)";
 
 function postgresJsApi(
   name: string,
@@ -143,60 +221,26 @@ function postgresJsApi(
     specifier,
     pipelines: true,
     async connect(url, options = {}) {
-      if (name === PGPIPE_NATIVE) await settleNative(url, ssl());
+      const native = name === PGPIPE_NATIVE;
+      if (native) await settleNative(url, ssl());
       const sql = factory(url, {
         max: options.connections ?? 1,
         ssl: ssl(),
         onnotice: () => {},
-        connection: options.applicationName
-          ? { application_name: options.applicationName }
-          : undefined,
+        connection: options.applicationName && { application_name: options.applicationName },
       });
-      const warm = await sql`select 1::int as x`;
-      check(warm[0].x === 1, `${name} warm-up returned ${warm[0].x}`);
-      if (name === PGPIPE_NATIVE) {
-        const path = (warm as unknown as { state?: { tls?: unknown } }).state?.tls;
+      if (native) {
+        const path = ((await sql`select 1`) as { state?: { tls?: unknown } }).state?.tls;
         check(path === "native", `${name} connected on ${String(path)}, not native TLS`);
       }
-      const wrap = (t: PgJsSql): Tx => ({
-        async createInsertTable() {
-          await t`create temp table bench_insert (a text, b boolean, c integer)`;
-        },
-        async insertRow(a, b, c) {
-          await t`insert into bench_insert (a, b, c) values (${a}, ${b}, ${c})`;
-        },
-        async countInserted() {
-          const [{ n }] = await t`select count(*)::int as n from bench_insert`;
-          return n as number;
-        },
-        async selectInt(v) {
-          const [{ x }] = await t`select ${v}::int as x`;
-          return x as number;
-        },
-      });
-      return {
-        async selectPgType() {
-          return (await sql`select * from pg_type`).length;
-        },
-        async selectTyped(rows) {
-          const result = await sql(TYPED_ROWS_TEMPLATE, rows);
-          checkTypedRow(name, rows, Object.values(result[result.length - 1]));
-          return result.length;
-        },
-        async selectInt(v) {
-          const [{ x }] = await sql`select ${v}::int as x`;
-          return x as number;
-        },
-        async selectOne() {
-          const [row] = await sql`select 1`;
-          return Object.values(row)[0] as number;
-        },
-        async rolledBack(fn) {
+      return adapter(name, {
+        run: sql,
+        async inTx(fn) {
           // sql.begin pins the transaction to one connection; throwing from the callback is how
           // it is told to roll back.
           try {
             await sql.begin(async (t) => {
-              await fn(wrap(t));
+              await fn(t);
               throw new Rollback();
             });
           } catch (e) {
@@ -204,17 +248,18 @@ function postgresJsApi(
           }
         },
         close: () => sql.end({ timeout: 5 }),
-      };
+      }, false);
     },
   };
 }
 
-const pgpipe = postgresJsApi(
-  "pgpipe",
-  "mod.ts (this repository)",
-  new URL("../../mod.ts", import.meta.url).href,
-  postgres as unknown as PgJsFactory,
-);
+const MOD = new URL("../../mod.ts", import.meta.url).href;
+const pgpipeApi = postgres as unknown as PgJsFactory;
+const pgpipe = postgresJsApi("pgpipe", "mod.ts (this repository)", MOD, pgpipeApi);
+const pgpipeNative = postgresJsApi(PGPIPE_NATIVE, "mod.ts, given the CA", MOD, pgpipeApi, () => ({
+  mode: "require",
+  ca: benchCa(),
+}));
 
 /** The URLs whose first connection settleNative made. */
 const settled = new Set<string>();
@@ -232,21 +277,52 @@ export async function settleNative(url: string, ssl: unknown): Promise<void> {
   settled.add(url);
 }
 
-/** In a TLS variant: pgpipe given the server's CA, so it verifies and runs on Deno's native TLS. */
-export const PGPIPE_NATIVE = "pgpipe (CA: native TLS)";
-const pgpipeNative = postgresJsApi(
-  PGPIPE_NATIVE,
-  'mod.ts (this repository), ssl: { mode: "require", ca }',
-  new URL("../../mod.ts", import.meta.url).href,
-  postgres as unknown as PgJsFactory,
-  () => ({ mode: "require", ca: benchCa() }),
-);
+// --------------------------------------------------- deno-postgres and pglue
 
-function postgresJs(factory: PgJsFactory): Driver {
-  return postgresJsApi("postgres.js", POSTGRES_JS, POSTGRES_JS, factory);
+/** How to use a driver whose client is one connection (several are used in turn). */
+interface OneConnection<C> {
+  open(url: string): Promise<C>;
+  on(c: C): Run;
+  /** Begins a transaction; resolves to what rolls it back. */
+  begin(c: C): Promise<() => Promise<unknown>>;
+  close(c: C): unknown;
 }
 
-// ---------------------------------------------------------------- deno-postgres
+/** A Driver over one-connection clients: a transaction runs on the first connection. */
+function oneConnection<C>(
+  meta: Omit<Driver, "connect">,
+  c: OneConnection<C>,
+  float8AsText = false,
+) {
+  return {
+    ...meta,
+    async connect(url: string, options: ConnectOptions = {}) {
+      const named = options.applicationName
+        ? via(url, 0, { application_name: options.applicationName })
+        : url;
+      const all: C[] = [];
+      try {
+        for (let i = 0; i < (options.connections ?? 1); i++) all.push(await c.open(named));
+      } catch (e) {
+        await Promise.allSettled(all.map(async (x) => await c.close(x)));
+        throw e;
+      }
+      let turn = 0;
+      return adapter(meta.name, {
+        run: (strings, ...v) => c.on(all[turn++ % all.length])(strings, ...v),
+        async inTx(fn) {
+          const rollback = await c.begin(all[0]);
+          try {
+            await fn(c.on(all[0]));
+          } finally {
+            await rollback();
+          }
+        },
+        close: async () => void await Promise.allSettled(all.map(async (x) => await c.close(x))),
+      }, float8AsText);
+    },
+  };
+}
 
 // The slice of deno-postgres's Client the bench uses.
 interface DpClient {
@@ -254,177 +330,48 @@ interface DpClient {
   queryArray(text: string, args?: unknown[]): Promise<{ rows: unknown[][] }>;
   end(): Promise<void>;
 }
-type DpClientClass = new (url: string) => DpClient;
 
-function withApplicationName(url: string, name: string | undefined): string {
-  if (!name) return url;
-  const u = new URL(url);
-  u.searchParams.set("application_name", name);
-  return u.toString();
-}
+/** A template's text with $1, $2... (computed once per template). */
+const texts = new WeakMap<TemplateStringsArray, string>();
+const textOf = (s: TemplateStringsArray) =>
+  texts.get(s) ?? texts.set(s, s.reduce((t, part, i) => `${t}$${i}${part}`)).get(s)!;
 
-function denoPostgres(Client: DpClientClass, specifier: string): Driver {
-  return {
-    name: "deno-postgres",
-    source: specifier === DENO_POSTGRES
-      ? DENO_POSTGRES
-      : `${new URL(specifier).pathname} (${DENO_POSTGRES_COPY_ENV}, a copy of ${DENO_POSTGRES})`,
-    specifier,
-    pipelines: false,
-    async connect(url, options = {}) {
-      // A deno-postgres Client is one connection; several are used round-robin.
-      const clients: DpClient[] = [];
-      try {
-        for (let i = 0; i < (options.connections ?? 1); i++) {
-          const c = new Client(withApplicationName(url, options.applicationName));
-          await c.connect();
-          clients.push(c);
-        }
-      } catch (e) {
-        await Promise.allSettled(clients.map((c) => c.end()));
-        throw e;
-      }
-      let turn = 0;
-      const next = () => clients[turn++ % clients.length];
-      const [[x]] = (await next().queryArray("select 1::int")).rows;
-      check(x === 1, `deno-postgres warm-up returned ${x}`);
-      const tx = (c: DpClient): Tx => ({
-        async createInsertTable() {
-          await c.queryArray("create temp table bench_insert (a text, b boolean, c integer)");
-        },
-        async insertRow(a, b, v) {
-          await c.queryArray("insert into bench_insert (a, b, c) values ($1, $2, $3)", [
-            a,
-            b,
-            v,
-          ]);
-        },
-        async countInserted() {
-          const [[n]] = (await c.queryArray("select count(*)::int from bench_insert")).rows;
-          return n as number;
-        },
-        async selectInt(v) {
-          const [[x]] = (await c.queryArray("select $1::int", [v])).rows;
-          return x as number;
-        },
-      });
-      return {
-        async selectPgType() {
-          return (await next().queryArray("select * from pg_type")).rows.length;
-        },
-        async selectTyped(rows) {
-          const result = (await next().queryArray(TYPED_ROWS_SQL, [rows])).rows;
-          // deno-postgres leaves float8 as its text (a string), by design: compare its number.
-          const [i, ts, f, b, d] = result[result.length - 1];
-          checkTypedRow("deno-postgres", rows, [i, ts, Number(f), b, d]);
-          return result.length;
-        },
-        async selectInt(v) {
-          const [[x]] = (await next().queryArray("select $1::int", [v])).rows;
-          return x as number;
-        },
-        async selectOne() {
-          const [[x]] = (await next().queryArray("select 1")).rows;
-          return x as number;
-        },
-        async rolledBack(fn) {
-          const c = clients[0];
-          await c.queryArray("begin");
-          try {
-            await fn(tx(c));
-          } finally {
-            await c.queryArray("rollback");
-          }
-        },
-        async close() {
-          await Promise.allSettled(clients.map((c) => c.end()));
-        },
-      };
+/** deno-postgres: one query at a time per client; it leaves float8 as text. */
+function denoPostgres(Client: new (url: string) => DpClient, source: string, specifier: string) {
+  const meta = { name: "deno-postgres", source, specifier, pipelines: false };
+  return oneConnection<DpClient>(meta, {
+    async open(url) {
+      const c = new Client(url);
+      await c.connect();
+      return c;
     },
-  };
+    on: (c) => (s, ...v) => c.queryArray(textOf(s), v).then((r) => r.rows),
+    begin: async (c) => {
+      await c.queryArray("begin");
+      return () => c.queryArray("rollback");
+    },
+    close: (c) => c.end(),
+  }, true);
 }
-
-// ---------------------------------------------------------------- pglue
 
 // The slice of pglue's API the bench uses (its README and bench.ts): one Wire is one connection.
-type PgRow = Record<string, unknown>;
 interface PgWire {
-  query(s: TemplateStringsArray, ...xs: unknown[]): PromiseLike<PgRow[]>;
+  query(s: TemplateStringsArray, ...xs: unknown[]): PromiseLike<Record<string, unknown>[]>;
   begin(): Promise<{ rollback(): Promise<unknown> }>;
   close(): void;
 }
-type PgConnect = (url: string) => Promise<PgWire>;
 
-function pglue(connectWire: PgConnect): Driver {
-  return {
-    name: "pglue",
-    source: PGLUE,
-    specifier: PGLUE,
-    pipelines: true,
-    async connect(url, options = {}) {
-      const wires: PgWire[] = [];
-      try {
-        for (let i = 0; i < (options.connections ?? 1); i++) {
-          wires.push(await connectWire(withApplicationName(url, options.applicationName)));
-        }
-      } catch (e) {
-        for (const w of wires) w.close();
-        throw e;
-      }
-      let turn = 0;
-      const next = () => wires[turn++ % wires.length];
-      const [{ x }] = await next().query`select 1::int as x`;
-      check(x === 1, `pglue warm-up returned ${x}`);
-      const tx = (w: PgWire): Tx => ({
-        async createInsertTable() {
-          await w.query`create temp table bench_insert (a text, b boolean, c integer)`;
-        },
-        async insertRow(a, b, c) {
-          await w.query`insert into bench_insert (a, b, c) values (${a}, ${b}, ${c})`;
-        },
-        async countInserted() {
-          const [{ n }] = await w.query`select count(*)::int as n from bench_insert`;
-          return n as number;
-        },
-        async selectInt(v) {
-          const [{ x }] = await w.query`select ${v}::int as x`;
-          return x as number;
-        },
-      });
-      return {
-        async selectPgType() {
-          return (await next().query`select * from pg_type`).length;
-        },
-        async selectTyped(rows) {
-          const result = await next().query(TYPED_ROWS_TEMPLATE, rows);
-          const { i, ts, f, b, d } = result[result.length - 1];
-          checkTypedRow("pglue", rows, [i, ts, f, b, d]);
-          return result.length;
-        },
-        async selectInt(v) {
-          const [{ x }] = await next().query`select ${v}::int as x`;
-          return x as number;
-        },
-        async selectOne() {
-          const [row] = await next().query`select 1`;
-          return Object.values(row)[0] as number;
-        },
-        async rolledBack(fn) {
-          const w = wires[0];
-          const t = await w.begin();
-          try {
-            await fn(tx(w));
-          } finally {
-            await t.rollback();
-          }
-        },
-        close() {
-          for (const w of wires) w.close();
-          return Promise.resolve();
-        },
-      };
+function pglue(connect: (url: string) => Promise<PgWire>): Driver {
+  const meta = { name: "pglue", source: PGLUE, specifier: PGLUE, pipelines: true };
+  return oneConnection<PgWire>(meta, {
+    open: connect,
+    on: (w) => (s, ...v) => w.query(s, ...v),
+    begin: async (w) => {
+      const t = await w.begin();
+      return () => t.rollback();
     },
-  };
+    close: (w) => w.close(),
+  });
 }
 
 // ---------------------------------------------------------------- loading
@@ -432,69 +379,61 @@ function pglue(connectWire: PgConnect): Driver {
 /** Every driver the bench knows, in report order (pgpipe first: it is the baseline). */
 export const DRIVER_NAMES = ["pgpipe", "postgres.js", "deno-postgres", "pglue"] as const;
 
-// Dynamic import through a variable: not analysed ahead of time, so a failure is catchable.
-const load = (specifier: string): Promise<Record<string, unknown>> => import(specifier);
+/** How the report names a specifier: the local copy by its variable, never by its path. */
+const named = (specifier: string) =>
+  specifier === denoPostgresCopy()
+    ? `${DENO_POSTGRES} (a local copy, ${DENO_POSTGRES_COPY_ENV})`
+    : specifier;
 
+/** Each peer: where it may load from, in order, and how its module becomes a Driver. */
+const PEERS: Record<string, { from(): string[]; make(mod: any, specifier: string): Driver }> = {
+  "postgres.js": {
+    from: () => [POSTGRES_JS],
+    make: (mod) => postgresJsApi("postgres.js", POSTGRES_JS, POSTGRES_JS, mod.default),
+  },
+  "deno-postgres": {
+    from: () => [denoPostgresCopy(), DENO_POSTGRES].filter((s): s is string => s !== undefined),
+    make(mod, specifier) {
+      if (typeof mod.Client !== "function") throw new Error("it exports no Client");
+      return denoPostgres(mod.Client, named(specifier), specifier);
+    },
+  },
+  pglue: {
+    from: () => [PGLUE],
+    make(mod) {
+      const connect = mod.connect ?? mod.default?.connect;
+      if (typeof connect !== "function") throw new Error("pglue exports no connect()");
+      return pglue(connect);
+    },
+  },
+};
+
+/** Loads a peer from its first source that loads; else one error that says why for each. */
 async function loadPeer(name: string): Promise<Driver> {
-  if (name === "postgres.js") {
-    const mod = await load(POSTGRES_JS);
-    return postgresJs(mod.default as PgJsFactory);
-  }
-  if (name === "deno-postgres") {
-    // The local copy first, then JSR; when neither loads, one error says why for each.
-    const sources = denoPostgresSources();
-    const failures: string[] = [];
-    for (const specifier of sources) {
-      try {
-        const mod = await load(specifier);
-        if (typeof mod.Client !== "function") throw new Error("it exports no Client");
-        return denoPostgres(mod.Client as DpClientClass, specifier);
-      } catch (e) {
-        const reason = (e as Error).message.split("\n")[0];
-        failures.push(sources.length > 1 ? `${specifier}: ${reason}` : reason);
-      }
+  const failures: string[] = [];
+  for (const specifier of PEERS[name].from()) {
+    try {
+      // Through a variable: not analysed ahead of time, so a failure is catchable.
+      return PEERS[name].make(await import(specifier), specifier);
+    } catch (e) {
+      const reason = (e as Error).message.split("\n")[0].replaceAll(specifier, named(specifier));
+      failures.push(PEERS[name].from().length > 1 ? `${named(specifier)}: ${reason}` : reason);
     }
-    throw new Error(failures.join("; "));
   }
-  if (name === "pglue") {
-    const mod = await load(PGLUE);
-    const connect = (mod.connect ?? (mod.default as { connect?: unknown })?.connect) as PgConnect;
-    if (typeof connect !== "function") throw new Error("pglue exports no connect()");
-    return pglue(connect);
-  }
-  throw new Error(`unknown driver ${name}`);
-}
-
-/** Where deno-postgres is tried from, in order: the local copy if one is named, then JSR. */
-function denoPostgresSources(): string[] {
-  const copy = denoPostgresCopy();
-  return copy ? [copy, DENO_POSTGRES] : [DENO_POSTGRES];
-}
-
-/** Where each peer is loaded from (for its skip line). */
-function sourceOf(name: string): string {
-  if (name === "deno-postgres") {
-    const copy = denoPostgresCopy();
-    return copy
-      ? `neither ${new URL(copy).pathname} (${DENO_POSTGRES_COPY_ENV}) nor ${DENO_POSTGRES}`
-      : DENO_POSTGRES;
-  }
-  return name === "postgres.js" ? POSTGRES_JS : PGLUE;
+  throw new Error(failures.join("; "));
 }
 
 /** The bench's one line for a peer that did not load. */
 export function skipLine(s: Skipped): string {
+  const copy = s.name === "deno-postgres" && !s.source.includes(DENO_POSTGRES_COPY_ENV)
+    ? ` ${DENO_POSTGRES_COPY_ENV}=<path to a copy's mod.ts> loads a local copy`
+    : "";
   const hint = s.source.includes("jsr:")
-    ? ` (JSR unreachable?${
-      s.name === "deno-postgres" && !s.source.startsWith("neither")
-        ? ` ${DENO_POSTGRES_COPY_ENV}=<path to a copy's mod.ts> loads a local copy`
-        : ""
-    })`
+    ? ` (JSR unreachable?${copy})`
     : s.source.startsWith("https:")
     ? " (host unreachable?)"
     : "";
-  const failed = s.source.startsWith("neither") ? "could be loaded" : "could not be loaded";
-  return `skipped ${s.name}: ${s.source} ${failed}${hint}: ${s.reason}`;
+  return `skipped ${s.name}: ${s.source} could not be loaded${hint}: ${s.reason}`;
 }
 
 /**
@@ -506,8 +445,7 @@ export async function loadDrivers(
 ): Promise<{ drivers: Driver[]; skipped: Skipped[] }> {
   const drivers: Driver[] = [];
   const skipped: Skipped[] = [];
-  for (const name of DRIVER_NAMES) {
-    if (!names.includes(name)) continue;
+  for (const name of DRIVER_NAMES.filter((n) => names.includes(n))) {
     if (name === "pgpipe") {
       drivers.push(pgpipe);
       if (isTls() && benchCa() !== undefined) drivers.push(pgpipeNative);
@@ -516,12 +454,11 @@ export async function loadDrivers(
     // Both verify the server's certificate whenever they encrypt: against the bench's private
     // CA they cannot take part in `sslmode=require`.
     if (isTls() && (name === "deno-postgres" || name === "pglue")) continue;
-    const source = sourceOf(name);
     try {
       drivers.push(await loadPeer(name));
     } catch (e) {
-      const reason = (e as Error).message.split("\n")[0];
-      skipped.push({ name, source, reason });
+      const source = PEERS[name].from().map(named).join(" or ");
+      skipped.push({ name, source, reason: (e as Error).message });
     }
   }
   return { drivers, skipped };
@@ -534,14 +471,30 @@ export async function loadDrivers(
  */
 export async function suiteDrivers(): Promise<Driver[]> {
   const listed = Deno.env.get("PGPIPE_BENCH_DRIVERS");
-  if (listed) {
-    const { drivers, skipped } = await loadDrivers(listed.split(","));
-    if (skipped.length) throw new Error(skipped.map(skipLine).join("\n"));
-    return drivers;
-  }
-  const { drivers, skipped } = await loadDrivers();
+  const { drivers, skipped } = await loadDrivers(listed?.split(","));
+  if (listed && skipped.length) throw new Error(skipped.map(skipLine).join("\n"));
   for (const s of skipped) console.error(skipLine(s));
   return drivers;
+}
+
+/**
+ * The first value of the first row `text` answers, asked on a fresh plaintext pgpipe connection
+ * (the suites' own questions to the server: how many pg_type rows, which version), given to
+ * `use` while the connection is still open (its backend still runs).
+ */
+export async function ask<T = unknown>(
+  url: string,
+  text: string,
+  params: unknown[] = [],
+  use: (value: any) => T = (value) => value,
+): Promise<T> {
+  const sql = postgres(url, { max: 1, ssl: false, onnotice: () => {} });
+  try {
+    const [row] = await sql.unsafe(text, params as never[]);
+    return use(Object.values(row)[0]);
+  } finally {
+    await sql.end();
+  }
 }
 
 if (import.meta.main) {
@@ -550,15 +503,4 @@ if (import.meta.main) {
     drivers: drivers.map((d) => ({ name: d.name, source: d.source })),
     skipped,
   }));
-}
-
-/** The row count `select * from pg_type` must return, asked once with count(*) (answers are checked against it). */
-export async function pgTypeCount(url: string): Promise<number> {
-  const sql = postgres(url, { max: 1, ssl: false });
-  try {
-    const [{ n }] = await sql`select count(*)::int as n from pg_type`;
-    return n as number;
-  } finally {
-    await sql.end();
-  }
 }

@@ -19,9 +19,9 @@ import {
   type CpuTimes,
   minus,
   parseSchedstat,
-  type ProcessCpu,
-  processCpu,
-  processCpuSince,
+  type ThreadCpu,
+  threadCpu,
+  threadCpuSince,
 } from "../shared/cpu.ts";
 
 const [method, url, tableName, rowsText, runsText] = Deno.args;
@@ -140,7 +140,7 @@ const loads: Record<string, [driver: "pgpipe" | "postgres.js", load: Load]> = {
     const all = [];
     for await (const row of rows(total)) all.push(row);
     const t0 = performance.now(); // only the COPY is timed here: the rows already exist
-    timedCpu = processCpu();
+    timedCpu = threadCpu();
     await sql.copyFrom(table, all);
     timed = performance.now() - t0;
   }],
@@ -153,34 +153,29 @@ const loads: Record<string, [driver: "pgpipe" | "postgres.js", load: Load]> = {
   }],
 };
 
-/** Reads every row through a cursor of 1,000 (the bounded-memory way for a query). */
-const cursorRead: Read = async (sql) => {
+/** Reads every batch, counting the rows and keeping the last. */
+async function readAll(batches: AsyncIterable<Record<string, unknown>[]>) {
   let rows = 0;
   let last: Record<string, unknown> | undefined;
-  for await (const batch of sql`select * from ${sql(SOURCE_TABLE)}`.cursor(1000)) {
+  for await (const batch of batches) {
     rows += batch.length;
     last = batch[batch.length - 1];
   }
   return { rows, last };
-};
+}
+
+/** Reads every row through a cursor of 1,000 (the bounded-memory way for a query). */
+const cursorRead: Read = (sql) => readAll(sql`select * from ${sql(SOURCE_TABLE)}`.cursor(1000));
 
 const reads: Record<string, [driver: "pgpipe" | "postgres.js", read: Read]> = {
-  "pgpipe-copyto": ["pgpipe", async (sql) => {
-    let rows = 0;
-    let last: Record<string, unknown> | undefined;
-    for await (const batch of sql.copyTo(SOURCE_TABLE)) {
-      rows += batch.length;
-      last = batch[batch.length - 1];
-    }
-    return { rows, last };
-  }],
+  "pgpipe-copyto": ["pgpipe", (sql) => readAll(sql.copyTo(SOURCE_TABLE))],
   "pgpipe-cursor": ["pgpipe", cursorRead],
   "postgresjs-cursor": ["postgres.js", cursorRead],
 };
 
 let timed: number | null = null; // set by a method that times only part of its work
 /** Where such a method's timed part began, for its CPU. */
-let timedCpu: ProcessCpu | null = null;
+let timedCpu: ThreadCpu | undefined;
 
 /** The rows' own cost: the generator iterated with no driver (what every load pays first). */
 async function rowsAlone(): Promise<void> {
@@ -199,22 +194,31 @@ async function serverCpu(sql: AnySql): Promise<CpuTimes | null> {
   }
 }
 
-/** What each run cost: this process's threads, and the server backend's (loads). */
+/** What each run cost: this process's threads, and the server backend's. */
 interface RunCpu {
-  client: ProcessCpu | null;
+  client: ThreadCpu | null;
   server: CpuTimes | null;
 }
 
 const times: number[] = [];
 const cpus: RunCpu[] = [];
+
+/** Runs `work` once, timed, with what it cost this process's threads and (given sql) the backend. */
+async function measured(sql: AnySql | null, work: () => Promise<void>): Promise<void> {
+  timed = null;
+  timedCpu = undefined;
+  const server = sql && await serverCpu(sql);
+  const before = threadCpu();
+  const t0 = performance.now();
+  await work();
+  times.push(timed ?? performance.now() - t0);
+  const client = threadCpuSince(timedCpu ?? before) ?? null;
+  const after = sql && await serverCpu(sql);
+  cpus.push({ client, server: server && after && minus(after, server) });
+}
+
 if (method === "rows-alone") {
-  for (let r = 0; r < runs; r++) {
-    const before = processCpu();
-    const t0 = performance.now();
-    await rowsAlone();
-    times.push(performance.now() - t0);
-    cpus.push({ client: processCpuSince(before), server: null });
-  }
+  for (let r = 0; r < runs; r++) await measured(null, rowsAlone);
 } else if (method in loads) {
   const [driver, load] = loads[method];
   const sql = await client(driver);
@@ -225,16 +229,7 @@ if (method === "rows-alone") {
   try {
     for (let r = 0; r < runs; r++) {
       await sql.unsafe(`truncate ${table}`);
-      timed = null;
-      timedCpu = null;
-      const server = await serverCpu(sql);
-      const before = processCpu();
-      const t0 = performance.now();
-      await load(sql, table);
-      times.push(timed ?? performance.now() - t0);
-      const client = processCpuSince(timedCpu ?? before);
-      const after = await serverCpu(sql);
-      cpus.push({ client, server: server && after && minus(after, server) });
+      await measured(sql, () => load(sql, table));
       const [{ n, s, m }] = await sql.unsafe(`${spec.check} from ${table}`);
       const sum = String(BigInt(total) * BigInt(total - 1) / 2n);
       // Cycled rows repeat every value but the id.
@@ -251,14 +246,9 @@ if (method === "rows-alone") {
   const sql = await client(driver);
   try {
     for (let r = 0; r < runs; r++) {
-      const server = await serverCpu(sql);
-      const before = processCpu();
-      const t0 = performance.now();
-      const { rows, last } = await read(sql);
-      times.push(performance.now() - t0);
-      const client = processCpuSince(before);
-      const after = await serverCpu(sql);
-      cpus.push({ client, server: server && after && minus(after, server) });
+      let got: Awaited<ReturnType<Read>> = { rows: 0 };
+      await measured(sql, async () => void (got = await read(sql)));
+      const { rows, last } = got;
       const mark = last === undefined ? undefined : spec.mark(last);
       if (rows !== total || String(last?.id) !== String(total - 1) || mark !== total - 1) {
         throw new Error(`${method}: read ${rows} rows, last ${last?.id} ${mark}`);

@@ -1,10 +1,11 @@
 // What telemetry costs per query: one process runs `select $1::int` pipelined (a window of 1,000
 // in flight on one connection) and serially, and prints the rate and the process CPU per query
-// (user + system, so the exporter's own threads count too) as JSON. bench/suites/telemetry.ts starts
-// it for the driver with telemetry off and on, and for another checkout (`--mod=`) to compare.
+// (every thread's, so the exporter's own threads count too: bench/shared/cpu.ts) as JSON.
+// bench/suites/telemetry.ts starts it for the driver with telemetry off and on, and for another
+// checkout (`--mod=`) to compare.
 //
 //   deno run -A bench/probes/telemetry_cost.ts --mod=../../mod.ts [--quick]
-import process from "node:process";
+import { cpuMs } from "../shared/cpu.ts";
 import { benchUrl, isQuick } from "../shared/env.ts";
 
 const modArg = Deno.args.find((a) => a.startsWith("--mod="))?.slice(6) ?? "../../mod.ts";
@@ -17,14 +18,11 @@ const WINDOW = 1_000;
 const sql = postgres(benchUrl(), { max: 1, fetch_types: false });
 await sql`select 1`;
 
-/** CPU microseconds used since `start` (user + system). */
-function cpuSince(start: NodeJS.CpuUsage): number {
-  const d = process.cpuUsage(start);
-  return d.user + d.system;
-}
+/** CPU microseconds this process used since `start` (ms, from cpuMs). */
+const cpuSince = (start: number) => (cpuMs()! - start) * 1000;
 
 async function pipelined(n: number): Promise<{ qps: number; cpuUs: number }> {
-  const cpu = process.cpuUsage();
+  const cpu = cpuMs()!;
   const t0 = performance.now();
   let issued = 0;
   const lane = async () => {
@@ -39,7 +37,7 @@ async function pipelined(n: number): Promise<{ qps: number; cpuUs: number }> {
 }
 
 async function serial(n: number): Promise<{ qps: number; cpuUs: number }> {
-  const cpu = process.cpuUsage();
+  const cpu = cpuMs()!;
   const t0 = performance.now();
   for (let i = 0; i < n; i++) await sql`select ${i}::int as x`;
   const ms = performance.now() - t0;

@@ -3,8 +3,8 @@
 // pipelined `select $1::int` span carries (set at start, the rest in one setAttributes, as pgpipe
 // does), ended, plus one histogram record. Run with OTEL_DENO=true (bench/suites/telemetry.ts
 // gives it the same exporter settings as the driver's run); prints the process CPU per span
-// (user + system, exporter threads included) as JSON.
-import process from "node:process";
+// (every thread's, exporter threads included; bench/shared/cpu.ts) as JSON.
+import { cpuMs } from "../shared/cpu.ts";
 import { isQuick } from "../shared/env.ts";
 
 const N = isQuick() ? 20_000 : 100_000;
@@ -35,11 +35,10 @@ function once(i: number): void {
 }
 
 for (let i = 0; i < N / 10; i++) once(i); // warm-up
-const cpu = process.cpuUsage();
+const cpu = cpuMs()!;
 for (let i = 0; i < N; i++) {
   once(i);
   // Yield now and then, as a driver between reads does, so the exporter's batches go out.
   if (i % 1000 === 999) await new Promise((r) => setTimeout(r, 0));
 }
-const used = process.cpuUsage(cpu);
-console.log(JSON.stringify({ cpuUsPerSpan: (used.user + used.system) / N }));
+console.log(JSON.stringify({ cpuUsPerSpan: (cpuMs()! - cpu) * 1000 / N }));

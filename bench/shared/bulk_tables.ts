@@ -65,8 +65,8 @@ const EVENTS: BulkTable = {
   mark: (row) => (row.meta as { n: number }).n,
 };
 
-const MIXED_COLUMNS = "id int8, amount numeric, uid uuid, data bytea, tags text[], nums int4[], " +
-  "day date, code varchar(20), note text";
+const MIXED_COLUMNS =
+  "id int8, amount numeric, uid uuid, data bytea, tags text[], nums int4[], day date, code varchar(20), note text";
 
 function mixedValues(i: number) {
   return {

@@ -1,66 +1,108 @@
-// CPU accounting for the benchmarks, read from Linux's /proc (schedstat: ns on a CPU, and ns
-// runnable but waiting for one). The throughput suite uses it for how much processor time a run
-// cost the client process and the server's backends (which side limits a rate, and what TLS adds
-// on each); the bulk suite for what a load costs the client's threads and the server backend, and
-// whether they ran side by side or took turns. Plain node:fs, so the Bun probe uses it too.
-// Everything returns undefined (or null) where /proc is not there or the server is not local.
+// The bench's one CPU accounting, from Linux's /proc. Each thread's schedstat gives the ns it ran
+// and the ns it waited runnable for a core, exactly; where a kernel keeps none (and for a child
+// that has ended), the fallback is the stat line's utime + stime, counted in 10 ms ticks (over a
+// tenth of a second they can be off by most of their value). Plain node:fs, so the Bun probe
+// uses it too. Everything reads undefined where /proc does not show the process.
 import { readdirSync, readFileSync } from "node:fs";
 import process from "node:process";
 
-/** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in these ticks. */
+/** CPU and run-queue time, in ms. */
+export interface CpuTimes {
+  /** On a CPU. */
+  cpu: number;
+  /** Runnable, waiting for a CPU. */
+  wait: number;
+}
+
+/** A process's threads: the main (JavaScript) thread, and all the others together. */
+export interface ThreadCpu {
+  main: CpuTimes;
+  /** V8's GC helper threads, the runtime's I/O threads and the rest. */
+  others: CpuTimes;
+}
+
+/** Linux's USER_HZ: the stat line counts CPU time in these ticks. */
 const TICKS_PER_SECOND = 100;
 
-/** The fields of /proc/<pid>/stat after the command name (which may hold spaces). */
-function statFields(pid: number): { comm: string; fields: string[] } | undefined {
-  let text: string;
+const read = (path: string) => {
   try {
-    text = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return readFileSync(path, "utf8");
   } catch {
-    return undefined; // not Linux, or the process is gone
+    return undefined; // not Linux, or the process or thread is gone
   }
+};
+
+/** `cpu wait slices` (ns) as /proc/.../schedstat writes them. */
+export function parseSchedstat(text: string): CpuTimes {
+  const [cpu, wait] = text.trim().split(/\s+/).map(Number);
+  return { cpu: cpu / 1e6, wait: wait / 1e6 };
+}
+
+/** A /proc/<pid>/stat line: the command name, and the fields after it (field 3 onwards). */
+export function parseStat(text: string): { comm: string; fields: string[] } {
   const close = text.lastIndexOf(")");
   return {
     comm: text.slice(text.indexOf("(") + 1, close),
-    fields: text.slice(close + 2).split(" "),
+    fields: text.slice(close + 2).trim().split(" "),
   };
 }
 
-/** Nanoseconds a thread has run, from its schedstat; undefined where the kernel has none. */
-function threadRunNs(path: string): number | undefined {
-  try {
-    return parseSchedstat(readFileSync(path, "utf8")).cpu * 1e6;
-  } catch {
-    return undefined;
-  }
+/** CPU ms of a stat line: utime + stime, or with `children` cutime + cstime (ended children). */
+export function statCpuMs(text: string, children = false): number {
+  const f = parseStat(text).fields;
+  const at = children ? 13 : 11; // fields 14-15 (16-17) of the line: 12-13 (14-15) after the name
+  return (Number(f[at]) + Number(f[at + 1])) * (1000 / TICKS_PER_SECOND);
 }
 
-/**
- * CPU time a process has used so far, in microseconds: the run time the scheduler counts for
- * each of its threads (schedstat, in ns), else user + system time from its stat line. The stat
- * line's figures are sampled at each 10 ms tick and only scaled to the real run time, so over a
- * run of a tenth of a second they can be off by most of their value; schedstat is exact.
- */
-export function processCpuUs(pid: number): number | undefined {
-  let tasks: string[] = [];
+/** `a - b`, field by field. */
+export function minus(a: CpuTimes, b: CpuTimes): CpuTimes {
+  return { cpu: a.cpu - b.cpu, wait: a.wait - b.wait };
+}
+
+/** A process's threads by schedstat so far; undefined where the kernel keeps none. */
+export function threadCpu(pid: number = process.pid): ThreadCpu | undefined {
+  let tasks: string[];
   try {
     tasks = readdirSync(`/proc/${pid}/task`);
   } catch {
-    // not Linux, or the process is gone: the stat line says as much
+    return undefined;
   }
-  let ns = 0;
-  for (const tid of tasks) {
-    const run = threadRunNs(`/proc/${pid}/task/${tid}/schedstat`);
-    if (run === undefined) {
-      ns = NaN;
-      break;
-    }
-    ns += run;
+  // A thread that ended since the listing reads undefined and is left out.
+  const others = tasks.filter((t) => t !== String(pid)).map((t) =>
+    read(`/proc/${pid}/task/${t}/schedstat`)
+  );
+  return fromSchedstats(read(`/proc/${pid}/task/${pid}/schedstat`), others);
+}
+
+/** The main thread's schedstat and the others' summed (undefined where the main's is missing). */
+export function fromSchedstats(main: string | undefined, others: (string | undefined)[]) {
+  if (main === undefined) return undefined;
+  const sum = { cpu: 0, wait: 0 };
+  for (const t of others.filter((t) => t !== undefined).map(parseSchedstat)) {
+    sum.cpu += t.cpu;
+    sum.wait += t.wait;
   }
-  if (tasks.length > 0 && Number.isFinite(ns)) return ns / 1000;
-  const stat = statFields(pid);
-  if (stat === undefined) return undefined;
-  // Fields 14 and 15 of the stat line (utime, stime): 12 and 13 after the name.
-  return (Number(stat.fields[11]) + Number(stat.fields[12])) * (1e6 / TICKS_PER_SECOND);
+  return { main: parseSchedstat(main), others: sum };
+}
+
+/** What a span cost a process's threads: now minus `before`. */
+export function threadCpuSince(before: ThreadCpu | undefined, pid?: number): ThreadCpu | undefined {
+  const after = threadCpu(pid);
+  if (before === undefined || after === undefined) return undefined;
+  return { main: minus(after.main, before.main), others: minus(after.others, before.others) };
+}
+
+/**
+ * CPU ms a process has used so far, all threads: schedstat, else the stat line. A thread that
+ * ends between two readings takes its schedstat with it: read around runs whose threads live on.
+ */
+export const cpuMs = (pid: number = process.pid) =>
+  totalCpuMs(threadCpu(pid), read(`/proc/${pid}/stat`));
+
+/** The total of a process's threads' schedstat, else (the fallback) its stat line's ticks. */
+export function totalCpuMs(threads: ThreadCpu | undefined, stat: string | undefined) {
+  if (threads !== undefined) return threads.main.cpu + threads.others.cpu;
+  return stat === undefined ? undefined : statCpuMs(stat);
 }
 
 /**
@@ -68,24 +110,28 @@ export function processCpuUs(pid: number): number | undefined {
  * server runs on this machine: both processes visible here and named postgres.
  */
 export function localPostmaster(backendPid: number): number | undefined {
-  const backend = statFields(backendPid);
-  if (backend === undefined || backend.comm !== "postgres") return undefined;
+  const stat = (pid: number) => {
+    const text = read(`/proc/${pid}/stat`);
+    return text === undefined ? undefined : parseStat(text);
+  };
+  const backend = stat(backendPid);
+  if (backend?.comm !== "postgres") return undefined;
   const parent = Number(backend.fields[1]);
-  return statFields(parent)?.comm === "postgres" ? parent : undefined;
+  return stat(parent)?.comm === "postgres" ? parent : undefined;
 }
 
 /**
- * CPU time used so far by every process the postmaster started (µs): the backends plus the
- * server's own workers, whose share while a benchmark runs is noise-sized. A backend that exits
- * between two readings takes its time with it, so read around a run whose connections stay open.
+ * CPU ms used so far by every process the postmaster started: the backends, and the server's
+ * own workers, whose share while a benchmark runs is noise-sized.
  */
-export function serverCpuUs(postmaster: number): number {
+export function serverCpuMs(postmaster: number): number {
   let total = 0;
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
-    const stat = statFields(Number(entry));
-    if (stat === undefined || Number(stat.fields[1]) !== postmaster) continue;
-    total += processCpuUs(Number(entry)) ?? 0;
+    const stat = read(`/proc/${entry}/stat`);
+    if (stat !== undefined && Number(parseStat(stat).fields[1]) === postmaster) {
+      total += cpuMs(Number(entry)) ?? 0;
+    }
   }
   return total;
 }
@@ -97,8 +143,8 @@ export interface CpuPerQuery {
 }
 
 /**
- * Measures `run` (`queries` says how many queries it did): the CPU it cost this process (`self`, or
- * another process's pid) and the server's processes, per query. Undefined sides read as NaN.
+ * Runs `run` (`queries` says how many queries it did) and measures what it cost per query: the
+ * client process (this one, or `clientPid`) and the server's processes. Unread sides are NaN.
  */
 export async function cpuPerQuery<T>(
   postmaster: number | undefined,
@@ -107,73 +153,12 @@ export async function cpuPerQuery<T>(
   clientPid: number = process.pid,
 ): Promise<{ result: T; cpu: CpuPerQuery | undefined }> {
   if (postmaster === undefined) return { result: await run(), cpu: undefined };
-  const c0 = processCpuUs(clientPid);
-  const s0 = serverCpuUs(postmaster);
+  const [c0, s0] = [cpuMs(clientPid), serverCpuMs(postmaster)];
   const result = await run();
-  const c1 = processCpuUs(clientPid);
-  const s1 = serverCpuUs(postmaster);
-  const n = queries(result);
-  return {
-    result,
-    cpu: {
-      client: c0 === undefined || c1 === undefined ? NaN : (c1 - c0) / n,
-      server: (s1 - s0) / n,
-    },
-  };
-}
-
-/** CPU and run-queue time, in ms. */
-export interface CpuTimes {
-  /** On a CPU. */
-  cpu: number;
-  /** Runnable, waiting for a CPU. */
-  wait: number;
-}
-
-/** This process's threads: the main (JavaScript) thread and all the others together. */
-export interface ProcessCpu {
-  main: CpuTimes;
-  /** V8's GC helper threads, Deno's I/O threads and the rest. */
-  others: CpuTimes;
-}
-
-/** `cpu wait slices` (ns) as /proc/.../schedstat writes them. */
-export function parseSchedstat(text: string): CpuTimes {
-  const [cpu, wait] = text.trim().split(/\s+/).map(Number);
-  return { cpu: cpu / 1e6, wait: wait / 1e6 };
-}
-
-/** This process's threads' times so far, or null off Linux. */
-export function processCpu(): ProcessCpu | null {
-  try {
-    const main = parseSchedstat(readFileSync(`/proc/self/task/${process.pid}/schedstat`, "utf8"));
-    const others: CpuTimes = { cpu: 0, wait: 0 };
-    for (const task of readdirSync("/proc/self/task")) {
-      if (task === String(process.pid)) continue;
-      try {
-        const t = parseSchedstat(readFileSync(`/proc/self/task/${task}/schedstat`, "utf8"));
-        others.cpu += t.cpu;
-        others.wait += t.wait;
-      } catch {
-        // the thread ended between the listing and the read
-      }
-    }
-    return { main, others };
-  } catch {
-    return null;
-  }
-}
-
-/** What a span cost this process: `after - before`. */
-export function processCpuSince(before: ProcessCpu | null): ProcessCpu | null {
-  const after = processCpu();
-  if (before === null || after === null) return null;
-  return { main: minus(after.main, before.main), others: minus(after.others, before.others) };
-}
-
-/** `a - b`, field by field. */
-export function minus(a: CpuTimes, b: CpuTimes): CpuTimes {
-  return { cpu: a.cpu - b.cpu, wait: a.wait - b.wait };
+  const [c1, s1] = [cpuMs(clientPid), serverCpuMs(postmaster)];
+  const us = 1000 / queries(result);
+  const client = c0 === undefined || c1 === undefined ? NaN : (c1 - c0) * us;
+  return { result, cpu: { client, server: (s1 - s0) * us } };
 }
 
 /** The query that reads a backend's own times (needs pg_read_server_files or a superuser). */

@@ -1,65 +1,64 @@
 // How bench/run.ts configures the suites it starts: environment variables, so each suite also
-// runs on its own (`PGPIPE_BENCH_URL=postgres://... deno bench -A --no-lock bench/suites/driver.ts`).
+// runs on its own (`PGPIPE_BENCH_URL=postgres://... deno run -A --no-lock bench/suites/cold.ts`).
+const env = (name: string) => Deno.env.get(name);
 
 /** The database to benchmark over plain TCP: PGPIPE_BENCH_URL, else DATABASE_URL. */
 export function plainBenchUrl(): string {
-  const url = Deno.env.get("PGPIPE_BENCH_URL") ?? Deno.env.get("DATABASE_URL");
-  if (!url) {
-    throw new Error("no database: run `deno task bench`, or set PGPIPE_BENCH_URL/DATABASE_URL");
-  }
-  return url;
+  const url = env("PGPIPE_BENCH_URL") ?? env("DATABASE_URL");
+  if (url) return url;
+  throw new Error("no database: run `deno task bench`, or set PGPIPE_BENCH_URL/DATABASE_URL");
 }
 
 /**
- * Whether this run is a suite's TLS variant (`--only=throughput-tls`): the same suite against
- * the same server with `sslmode=require`, as a new user connects to a managed database.
+ * Whether this run is a suite's TLS twin (`--only=throughput-tls`): the same suite against the
+ * same server with `sslmode=require`, as a new user connects to a managed database.
  */
-export function isTls(): boolean {
-  return Deno.env.get("PGPIPE_BENCH_TLS") === "1";
-}
+export const isTls = () => env("PGPIPE_BENCH_TLS") === "1";
 
-/** The same server with sslmode=require (PGPIPE_BENCH_TLS_URL, else the plain URL changed). */
-export function tlsBenchUrl(): string {
-  const given = Deno.env.get("PGPIPE_BENCH_TLS_URL");
-  if (given) return given;
-  const u = new URL(plainBenchUrl());
-  u.searchParams.set("sslmode", "require");
-  return u.toString();
-}
-
-/**
- * The `ssl` option for a probe given `url`: `require` when the URL asks for it (a TLS variant),
- * else none, whatever a driver's default would be.
- */
-export function sslOf(url: string): "require" | false {
-  return new URL(url).searchParams.get("sslmode") === "require" ? "require" : false;
-}
-
-/** The database to benchmark: the TLS URL in a TLS variant, else the plain one. */
+/** The database to benchmark: in a TLS twin the same server with sslmode=require. */
 export function benchUrl(): string {
-  return isTls() ? tlsBenchUrl() : plainBenchUrl();
+  if (!isTls()) return plainBenchUrl();
+  return env("PGPIPE_BENCH_TLS_URL") ?? via(plainBenchUrl(), 0, { sslmode: "require" });
 }
 
-/**
- * The PEM of the CA that signed the bench server's certificate (PGPIPE_BENCH_CA names its
- * file), with which pgpipe verifies the server and so runs on Deno's native TLS.
- */
+/** A probe's `ssl` option for `url`: `require` when the URL asks for it, else none at all. */
+export const sslOf = (url: string) =>
+  new URL(url).searchParams.get("sslmode") === "require" ? "require" as const : false;
+
+/** The PEM of the CA of the bench server's certificate (PGPIPE_BENCH_CA names the file). */
 export function benchCa(): string | undefined {
-  const path = Deno.env.get("PGPIPE_BENCH_CA");
+  const path = env("PGPIPE_BENCH_CA");
   return path ? Deno.readTextFileSync(path) : undefined;
 }
 
 /** Smoke-run mode (`deno task bench --quick`): fewer iterations, same code paths. */
-export function isQuick(): boolean {
-  return Deno.env.get("PGPIPE_BENCH_QUICK") === "1" || Deno.args.includes("--quick");
-}
+export const isQuick = () => env("PGPIPE_BENCH_QUICK") === "1" || Deno.args.includes("--quick");
 
 /** A `--name=value` command-line flag, else an environment variable, else the default. */
 export function numberFlag(name: string, envName: string, fallback: number): number {
-  const arg = Deno.args.find((a) => a.startsWith(`--${name}=`));
-  const text = arg?.slice(name.length + 3) ?? Deno.env.get(envName);
-  if (text === undefined || text === "") return fallback;
-  const value = Number(text);
+  const text = Deno.args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ??
+    env(envName);
+  const value = Number(text || fallback);
   if (!Number.isFinite(value) || value < 0) throw new Error(`invalid --${name}: ${text}`);
   return value;
+}
+
+/** A server URL's host and port, as Deno.connect takes them. */
+export function hostPort(url: string): { hostname: string; port: number } {
+  const u = new URL(url);
+  return {
+    hostname: u.hostname.replace(/^\[|\]$/g, "") || "127.0.0.1",
+    port: Number(u.port || 5432),
+  };
+}
+
+/**
+ * `url` with these query parameters set and, given a port, its host and port replaced by
+ * 127.0.0.1:port (a proxy's).
+ */
+export function via(url: string, port: number, params: Record<string, string> = {}): string {
+  const u = new URL(url);
+  if (port) [u.hostname, u.port] = ["127.0.0.1", String(port)];
+  for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
+  return u.toString();
 }

@@ -1,9 +1,12 @@
 // Drives the HTTP suite's load: wrk when it is installed (Debian: apt-get install wrk), else
-// http_load.ts in its own Deno process. Either runs under `sh`, which reports the CPU time its
-// child used once it has ended (cutime + cstime in /proc/<sh>/stat), so the load generator's CPU
-// is measured apart from the server's.
+// bench/probes/http_load.ts in its own Deno process. Either runs under `sh`, which prints its own
+// stat line once its child has ended: the child's CPU is in its cutime + cstime (bench/shared/
+// cpu.ts's fallback, as the kernel keeps no schedstat of an ended child), so the load
+// generator's CPU is measured apart from the server's.
 import { join } from "node:path";
 import type { LoadResult } from "../probes/http_load.ts";
+import { statCpuMs } from "./cpu.ts";
+import { denoArgs, lastJson, run } from "./probe.ts";
 
 export type { LoadResult };
 
@@ -15,21 +18,13 @@ export interface LoadRun extends LoadResult {
 /** Which load generator runs: wrk's path, or the Deno fallback. */
 export type LoadTool = { kind: "wrk"; path: string } | { kind: "deno"; why: string };
 
-const probes = new URL("../probes/", import.meta.url).pathname;
-
-function isExecutable(path: string): boolean {
-  try {
-    const st = Deno.statSync(path);
-    return st.isFile && ((st.mode ?? 0o111) & 0o111) !== 0;
-  } catch {
-    return false;
-  }
-}
-
 /** The first `name` on PATH, if any. */
 export function onPath(name: string): string | undefined {
   for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
-    if (dir && isExecutable(join(dir, name))) return join(dir, name);
+    try {
+      const st = Deno.statSync(join(dir, name));
+      if (dir && st.isFile && ((st.mode ?? 0o111) & 0o111) !== 0) return join(dir, name);
+    } catch { /* not there */ }
   }
   return undefined;
 }
@@ -45,10 +40,10 @@ export function chooseLoadTool(): LoadTool {
     : { kind: "deno", why: "wrk not installed; Debian: apt-get install wrk" };
 }
 
-/** How a tool is named in the report. */
+/** How a tool is named in the report (by name: its path is this machine's). */
 export function describeTool(tool: LoadTool, threads: number): string {
   return tool.kind === "wrk"
-    ? `wrk (${tool.path}, ${threads} thread${threads === 1 ? "" : "s"})`
+    ? `wrk (${threads} thread${threads === 1 ? "" : "s"})`
     : `bench/probes/http_load.ts, concurrent keep-alive fetch loops in a Deno process (${tool.why})`;
 }
 
@@ -77,30 +72,6 @@ export function parseWrk(out: string): LoadResult {
   return { requests, seconds, p50Ms, p99Ms, errors: non2xx + socketErrors };
 }
 
-/** The fields of /proc/PID/stat after the command name (field 3 onwards). */
-export function statFields(stat: string): string[] {
-  return stat.slice(stat.lastIndexOf(")") + 2).trim().split(" ");
-}
-
-let ticks: number | undefined;
-/** Clock ticks per second (CLK_TCK) for /proc times. */
-async function clockTicks(): Promise<number> {
-  if (ticks) return ticks;
-  try {
-    const out = await new Deno.Command("getconf", { args: ["CLK_TCK"], stdout: "piped" }).output();
-    ticks = Number(new TextDecoder().decode(out.stdout).trim()) || 100;
-  } catch {
-    ticks = 100;
-  }
-  return ticks;
-}
-
-/** CPU seconds (user + system, all threads) a running process has used so far. */
-export async function processCpuSeconds(pid: number): Promise<number> {
-  const f = statFields(await Deno.readTextFile(`/proc/${pid}/stat`));
-  return (Number(f[11]) + Number(f[12])) / await clockTicks();
-}
-
 const STAT_MARK = "LOADGEN-STAT ";
 
 /** Runs the load generator against url for `seconds` with `connections` connections. */
@@ -109,47 +80,17 @@ export async function runLoad(
   url: string,
   opts: { connections: number; seconds: number; threads: number },
 ): Promise<LoadRun> {
+  const { connections: c, seconds: s, threads: t } = opts;
   const command = tool.kind === "wrk"
-    ? [
-      tool.path,
-      `-t${opts.threads}`,
-      `-c${opts.connections}`,
-      `-d${opts.seconds}s`,
-      "--latency",
-      url,
-    ]
-    : [
-      Deno.execPath(),
-      "run",
-      "-A",
-      "--no-lock",
-      "--quiet",
-      join(probes, "http_load.ts"),
-      url,
-      String(opts.connections),
-      String(opts.seconds),
-    ];
+    ? [tool.path, `-t${t}`, `-c${c}`, `-d${s}s`, "--latency", url]
+    : [Deno.execPath(), ...denoArgs("http_load.ts", [url, c, s])];
   // The child's times are added to the shell's cutime/cstime once the shell has waited for it.
   const script = `"$@"; s=$?; echo "${STAT_MARK}$(cat /proc/$$/stat)"; exit $s`;
-  const out = await new Deno.Command("sh", {
-    args: ["-c", script, "sh", ...command],
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const stdout = new TextDecoder().decode(out.stdout);
-  if (!out.success) {
-    throw new Error(
-      `load generator failed (exit ${out.code}): ${new TextDecoder().decode(out.stderr)}`,
-    );
-  }
-  const statLine = stdout.split("\n").find((l) => l.startsWith(STAT_MARK));
-  if (!statLine) throw new Error(`load generator: no CPU figures:\n${stdout}`);
-  const f = statFields(statLine.slice(STAT_MARK.length));
-  const cpuSeconds = (Number(f[13]) + Number(f[14])) / await clockTicks();
-  const text = stdout.slice(0, stdout.indexOf(STAT_MARK));
-  const result = tool.kind === "wrk"
-    ? parseWrk(text)
-    : JSON.parse(text.trim().split("\n").pop()!) as LoadResult;
+  const stdout = await run("sh", ["-c", script, "sh", ...command]);
+  const at = stdout.indexOf(STAT_MARK);
+  if (at < 0) throw new Error(`load generator: no CPU figures:\n${stdout}`);
+  const cpuSeconds = statCpuMs(stdout.slice(at + STAT_MARK.length), true) / 1000;
+  const text = stdout.slice(0, at);
+  const result = tool.kind === "wrk" ? parseWrk(text) : lastJson<LoadResult>(text);
   return { ...result, cpuSeconds };
 }

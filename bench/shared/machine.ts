@@ -1,6 +1,7 @@
 // What the numbers were measured on, for bench/RESULTS.md: results without the machine, the
 // runtime and the server version cannot be compared with anything.
-import postgres from "../../mod.ts";
+import { ask } from "../peers/drivers.ts";
+import { run } from "./probe.ts";
 
 /** The machine, runtime and server of a run. */
 export interface Machine {
@@ -15,38 +16,10 @@ export interface Machine {
   pgpipe: string;
 }
 
-function cpuModel(): string {
-  try {
-    const info = Deno.readTextFileSync("/proc/cpuinfo");
-    return /^model name\s*:\s*(.+)$/m.exec(info)?.[1].trim() ?? "unknown";
-  } catch {
-    return "unknown (no /proc/cpuinfo)";
-  }
-}
-
-/** The server's `version()`, asked over the URL the suites use. */
-async function serverVersion(url: string): Promise<string> {
-  const sql = postgres(url, { max: 1, ssl: false });
-  try {
-    const [{ v }] = await sql`select version() as v`;
-    return String(v);
-  } finally {
-    await sql.end();
-  }
-}
-
 /** `git describe`-like text for the working tree bench/ lives in. */
 async function pgpipeRevision(): Promise<string> {
-  const git = async (...args: string[]) => {
-    const out = await new Deno.Command("git", {
-      args,
-      cwd: new URL("../..", import.meta.url).pathname,
-      stdout: "piped",
-      stderr: "null",
-    }).output();
-    if (!out.success) throw new Error(`git ${args[0]} failed`);
-    return new TextDecoder().decode(out.stdout).trim();
-  };
+  const git = (...args: string[]) =>
+    run("git", ["-C", new URL("../..", import.meta.url).pathname, ...args]).then((s) => s.trim());
   try {
     const commit = await git("rev-parse", "--short", "HEAD");
     const dirty = (await git("status", "--porcelain", "--", "src", "mod.ts")) !== "";
@@ -58,20 +31,19 @@ async function pgpipeRevision(): Promise<string> {
 
 /** Describes this machine and the server behind url. */
 export async function describeMachine(url: string): Promise<Machine> {
+  const cpuinfo = await Deno.readTextFile("/proc/cpuinfo").catch(() => "");
   let memory = "unknown";
   try {
     memory = `${(Deno.systemMemoryInfo().total / 2 ** 30).toFixed(1)} GiB`;
-  } catch {
-    // not available on this platform
-  }
+  } catch { /* not available on this platform */ }
   return {
-    cpu: cpuModel(),
+    cpu: /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1].trim() ?? "unknown",
     cores: navigator.hardwareConcurrency,
     memory,
     os: `${Deno.build.os} ${Deno.osRelease()} (${Deno.build.arch})`,
     deno: Deno.version.deno,
     v8: Deno.version.v8,
-    server: await serverVersion(url),
+    server: String(await ask(url, "select version()")),
     pgpipe: await pgpipeRevision(),
   };
 }

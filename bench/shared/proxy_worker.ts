@@ -1,35 +1,15 @@
-// Hosts the delay proxy (proxy.ts) in a worker, so its timers and copies run on their own
-// event loop: in the benchmark's thread they would wait behind a driver decoding a large
-// result and add delay that depends on the driver, not on the simulated network.
+// The worker that hosts a delay proxy for startDelayProxyWorker (proxy.ts): given a target it
+// starts one and answers its port; given null it closes it and answers 0.
 import { type DelayProxy, startDelayProxy } from "./proxy.ts";
 
-/** Messages from the parent. */
-export type ProxyCommand =
-  | { type: "start"; target: { hostname: string; port: number }; delayMs: number }
-  | { type: "close" };
-
-/** Messages to the parent. */
-export type ProxyEvent = { type: "started"; port: number } | { type: "closed" } | {
-  type: "error";
-  message: string;
-};
-
+type Start = { target: { hostname: string; port: number }; delayMs: number } | null;
 const scope = self as unknown as {
-  onmessage: ((e: MessageEvent<ProxyCommand>) => void) | null;
-  postMessage(m: ProxyEvent): void;
+  onmessage(e: MessageEvent<Start>): void;
+  postMessage(port: number): void;
 };
-
 let proxy: DelayProxy | undefined;
-scope.onmessage = async (e) => {
-  try {
-    if (e.data.type === "start") {
-      proxy = startDelayProxy(e.data.target, e.data.delayMs);
-      scope.postMessage({ type: "started", port: proxy.port });
-    } else {
-      await proxy?.close();
-      scope.postMessage({ type: "closed" });
-    }
-  } catch (err) {
-    scope.postMessage({ type: "error", message: (err as Error).message });
-  }
+scope.onmessage = async ({ data }) => {
+  if (data) proxy = startDelayProxy(data.target, data.delayMs);
+  else await proxy?.close();
+  scope.postMessage(data ? proxy!.port : 0);
 };

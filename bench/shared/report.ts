@@ -1,8 +1,10 @@
-// What a suite hands back to bench/run.ts: tables to print and ratios for the summary. Suites
-// that run as child processes write it as JSON to the file named by PGPIPE_BENCH_REPORT.
+// What a suite hands back to bench/run.ts (tables, ratios and measures for the summary, notes),
+// and the bench's one table printer: Markdown, which reads well in a terminal too. A suite
+// gathers its figures in a Report and ends with report.emit(), which prints its tables and
+// writes it as JSON to the file named by PGPIPE_BENCH_REPORT (bench/run.ts reads it).
 import { limitFor, targetFor } from "./targets.ts";
 
-/** A table, rendered as Markdown (which also reads well in a terminal). */
+/** A table: its title, column heads and rows of cells. */
 export interface Table {
   title: string;
   head: string[];
@@ -34,9 +36,45 @@ export interface SuiteReport {
   suite: string;
   tables: Table[];
   ratios: Ratio[];
-  /** Absolute figures with a goal; absent in suites that have none. */
   measures?: Measure[];
   notes: string[];
+}
+
+/** A table from its title, its column heads (or one string of them, `|` between) and its rows. */
+export function table(title: string, head: string | string[], rows: string[][]): Table {
+  const heads = typeof head === "string" ? head.split("|").map((h) => h.trim()) : head;
+  return { title, head: heads, rows };
+}
+
+/** A suite's report as it fills up, in the order its tables and notes are to be read. */
+export class Report implements SuiteReport {
+  tables: Table[] = [];
+  ratios: Ratio[] = [];
+  measures: Measure[] = [];
+  notes: string[] = [];
+  constructor(readonly suite: string) {}
+
+  table(title: string, head: string | string[], rows: string[][]): void {
+    this.tables.push(table(title, head, rows));
+  }
+  /** pgpipe `value` times faster than `peer` (NaN with `cannot`: the peer cannot do it). */
+  ratio(label: string, peer: string, value: number, cannot?: string): void {
+    this.ratios.push({ suite: this.suite, label, peer, value, ...(cannot ? { cannot } : {}) });
+  }
+  measure(label: string, against: string, value: number, unit: string): void {
+    this.measures.push({ suite: this.suite, label, against, value, unit });
+  }
+  note(...notes: string[]): void {
+    this.notes.push(...notes);
+  }
+
+  /** Prints the tables and notes, then hands the report to bench/run.ts if it started us. */
+  async emit(): Promise<void> {
+    console.log(renderSuite(this));
+    const path = Deno.env.get("PGPIPE_BENCH_REPORT");
+    if (path) await Deno.writeTextFile(path, JSON.stringify(this));
+    else console.log("\n" + renderTable(summaryTable(this.ratios, this.measures)));
+  }
 }
 
 /** Renders a Markdown table with padded columns (first column left, others right-aligned). */
@@ -44,21 +82,21 @@ export function renderTable(t: Table): string {
   const widths = t.head.map((h, i) =>
     Math.max(h.length, ...t.rows.map((r) => (r[i] ?? "").length))
   );
-  const line = (cells: string[]) =>
-    "| " + cells.map((c, i) => i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i])).join(" | ") +
-    " |";
-  const rule = "|" +
-    widths.map((w, i) => i === 0 ? "-".repeat(w + 2) : "-".repeat(w + 1) + ":").join("|") + "|";
-  return [`### ${t.title}`, "", line(t.head), rule, ...t.rows.map(line)].join("\n");
+  const pad = (c: string, i: number) => i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]);
+  const line = (cells: string[]) => `| ${cells.map(pad).join(" | ")} |`;
+  const rule = widths.map((w, i) => i === 0 ? "-".repeat(w + 2) : "-".repeat(w + 1) + ":");
+  return [`### ${t.title}`, "", line(t.head), `|${rule.join("|")}|`, ...t.rows.map(line)].join(
+    "\n",
+  );
 }
 
-/** "2.31x", or "-" when there is nothing to compare. */
-export function formatRatio(value: number): string {
-  return Number.isFinite(value) ? `${value.toFixed(2)}x` : "-";
+/** A suite's tables and notes as Markdown. */
+export function renderSuite(report: SuiteReport): string {
+  const parts = report.tables.map(renderTable);
+  const notes = report.notes.filter((n) => n !== "");
+  if (notes.length) parts.push(notes.map((n) => `- ${n}`).join("\n"));
+  return "\n" + parts.join("\n\n");
 }
-
-/** A figure's label without the " (TLS)" of a suite's TLS variant. */
-const plainLabel = (label: string) => label.replace(/ \(TLS\)$/, "");
 
 /**
  * The items in their order, except that a TLS variant's figure moves up to sit right after
@@ -70,10 +108,8 @@ export function besideTwins<T extends { suite: string; label: string }>(
 ): T[] {
   const groups = new Map<string, T[]>();
   for (const item of items) {
-    const key = `${item.suite.replace(/-tls$/, "")}\n${plainLabel(item.label)}\n${peer(item)}`;
-    const group = groups.get(key);
-    if (group) group.push(item);
-    else groups.set(key, [item]);
+    const key = [item.suite.replace(/-tls$/, ""), item.label.replace(/ \(TLS\)$/, ""), peer(item)];
+    groups.set(key.join("\n"), [...groups.get(key.join("\n")) ?? [], item]);
   }
   return [...groups.values()].flat();
 }
@@ -86,13 +122,8 @@ export function summaryTable(ratios: readonly Ratio[], measures: readonly Measur
   const rows = besideTwins(ratios, (r) => r.peer).map((r) => {
     const target = targetFor(r.suite, r.label, r.peer);
     const verdict = target ? (r.value >= target.min ? "met" : "not met") : "";
-    return [
-      `${r.suite}: ${r.label}`,
-      r.peer,
-      r.cannot ?? formatRatio(r.value),
-      target ? `>= ${target.min}x` : "",
-      verdict,
-    ];
+    const goal = target ? `>= ${target.min}x` : "";
+    return [`${r.suite}: ${r.label}`, r.peer, r.cannot ?? formatRatio(r.value), goal, verdict];
   });
   for (const m of besideTwins(measures, (m) => m.against)) {
     const limit = limitFor(m.suite, m.label);
@@ -104,34 +135,25 @@ export function summaryTable(ratios: readonly Ratio[], measures: readonly Measur
       limit ? (m.value <= limit.max ? "met" : "not met") : "",
     ]);
   }
-  return {
-    title: "Summary: how many times faster pgpipe is than each peer",
-    head: ["case", "peer", "pgpipe speed-up", "target", "vs target"],
+  return table(
+    "Summary: how many times faster pgpipe is than each peer",
+    "case | peer | pgpipe speed-up | target | vs target",
     rows,
-  };
+  );
 }
 
-/** Prints the suite's tables and notes, then hands the report to bench/run.ts if it started us. */
-export async function emitReport(report: SuiteReport): Promise<void> {
-  console.log(renderSuite(report));
-  const path = Deno.env.get("PGPIPE_BENCH_REPORT");
-  if (path) await Deno.writeTextFile(path, JSON.stringify(report));
-  else console.log("\n" + renderTable(summaryTable(report.ratios, report.measures)));
-}
-
-/** A suite's tables and notes as Markdown. */
-export function renderSuite(report: SuiteReport): string {
-  const parts = report.tables.map(renderTable);
-  const notes = report.notes.filter((n) => n !== "");
-  if (notes.length) parts.push(notes.map((n) => `- ${n}`).join("\n"));
-  return "\n" + parts.join("\n\n");
-}
-
-/** Formats a number with a fixed count of decimals and thousands separators. */
+/** Formats a number with a fixed count of decimals and thousands separators ("-" if none). */
 export function fmt(value: number, decimals = 0): string {
   if (!Number.isFinite(value)) return "-";
-  return value.toLocaleString("en-US", {
-    minimumFractionDigits: decimals,
-    maximumFractionDigits: decimals,
-  });
+  const digits = { minimumFractionDigits: decimals, maximumFractionDigits: decimals };
+  return value.toLocaleString("en-US", digits);
 }
+
+/** "2.31x", or "-" when there is nothing to compare. */
+export const formatRatio = (value: number) => Number.isFinite(value) ? `${value.toFixed(2)}x` : "-";
+
+/** Bytes as MiB with one decimal ("-" for none). */
+export const mib = (bytes: number | null) => bytes === null ? "-" : fmt(bytes / 1048576, 1);
+
+/** `part` as a percentage of `whole`, one decimal. */
+export const pct = (part: number, whole = 1) => `${fmt((100 * part) / whole, 1)}%`;

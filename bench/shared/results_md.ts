@@ -1,9 +1,18 @@
 // bench/RESULTS.md: the tables of a run together with what they were measured on, the date and
-// the exact command, so a reader can judge the numbers and reproduce them.
+// the exact command, so a reader can judge the numbers and reproduce them. Files are named by
+// their path in the repository and peers by their specifier: never a path of the machine.
 import { skipLine, type Skipped } from "../peers/drivers.ts";
 import type { Machine } from "./machine.ts";
+import { inRepo } from "./probe.ts";
 import { renderSuite, renderTable, type SuiteReport, summaryTable } from "./report.ts";
 import { targetTexts } from "./targets.ts";
+
+/** One suite's run (`bulk-tls` for a TLS twin), its title and its report. */
+export interface Section {
+  run: string;
+  title: string;
+  report: SuiteReport;
+}
 
 /** Everything RESULTS.md is written from. */
 export interface Run {
@@ -11,7 +20,7 @@ export interface Run {
   command: string;
   quick: boolean;
   machine: Machine;
-  reports: SuiteReport[];
+  sections: Section[];
   failures: string[];
   skipped: Skipped[];
   /** Each driver that ran and what was loaded for it. */
@@ -22,14 +31,13 @@ export interface Run {
   seconds: number;
 }
 
-export function resultsMarkdown(
-  run: Run,
-): string {
-  const { command, quick, machine, reports, failures, skipped, drivers } = run;
+export function resultsMarkdown(run: Run): string {
+  const { machine, sections, drivers } = run;
+  const reports = sections.map((s) => s.report);
   const lines = [
     "# pgpipe benchmark results",
     "",
-    `Written by \`${command}\` (bench/run.ts) on ${run.startedAt.toISOString()}, ` +
+    `Written by \`${run.command}\` (bench/run.ts) on ${run.startedAt.toISOString()}, ` +
     `in ${Math.round(run.seconds)} s. Regenerate with the same command.`,
     "",
     "## Machine",
@@ -39,34 +47,25 @@ export function resultsMarkdown(
     `- Deno ${machine.deno} (V8 ${machine.v8})`,
     `- Server: ${machine.server}`,
     run.ownServer
-      ? "- Setup: a throwaway cluster started by bench/run.ts (fsync=off), on this machine, " +
-        "reached over TCP 127.0.0.1: without TLS (sslmode=disable), and with it (sslmode=require, " +
-        "the server's certificate from a private CA) in each suite's -tls twin"
-      : "- Setup: DATABASE_URL, reached without TLS (sslmode=disable) and, in the -tls twins, " +
-        "with sslmode=require",
+      ? "- Setup: a throwaway cluster started by bench/run.ts (fsync=off), on this machine, reached over TCP 127.0.0.1: without TLS (sslmode=disable), and with it (sslmode=require, the server's certificate from a private CA) in each suite's -tls twin"
+      : "- Setup: DATABASE_URL, reached without TLS (sslmode=disable) and, in the -tls twins, with sslmode=require",
     `- pgpipe: ${machine.pgpipe}`,
     ...drivers.slice(1).map((d) => `- ${d.name}: \`${d.source}\`, default options except max`),
-    ...(quick ? ["- --quick: few iterations, smoke run only"] : []),
-    ...skipped.map((s) => `- ${skipLine(s)}`),
-    "- The machine may be shared with other work: expect noise of tens of percent on the small " +
-    "cases, and compare ratios within one run rather than absolute numbers across runs.",
-    "- postgres.js keeps at most `max_pipeline` (default 100) queries in flight per connection " +
-    "and queues the rest; pgpipe's default `max_pipeline` is 1000.",
+    ...(run.quick ? ["- --quick: few iterations, smoke run only"] : []),
+    ...run.skipped.map((s) => `- ${skipLine(s)}`),
+    "- The machine may be shared with other work: expect noise of tens of percent on the small cases, and compare ratios within one run rather than absolute numbers across runs.",
+    "- postgres.js keeps at most `max_pipeline` (default 100) queries in flight per connection and queues the rest; pgpipe's default `max_pipeline` is 1000.",
     ...(drivers.some((d) => d.name === "deno-postgres")
       ? [
         "- deno-postgres sends a client's queries one at a time (no pipelining) and has no COPY: " +
         'those cells say "cannot", and its concurrent-query benches run fewer iterations ' +
-        "(at least 3); it returns float8 as a string (the typed rows). It writes each message of a query with parameters separately and leaves " +
-        "Nagle's algorithm on, so on Linux such a query waits about 40 ms for the delayed ACK " +
-        "(queries without parameters do not: see its serial latency beside its ping-pong " +
-        "`select 1`); that is what its users get, so it is measured as is.",
+        "(at least 3); it returns float8 as a string (the typed rows). It writes each message of a query with parameters separately and leaves Nagle's algorithm on, so on Linux such a query waits about 40 ms for the delayed ACK (queries without parameters do not: see its serial latency beside its ping-pong `select 1`); that is what its users get, so it is measured as is.",
       ]
       : []),
     "",
     "## Summary",
     "",
-    "Ratios are how many times faster pgpipe is (above 1x pgpipe wins). pgpipe's speed " +
-    "targets are shown next to them, not enforced:",
+    "Ratios are how many times faster pgpipe is (above 1x pgpipe wins). pgpipe's speed targets are shown next to them, not enforced:",
     ...targetTexts().map((t) => `- ${t}`),
     "",
     renderTable(
@@ -74,21 +73,15 @@ export function resultsMarkdown(
     ),
     "",
   ];
-  if (failures.length) lines.push("## Failures", "", ...failures.map((f) => `- ${f}`), "");
-  const titles: Record<string, string> = {
-    driver: "Suite 1: concurrent queries on one connection (deno bench)",
-    throughput: "Suite 2: throughput and serial latency",
-    latency: "Suite 3: through a delaying proxy",
-    memory: "Suite 4: memory",
-    cold: "Suite 5: cold start",
-    http: "Suite 6: end to end over HTTP",
-  };
-  for (const r of reports) {
+  if (run.failures.length) {
+    lines.push("## Failures", "", ...run.failures.map((f) => `- ${inRepo(f)}`), "");
+  }
+  for (const { run: name, title, report } of sections) {
     lines.push(
-      `## ${titles[r.suite] ?? r.suite}`,
+      `## ${title}`,
       "",
-      `Alone: \`deno task bench --only=${r.suite}\`.`,
-      renderSuite(r),
+      `Alone: \`deno task bench --only=${name}\`.`,
+      renderSuite(report),
       "",
     );
   }

@@ -20,3 +20,29 @@ export function mean(samples: readonly number[]): number {
   for (const s of samples) sum += s;
   return samples.length ? sum / samples.length : NaN;
 }
+
+/**
+ * Runs each item once per round, `rounds` rounds, each round starting one item further along,
+ * so a noisy moment of a shared machine does not always land on the same one.
+ */
+export async function rotated<T>(
+  rounds: number,
+  items: readonly T[],
+  run: (item: T, round: number) => Promise<void>,
+): Promise<void> {
+  for (let r = 0; r < rounds; r++) {
+    for (let k = 0; k < items.length; k++) await run(items[(k + r) % items.length], r);
+  }
+}
+
+/** Samples kept by name, in the order the names first came. */
+export class Samples extends Map<string, number[]> {
+  add(name: string, ...values: number[]): void {
+    const samples = this.get(name);
+    if (samples) samples.push(...values);
+    else this.set(name, [...values]);
+  }
+  median(name: string): number {
+    return median(this.get(name) ?? []);
+  }
+}

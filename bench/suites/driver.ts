@@ -2,33 +2,21 @@
 // the baseline of every group. This is where pipelining shows even on loopback: a driver that
 // waits for each answer before sending the next query pays n round trips instead of one.
 // Every iteration checks its answers, so a fast but wrong driver cannot win.
-import { type Adapter, pgTypeCount, suiteDrivers } from "../peers/drivers.ts";
+import { type Adapter, ask, insertMany, selectMany, suiteDrivers } from "../peers/drivers.ts";
 import { TEARDOWN_GROUP } from "../shared/bench_json.ts";
 import { benchUrl, isQuick } from "../shared/env.ts";
 
 const SELECT_NS = [1, 5, 10, 50, 100, 200];
 const INSERT_NS = [1, 10, 50, 100, 200];
 const TYPED_ROWS = 10_000;
-
+/** Time one bench of a driver that runs its n queries one after another may take (ms). */
+const SERIAL_BUDGET_MS = isQuick() ? 1_500 : 6_000;
 const quick = isQuick();
 const url = benchUrl();
-
-// The row count `select * from pg_type` must return, asked once with count(*).
-const expectedTypes = await pgTypeCount(url);
+const types = await ask(url, "select count(*)::int from pg_type") as number;
 
 /** Milliseconds of one query, by kind, for a driver that runs its queries one at a time. */
 type SerialCost = Record<"select" | "insert", number>;
-
-// One connection per driver, opened (and warmed up) before any bench runs.
-const clients: { name: string; adapter: Adapter; serial: SerialCost | null }[] = [];
-for (const driver of await suiteDrivers()) {
-  const adapter = await driver.connect(url);
-  clients.push({
-    name: driver.name,
-    adapter,
-    serial: driver.pipelines ? null : await serialCost(adapter),
-  });
-}
 
 /** The mean ms of a few serial `select * from pg_type` and `select $1::int` (as an insert). */
 async function serialCost(adapter: Adapter): Promise<SerialCost> {
@@ -44,8 +32,13 @@ async function serialCost(adapter: Adapter): Promise<SerialCost> {
   };
 }
 
-/** Time one bench of a driver that runs its n queries one after another may take (ms). */
-const SERIAL_BUDGET_MS = quick ? 1_500 : 6_000;
+// One connection per driver, opened (and warmed up) before any bench runs.
+const clients: { name: string; adapter: Adapter; serial: SerialCost | null }[] = [];
+for (const driver of await suiteDrivers()) {
+  const adapter = await driver.connect(url);
+  const serial = driver.pipelines ? null : await serialCost(adapter);
+  clients.push({ name: driver.name, adapter, serial });
+}
 
 /**
  * Warm-up and measured iterations per bench. With explicit timers (b.start/b.end) deno bench
@@ -55,11 +48,7 @@ const SERIAL_BUDGET_MS = quick ? 1_500 : 6_000;
  * queries also wait ~40 ms each for the kernel's delayed ACK): its iterations are cut to what
  * SERIAL_BUDGET_MS allows, at least 3 (1 in a quick run).
  */
-function iterations(
-  kind: "select" | "insert",
-  n: number,
-  serial: SerialCost | null,
-): { warmup: number; n: number } {
+function iterations(kind: "select" | "insert", n: number, serial: SerialCost | null) {
   const usual = quick
     ? { warmup: 2, n: 3 }
     : kind === "insert"
@@ -71,69 +60,42 @@ function iterations(
     : { warmup: 2, n: 10 };
   if (serial === null) return usual;
   const fits = Math.floor(SERIAL_BUDGET_MS / (n * serial[kind]));
-  const least = quick ? 1 : 3;
-  return { warmup: Math.min(usual.warmup, 1), n: Math.max(least, Math.min(usual.n, fits)) };
+  return { warmup: Math.min(usual.warmup, 1), n: Math.max(quick ? 1 : 3, Math.min(usual.n, fits)) };
+}
+
+/** One bench per driver in `group`, pgpipe first: the baseline. (deno bench awaits async fns only.) */
+function group(
+  group: string,
+  runs: (c: typeof clients[number]) => Omit<Deno.BenchDefinition, "name">,
+) {
+  for (const [i, c] of clients.entries()) {
+    Deno.bench({ name: c.name, group, baseline: i === 0, ...runs(c) });
+  }
 }
 
 for (const n of SELECT_NS) {
-  for (const [i, { name, adapter, serial }] of clients.entries()) {
-    Deno.bench({
-      name,
-      group: `select n=${n}`,
-      baseline: i === 0,
-      ...iterations("select", n, serial),
-      async fn(b) {
-        b.start();
-        const counts = await Promise.all(Array.from({ length: n }, () => adapter.selectPgType()));
-        b.end();
-        for (const c of counts) {
-          if (c !== expectedTypes) {
-            throw new Error(`${name}: select * from pg_type gave ${c} rows, not ${expectedTypes}`);
-          }
-        }
-      },
-    });
-  }
+  group(`select n=${n}`, ({ name, adapter, serial }) => ({
+    ...iterations("select", n, serial),
+    fn: async (b) => await selectMany(adapter, name, n, types, b),
+  }));
 }
 
 // One query of 10,000 rows of everyday types (timestamps, floats, dates): decoding, not the wire.
-for (const [i, { name, adapter }] of clients.entries()) {
-  Deno.bench({
-    name,
-    group: `select ${TYPED_ROWS} typed rows`,
-    baseline: i === 0,
-    ...(quick ? { warmup: 2, n: 3 } : { warmup: 5, n: 50 }),
-    async fn(b) {
-      b.start();
-      const rows = await adapter.selectTyped(TYPED_ROWS);
-      b.end();
-      if (rows !== TYPED_ROWS) throw new Error(`${name}: ${rows} typed rows, not ${TYPED_ROWS}`);
-    },
-  });
-}
+group(`select ${TYPED_ROWS} typed rows`, ({ name, adapter }) => ({
+  ...(quick ? { warmup: 2, n: 3 } : { warmup: 5, n: 50 }),
+  async fn(b) {
+    b.start();
+    const rows = await adapter.selectTyped(TYPED_ROWS);
+    b.end();
+    if (rows !== TYPED_ROWS) throw new Error(`${name}: ${rows} typed rows, not ${TYPED_ROWS}`);
+  },
+}));
 
 for (const n of INSERT_NS) {
-  for (const [i, { name, adapter, serial }] of clients.entries()) {
-    Deno.bench({
-      name,
-      group: `insert n=${n}`,
-      baseline: i === 0,
-      ...iterations("insert", n, serial),
-      async fn(b) {
-        // begin, create table, the count and the rollback happen outside the timed part.
-        await adapter.rolledBack(async (tx) => {
-          await tx.createInsertTable();
-          b.start();
-          await Promise.all(
-            Array.from({ length: n }, (_, k) => tx.insertRow(`row ${k}`, k % 2 === 0, k)),
-          );
-          b.end();
-          const count = await tx.countInserted();
-          if (count !== n) throw new Error(`${name}: ${n} inserts left ${count} rows`);
-        });
-      },
-    });
-  }
+  group(`insert n=${n}`, ({ name, adapter, serial }) => ({
+    ...iterations("insert", n, serial),
+    fn: async (b) => await insertMany(adapter, name, n, b),
+  }));
 }
 
 // deno bench has no after-all hook; benches run in registration order, so this last one closes
@@ -144,7 +106,6 @@ Deno.bench({
   warmup: 1,
   n: 1,
   async fn() {
-    const open = clients.splice(0);
-    await Promise.all(open.map((c) => c.adapter.close()));
+    await Promise.all(clients.splice(0).map((c) => c.adapter.close()));
   },
 });

@@ -2,17 +2,18 @@
 // way, `--delay=5`). On loopback a round trip costs microseconds, so pipelining hardly shows;
 // across regions it costs milliseconds, and a driver that sends n queries one round trip at a
 // time pays n of them where a pipelining driver pays about one.
-import { type Adapter, pgTypeCount, suiteDrivers } from "../peers/drivers.ts";
-import { benchUrl, isQuick, numberFlag } from "../shared/env.ts";
-import { startDelayProxyWorker } from "../shared/proxy.ts";
 import {
-  emitReport,
-  fmt,
-  formatRatio,
-  type Measure,
-  type Ratio,
-  type Table,
-} from "../shared/report.ts";
+  type Adapter,
+  ask,
+  insertMany,
+  selectMany,
+  stopwatch,
+  suiteDrivers,
+  type Timer,
+} from "../peers/drivers.ts";
+import { benchUrl, hostPort, isQuick, numberFlag, via } from "../shared/env.ts";
+import { startDelayProxyWorker } from "../shared/proxy.ts";
+import { fmt, formatRatio, Report } from "../shared/report.ts";
 import { median } from "../shared/stats.ts";
 
 const quick = isQuick();
@@ -32,54 +33,37 @@ interface Case {
   once(a: Adapter, driver: string): Promise<number>;
 }
 
+/** A case timed by a stopwatch around its workload's timed part. */
+const timed = (
+  label: string,
+  run: (a: Adapter, driver: string, t: Timer) => Promise<void>,
+): Case => ({
+  label,
+  once: async (a, driver) => {
+    const t = stopwatch();
+    await run(a, driver, t);
+    return t.ms;
+  },
+});
+
 function cases(types: number): Case[] {
-  const selects = SELECT_NS.map((n): Case => ({
-    label: `select n=${n}`,
-    async once(a, driver) {
-      const t0 = performance.now();
-      const counts = await Promise.all(Array.from({ length: n }, () => a.selectPgType()));
-      const ms = performance.now() - t0;
-      for (const c of counts) {
-        if (c !== types) throw new Error(`${driver}: pg_type gave ${c} rows, not ${types}`);
-      }
-      return ms;
-    },
-  }));
-  const inserts = INSERT_NS.map((n): Case => ({
-    label: `insert n=${n}`,
-    async once(a, driver) {
-      let ms = 0;
-      await a.rolledBack(async (tx) => {
-        await tx.createInsertTable();
-        const t0 = performance.now();
-        await Promise.all(
-          Array.from({ length: n }, (_, k) => tx.insertRow(`row ${k}`, k % 2 === 0, k)),
-        );
-        ms = performance.now() - t0;
-        const count = await tx.countInserted();
-        if (count !== n) throw new Error(`${driver}: ${n} inserts left ${count} rows`);
-      });
-      return ms;
-    },
-  }));
-  // A query issued while 100 others are in flight must not wait for their answers: it should
-  // cost about one round trip, not two (a write hold that kept it back until answers came did).
-  const late: Case = {
-    label: "1 query behind 100",
-    async once(a, driver) {
-      const t0 = performance.now();
+  return [
+    ...SELECT_NS.map((n) => timed(`select n=${n}`, (a, d, t) => selectMany(a, d, n, types, t))),
+    ...INSERT_NS.map((n) => timed(`insert n=${n}`, (a, d, t) => insertMany(a, d, n, t))),
+    // A query issued while 100 others are in flight must not wait for their answers: it should
+    // cost about one round trip, not two (a write hold that kept it back until answers came did).
+    timed("1 query behind 100", async (a, driver, t) => {
+      t.start();
       const first = Array.from({ length: 100 }, (_, k) => a.selectInt(k));
       await new Promise((r) => setTimeout(r, 1));
       const last = await a.selectInt(100);
-      const ms = performance.now() - t0;
+      t.end();
       const answers = await Promise.all(first);
       if (last !== 100 || answers.some((x, k) => x !== k)) {
         throw new Error(`${driver}: wrong answers to select $1::int`);
       }
-      return ms;
-    },
-  };
-  return [...selects, ...inserts, late];
+    }),
+  ];
 }
 
 /** One warm-up run (statements get prepared), then the median of up to ITERATIONS runs. */
@@ -95,26 +79,16 @@ async function time(c: Case, a: Adapter, driver: string): Promise<number> {
 
 async function main(): Promise<void> {
   const drivers = await suiteDrivers();
-  const types = await pgTypeCount(url);
-  const target = new URL(url);
-  const proxy = await startDelayProxyWorker(
-    {
-      hostname: target.hostname.replace(/^\[|\]$/g, "") || "127.0.0.1",
-      port: Number(target.port) || 5432,
-    },
-    delayMs,
-  );
+  const types = await ask(url, "select count(*)::int from pg_type") as number;
+  const proxy = await startDelayProxyWorker(hostPort(url), delayMs);
   const all = cases(types);
   // medians[caseIndex][driverIndex], in milliseconds
   const medians: number[][] = all.map(() => []);
   // pgpipe's insert n=1 and n=FLOOR_ROWS straight to the server (no proxy), for the floor below.
   const direct: number[] = [];
   try {
-    const viaProxy = new URL(url);
-    viaProxy.hostname = "127.0.0.1";
-    viaProxy.port = String(proxy.port);
     for (const [d, driver] of drivers.entries()) {
-      const a = await driver.connect(viaProxy.toString());
+      const a = await driver.connect(via(url, proxy.port));
       try {
         for (const [i, c] of all.entries()) {
           medians[i][d] = await time(c, a, driver.name);
@@ -137,55 +111,43 @@ async function main(): Promise<void> {
     await proxy.close();
   }
 
+  const report = new Report("latency");
   const peers = drivers.slice(1);
-  const ratios: Ratio[] = [];
+  const vs = (i: number, p: number) => medians[i][p + 1] / medians[i][0];
   for (const [i, c] of all.entries()) {
     for (const [p, peer] of peers.entries()) {
-      ratios.push({
-        suite: "latency",
-        label: `${c.label} (${delayMs} ms each way)`,
-        peer: peer.name,
-        value: medians[i][p + 1] / medians[i][0],
-      });
+      report.ratio(`${c.label} (${delayMs} ms each way)`, peer.name, vs(i, p));
     }
   }
-  const table: Table = {
-    title: `Through a ${delayMs} ms-each-way proxy (median ms of ${ITERATIONS} runs)`,
-    head: [
-      "case",
-      ...drivers.map((d) => `${d.name} ms`),
-      ...peers.map((p) => `pgpipe vs ${p.name}`),
-    ],
-    rows: all.map((c, i) => [
+  report.table(
+    `Through a ${delayMs} ms-each-way proxy (median ms of ${ITERATIONS} runs)`,
+    ["case", ...drivers.map((d) => `${d.name} ms`), ...peers.map((p) => `pgpipe vs ${p.name}`)],
+    all.map((c, i) => [
       c.label,
       ...drivers.map((_, d) => fmt(medians[i][d], 1)),
-      ...peers.map((_, p) => formatRatio(medians[i][p + 1] / medians[i][0])),
+      ...peers.map((_, p) => formatRatio(vs(i, p))),
     ]),
-  };
-  const notes = [
-    `One round trip through the proxy costs at least ${2 * delayMs} ms; n queries sent one ` +
-    `round trip at a time cost at least n x ${2 * delayMs} ms.`,
-  ];
-  const measures: Measure[] = [];
+  );
   const one = all.findIndex((c) => c.label === "insert n=1");
   const many = all.findIndex((c) => c.label === `insert n=${FLOOR_ROWS}`);
   // One round trip as this proxy gives it (insert n=1 through it), plus the extra time the
   // server and client take for the other inserts on loopback: what a single round trip allows.
   const floor = medians[one][0] + direct[1] - direct[0];
-  measures.push({
-    suite: "latency",
-    label: `insert n=${FLOOR_ROWS} (${delayMs} ms each way), pgpipe`,
-    against: `one round trip + the work: ${fmt(floor, 1)} ms`,
-    value: medians[many][0],
-    unit: "ms",
-  });
-  notes.push(
+  report.measure(
+    `insert n=${FLOOR_ROWS} (${delayMs} ms each way), pgpipe`,
+    `one round trip + the work: ${fmt(floor, 1)} ms`,
+    medians[many][0],
+    "ms",
+  );
+  report.note(
+    `One round trip through the proxy costs at least ${2 * delayMs} ms; n queries sent one ` +
+      `round trip at a time cost at least n x ${2 * delayMs} ms.`,
     `insert n=${FLOOR_ROWS}'s floor: insert n=1 through the proxy (${
       fmt(medians[one][0], 1)
     } ms: one round trip and the proxy's own timer slack) plus the time ${FLOOR_ROWS} inserts ` +
       `take beyond one on loopback (${fmt(direct[1], 2)} - ${fmt(direct[0], 2)} ms).`,
   );
-  await emitReport({ suite: "latency", tables: [table], ratios, measures, notes });
+  await report.emit();
 }
 
 await main();
