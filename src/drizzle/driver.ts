@@ -98,7 +98,7 @@ class PostgresJsDatabaseOverPgpipe<TSchema extends Record<string, unknown>>
   static override readonly [entityKind]: string = "PostgresJsDatabase";
 }
 
-/** The client as Drizzle's session needs it: its `options` tables, and the query API. */
+/** What the setup touches of a client: its `options` tables (a mock client has only those). */
 interface DrizzleClient {
   options: { parsers: Record<string, unknown>; serializers: Record<string, unknown> };
 }
