@@ -293,7 +293,12 @@ function completion(r: Result<unknown>) {
 
 Deno.test("every result has a count, a command, columns, a statement and a state (postgres.js's types)", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
-  const at = (text: string, count: number, command: string, columns: string[] = []) => ({
+  const at = (
+    text: string,
+    count: number | null,
+    command: string | null,
+    columns: string[] = [],
+  ) => ({
     count,
     command,
     columns,
@@ -304,15 +309,15 @@ Deno.test("every result has a count, a command, columns, a statement and a state
   });
   const select = "select x from generate_series(1, 3) as x";
   assert.deepEqual(completion(await sql.unsafe(select, [])), at(select, 3, "SELECT", ["x"]));
-  // A tag without a count (CREATE TABLE, SET, ...): 0 where postgres.js leaves null.
+  // A tag without a count (CREATE TABLE, SET, ...): count null, as postgres.js leaves it.
   const create = "create temp table compat_done (a int)";
-  assert.deepEqual(completion(await sql.unsafe(create, [])), at(create, 0, "CREATE TABLE"));
+  assert.deepEqual(completion(await sql.unsafe(create, [])), at(create, null, "CREATE TABLE"));
   const set = "set application_name = 'compat'";
-  assert.deepEqual(completion(await sql.unsafe(set)), at(set, 0, "SET")); // simple protocol
+  assert.deepEqual(completion(await sql.unsafe(set)), at(set, null, "SET")); // simple protocol
   const insert = "insert into compat_done values (1), (2)";
   assert.deepEqual(completion(await sql.unsafe(insert, [])), at(insert, 2, "INSERT"));
-  // An empty query: command "" and count 0 where postgres.js leaves both null.
-  assert.deepEqual(completion(await sql``), at("", 0, ""));
+  // An empty query: command and count null, as postgres.js leaves both.
+  assert.deepEqual(completion(await sql``), at("", null, null));
   // Several statements: one complete result each, each with the connection's state.
   const results = await sql.unsafe(
     "select 1 as a; delete from compat_done; show DateStyle",
@@ -320,7 +325,7 @@ Deno.test("every result has a count, a command, columns, a statement and a state
   assert.deepEqual(results.map((r) => [r.count, r.command, r.columns.map((c) => c.name)]), [
     [1, "SELECT", ["a"]],
     [2, "DELETE", []],
-    [0, "SHOW", ["DateStyle"]], // SHOW's tag carries no count
+    [null, "SHOW", ["DateStyle"]], // SHOW's tag carries no count
   ]);
   assert.ok(results.every((r) => r.state.pid > 0 && r.statement.text.startsWith("select 1")));
   // A COPY's result: its count and its text as the statement.
@@ -336,11 +341,11 @@ Deno.test("every result has a count, a command, columns, a statement and a state
   assert.equal((await sql`select 1 as x`.values()).count, 1);
   const status = await sql.begin(async (tx) => (await tx`select 1`).state.status);
   assert.equal(status, "T");
-  // A Result made by hand has the same shape, with nothing in it.
+  // A Result made by hand has the same shape, with nothing in it (no tag: no count, no command).
   const made = new Result();
   assert.deepEqual(
     [made.count, made.command, made.columns, made.statement.text, made.state.pid],
-    [0, "", [], "", 0],
+    [null, null, [], "", 0],
   );
 });
 

@@ -58,10 +58,8 @@ function expected(): Promise<Record<string, Outcome>> {
 
 /**
  * postgres.js's outcomes with the completion details pgpipe gives where postgres.js's values
- * contradict its own types (README, "Migrating from postgres.js"): a completion tag without a
- * count (SET, SHOW, CREATE TABLE, ...) gives `count` 0 where postgres.js leaves null, and a
- * statement without rows sent on the simple protocol gives `columns` [] where postgres.js leaves
- * none. Applies to the results the program records with `plain()`; everything else is as it is.
+ * contradict its own types (README, "Migrating from postgres.js"): a statement without rows sent
+ * on the simple protocol gives `columns` [] where postgres.js leaves none. Applies to the results the program records with `plain()`; everything else is as it is.
  */
 function withTypedCompletion(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withTypedCompletion);
@@ -70,7 +68,6 @@ function withTypedCompletion(value: unknown): unknown {
   const out = Object.fromEntries(entries);
   const keys = Object.keys(out).sort().join();
   if (keys === "columns,command,count,rows" && typeof out.command === "string") {
-    if (out.count === null) out.count = 0;
     if (out.columns === undefined) out.columns = [];
   }
   return out;

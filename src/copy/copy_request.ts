@@ -115,7 +115,7 @@ export abstract class CopyRequest implements PipelineRequest {
   dataRow(): void {}
   commandComplete(command: string, count: number | null): void {
     this.result.command = command;
-    this.result.count = count ?? 0;
+    this.result.count = count ?? 0; // a COPY tag always carries its count
   }
   emptyQuery(): void {}
   portalSuspended(): void {}

@@ -97,6 +97,10 @@ const NO_STATEMENT: ResultStatement = Object.freeze({
   columns: NO_COLUMNS,
 });
 const NO_STATE: ResultState = Object.freeze({ pid: 0, secret: 0, status: "I", tls: null });
+// postgres.js types `count` as a number and `command` as a string, yet leaves them null where the
+// server gave none; programs written for it may test for that null, so pgpipe keeps it too.
+const NO_COUNT = null as unknown as number;
+const NO_COMMAND = null as unknown as string;
 
 /**
  * Rows plus completion details. It is a real Array: index it, iterate it,
@@ -113,12 +117,15 @@ const NO_STATE: ResultState = Object.freeze({ pid: 0, secret: 0, status: "I", tl
 export class Result<T = Row> extends Array<T> {
   /**
    * Rows affected (INSERT, UPDATE, DELETE, MERGE, COPY) or returned (SELECT, FETCH), from the
-   * completion tag; 0 when the tag carries no count (CREATE TABLE, SET, BEGIN, ...) and for an
-   * empty query.
+   * completion tag. As in postgres.js (whose type also says `number`), it is `null` when the tag
+   * carries no count (CREATE TABLE, SET, BEGIN, ...) and for an empty query.
    */
-  count: number = 0;
-  /** The command word of the completion tag: SELECT, INSERT, UPDATE, ...; "" for an empty query. */
-  command: string = "";
+  count: number = NO_COUNT;
+  /**
+   * The command word of the completion tag: SELECT, INSERT, UPDATE, ...; as in postgres.js, `null`
+   * for an empty query.
+   */
+  command: string = NO_COMMAND;
   /** The result columns (empty when the statement returns no rows). */
   columns: ResultColumn[] = NO_COLUMNS;
   /** The statement that ran. */

@@ -36,10 +36,10 @@ export interface ResultTarget {
   push(row: unknown): number;
   /** Row count (set to 0 to discard rows before a retry). */
   length: number;
-  /** The command word of the completion tag (SELECT, INSERT, ...; "" for an empty query). */
-  command: string;
-  /** Rows affected or returned, per the completion tag (0 when it has none). */
-  count: number;
+  /** The command word of the completion tag (SELECT, INSERT, ...; null for an empty query). */
+  command: string | null;
+  /** Rows affected or returned, per the completion tag (null when it has none). */
+  count: number | null;
   /** The result columns. */
   columns: Column[] | null;
   /** The statement that ran. */
@@ -204,8 +204,8 @@ export class QueryRequest implements PipelineRequest {
     if (this.#targets !== null && this.#targets.length > 1) return false;
     this.failure = null;
     this.target.length = 0;
-    this.target.command = "";
-    this.target.count = 0;
+    this.target.command = null;
+    this.target.count = null;
     this.#completed = false;
     return true;
   }
@@ -380,14 +380,14 @@ export class QueryRequest implements PipelineRequest {
     if (command === "BEGIN" && this.spec.shared === true) this.failure ??= unsafeTransaction();
     const target = this.#complete();
     target.command = command;
-    target.count = count ?? 0; // a tag without a count (CREATE TABLE, SET, BEGIN, ...)
+    target.count = count; // null: a tag without a count (CREATE TABLE, SET, BEGIN, ...)
   }
 
-  /** An empty query string: no command, no rows (postgres.js leaves `command` and `count` null). */
+  /** An empty query string: no command, no rows (`command` and `count` stay null, as postgres.js). */
   emptyQuery(): void {
     const target = this.#complete();
-    target.command = "";
-    target.count = 0;
+    target.command = null;
+    target.count = null;
   }
 
   /** The result a completion belongs to (a statement without rows gets its own in simple mode). */
