@@ -5,7 +5,13 @@
  */
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import postgres, { ConnectionError, type Notice, PostgresError, QueryError } from "../mod.ts";
+import postgres, {
+  ConnectionError,
+  type Notice,
+  PostgresError,
+  QueryError,
+  Result,
+} from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { until, untilSleeping } from "./harness/wait.ts";
 
@@ -278,6 +284,100 @@ Deno.test("columns tell their table oid and column number, in results and descri
   const d = await sql`select a from compat_cols`.describe();
   assert.equal(d.columns[0].table, oid);
   assert.equal(d.columns[0].number, 1);
+});
+
+/** A result's completion details, as a program reads them (no rows). */
+function completion(r: Result<unknown>) {
+  return {
+    count: r.count,
+    command: r.command,
+    columns: r.columns.map((c) => c.name),
+    text: r.statement.text,
+    string: r.statement.string,
+    pid: r.state.pid > 0,
+    status: r.state.status,
+  };
+}
+
+Deno.test("every result has a count, a command, columns, a statement and a state (postgres.js's types)", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  const at = (
+    text: string,
+    count: number | null,
+    command: string | null,
+    columns: string[] = [],
+  ) => ({
+    count,
+    command,
+    columns,
+    text,
+    string: text,
+    pid: true,
+    status: "I",
+  });
+  const select = "select x from generate_series(1, 3) as x";
+  assert.deepEqual(completion(await sql.unsafe(select, [])), at(select, 3, "SELECT", ["x"]));
+  // A tag without a count (CREATE TABLE, SET, ...): count null, as postgres.js leaves it.
+  const create = "create temp table compat_done (a int)";
+  assert.deepEqual(completion(await sql.unsafe(create, [])), at(create, null, "CREATE TABLE"));
+  const set = "set application_name = 'compat'";
+  assert.deepEqual(completion(await sql.unsafe(set)), at(set, null, "SET")); // simple protocol
+  const insert = "insert into compat_done values (1), (2)";
+  assert.deepEqual(completion(await sql.unsafe(insert, [])), at(insert, 2, "INSERT"));
+  // An empty query: command and count null, as postgres.js leaves both.
+  assert.deepEqual(completion(await sql``), at("", null, null));
+  // Several statements: one complete result each, each with the connection's state.
+  const results = await sql.unsafe(
+    "select 1 as a; delete from compat_done; show DateStyle",
+  ) as unknown as Result<unknown>[];
+  assert.deepEqual(results.map((r) => [r.count, r.command, r.columns.map((c) => c.name)]), [
+    [1, "SELECT", ["a"]],
+    [2, "DELETE", []],
+    [null, "SHOW", ["DateStyle"]], // SHOW's tag carries no count
+  ]);
+  assert.ok(results.every((r) => r.state.pid > 0 && r.statement.text.startsWith("select 1")));
+  // A COPY's result: its count and its text as the statement.
+  const copy = sql`copy (select 1 union all select 2) to stdout`;
+  for await (const _ of await copy.readable()) { /* drain */ }
+  assert.deepEqual(
+    completion(await copy),
+    at("copy (select 1 union all select 2) to stdout", 2, "COPY"),
+  );
+  // forEach, values(), and a transaction's state.
+  const each = await sql`select 1 as x`.forEach(() => {});
+  assert.deepEqual([each.count, each.command, each.columns.length], [1, "SELECT", 1]);
+  assert.equal((await sql`select 1 as x`.values()).count, 1);
+  const status = await sql.begin(async (tx) => (await tx`select 1`).state.status);
+  assert.equal(status, "T");
+  // A Result made by hand has the same shape, with nothing in it (no tag: no count, no command).
+  const made = new Result();
+  assert.deepEqual(
+    [made.count, made.command, made.columns, made.statement.text, made.state.pid],
+    [null, null, [], "", 0],
+  );
+});
+
+Deno.test("postgres.js's spellings: END, describe().name, statement.string, numeric connection settings", async () => {
+  await using sql = postgres(url, {
+    max: 1,
+    ...quiet,
+    connection: { statement_timeout: 1234, jit: false },
+    // Accepted and ignored, as the README says.
+    keep_alive: 60,
+    backoff: () => 100,
+    onclose: () => {},
+  });
+  assert.equal(sql.END, sql.CLOSE);
+  const described = await sql`select ${1}::int as n`.describe();
+  assert.deepEqual([described.name, described.string, described.types], [
+    "",
+    "select $1::int as n",
+    [23],
+  ]);
+  const [{ statement_timeout, jit }] =
+    await sql`select current_setting('statement_timeout') as statement_timeout,
+    current_setting('jit') as jit`;
+  assert.deepEqual([statement_timeout, jit], ["1234ms", "off"]);
 });
 
 Deno.test("forEach hands the result as the second argument", async () => {
