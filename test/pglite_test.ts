@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { PGlite } from "@electric-sql/pglite";
 import postgres, { ConnectionError, PostgresError, QueryError } from "../mod.ts";
 import { pglite, type PGliteInstance } from "../pglite.ts";
-import { within } from "./harness/util.ts";
+import { until } from "./harness/wait.ts";
 
 const quiet = { onnotice: () => {} };
 
@@ -271,13 +271,7 @@ Deno.test("pglite: LISTEN/NOTIFY on the one session, and again after the connect
   // max_lifetime retires the connection; the new session listens again before anything else.
   await new Promise((r) => setTimeout(r, 700));
   await sql`select 1`;
-  await within(
-    (async () => {
-      while (listened < 2) await new Promise((r) => setTimeout(r, 10));
-    })(),
-    5000,
-    "onlisten after the reconnect",
-  );
+  await until("onlisten after the reconnect", () => listened >= 2, 5000);
   await sql.notify("jobs", "three");
   assert.deepEqual(got, ["one", "two", "three"]);
   await handle.unlisten();

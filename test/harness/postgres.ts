@@ -20,7 +20,7 @@ const OPTION_KEYS = new Set(["application_name", "fetch_types", "prepare", "max_
 function fromUrl(url: string, options: Options): Options {
   const u = new URL(url.replace(/^postgres(ql)?:/, "http:"));
   const extra: Record<string, unknown> = {};
-  const connection: Record<string, string> = { ...options.connection };
+  const connection: Record<string, string | number | boolean> = { ...options.connection };
   for (const [key, value] of u.searchParams) {
     if (key === "prepare" || key === "fetch_types" || key === "force_prepare") {
       extra[key] = value !== "false";
