@@ -2,18 +2,16 @@
 // Suite: PGlite, PostgreSQL inside the process. pgpipe over PGlite (`postgres(pglite(db))`, one
 // execProtocolRawStream call per flush) against PGlite's own `query()` (which runs concurrent
 // queries one by one) on the same instance, case by case: concurrent selects, concurrent inserts,
-// one large typed result, and Drizzle's relational findMany through each (drizzle-orm/postgres-js
+// one large typed result, and Drizzle's relational findMany through each (`@pgpipe/pgpipe/drizzle`
 // over pgpipe, drizzle-orm/pglite over PGlite). Rounds rotate which side goes first; the medians
 // are reported, with how many raw protocol calls each side made for one run of the case. No
 // server: the suite ignores the bench's cluster.
 import { PGlite } from "@electric-sql/pglite";
 import { relations } from "npm:drizzle-orm@0.45.4";
 import { integer, pgTable, serial, text } from "npm:drizzle-orm@0.45.4/pg-core";
-import { drizzle as drizzleOverPostgresJs } from "npm:drizzle-orm@0.45.4/postgres-js";
 import { drizzle as drizzleOverPGlite } from "npm:drizzle-orm@0.45.4/pglite";
-// drizzle-orm/postgres-js loads postgres.js (never connecting it): it must be in the graph.
-import "npm:postgres@3.4.9";
 import postgres from "../../mod.ts";
+import { drizzle as drizzleOverPgpipe } from "../../drizzle.ts";
 import { pglite } from "../../pglite.ts";
 import { isQuick } from "../shared/env.ts";
 import { fmt, Report } from "../shared/report.ts";
@@ -57,8 +55,7 @@ await db.exec(`
 `);
 
 const sql = postgres(pglite(db, { onnotice: () => {} }));
-// deno-lint-ignore no-explicit-any -- Drizzle's types name postgres.js's client (see the README)
-const overPgpipe = drizzleOverPostgresJs(sql as any, { schema });
+const overPgpipe = drizzleOverPgpipe(sql, { schema });
 const overPGlite = drizzleOverPGlite({ client: db, schema });
 const findMany = (orm: typeof overPGlite | typeof overPgpipe) =>
   orm.query.users.findMany({ with: { posts: true }, orderBy: (u, { asc }) => asc(u.id) });
@@ -161,7 +158,7 @@ report.table(
   rows,
 );
 report.note(
-  "Drizzle runs drizzle-orm/postgres-js over pgpipe and drizzle-orm/pglite over PGlite, one " +
+  "Drizzle runs @pgpipe/pgpipe/drizzle over pgpipe and drizzle-orm/pglite over PGlite, one " +
     "relational query (users with their posts as JSON) per findMany.",
   "Raw calls: PGlite's execProtocolRawSync, for one run of the case; pgpipe makes one per flush.",
   "A sample is the mean of several runs for the short cases (10 for the selects, 4 for the " +
