@@ -439,25 +439,29 @@ serverTest(
   },
 );
 
-Deno.test("end() waits for a reserved connection's release; end({ timeout }) does not", async () => {
-  await using admin = postgres(url, { max: 1, ...quiet });
-  const sql = postgres(url, { max: 2, ...quiet });
-  const pids = await twoIdle(sql);
-  const reserved = await sql.reserve();
-  const [{ pid }] = await reserved`select pg_backend_pid() as pid`;
-  const ending = sql.end();
-  // end() closed the idle connection at once, and is still waiting for the reserved one.
-  await untilGone(admin, pids.find((p) => p !== pid)!);
-  assert.equal(await settledYet(ending), false, "end() waits while the connection is reserved");
-  assert.equal((await reserved`select 1 as x`)[0].x, 1);
-  reserved.release();
-  await within(ending, 10_000, "end() after the release");
+serverTest(
+  SEVERAL_SESSIONS,
+  "end() waits for a reserved connection's release; end({ timeout }) does not",
+  async () => {
+    await using admin = postgres(url, { max: 1, ...quiet });
+    const sql = postgres(url, { max: 2, ...quiet });
+    const pids = await twoIdle(sql);
+    const reserved = await sql.reserve();
+    const [{ pid }] = await reserved`select pg_backend_pid() as pid`;
+    const ending = sql.end();
+    // end() closed the idle connection at once, and is still waiting for the reserved one.
+    await untilGone(admin, pids.find((p) => p !== pid)!);
+    assert.equal(await settledYet(ending), false, "end() waits while the connection is reserved");
+    assert.equal((await reserved`select 1 as x`)[0].x, 1);
+    reserved.release();
+    await within(ending, 10_000, "end() after the release");
 
-  const other = postgres(url, { max: 1, ...quiet });
-  const held = await other.reserve();
-  await within(other.end({ timeout: 0.05 }), 10_000, "end({ timeout })");
-  await assert.rejects(
-    held`select 1`,
-    (e) => e instanceof ConnectionError && e.code === "CONNECTION_CLOSED",
-  );
-});
+    const other = postgres(url, { max: 1, ...quiet });
+    const held = await other.reserve();
+    await within(other.end({ timeout: 0.05 }), 10_000, "end({ timeout })");
+    await assert.rejects(
+      held`select 1`,
+      (e) => e instanceof ConnectionError && e.code === "CONNECTION_CLOSED",
+    );
+  },
+);
