@@ -430,7 +430,7 @@ Deno.test("client certificates: libpq's default ~/.postgresql/postgresql.crt and
       await Deno.writeTextFile(join(home, ".postgresql", "root.crl"), "");
       assert.throws(() => resolveOptions("postgres://h/d?sslmode=require"), /root.crl exists/);
       assert.equal(
-        resolveOptions("postgres://h/d?sslmode=require&sslrootcert=system").ca,
+        resolveOptions("postgres://h/d?sslmode=verify-full&sslrootcert=system").ca,
         undefined,
       );
     },
@@ -590,11 +590,11 @@ Deno.test("libpq's keyword=value connection string: quoting, escapes, every keyw
   );
   const o = resolveOptions(
     "host=db.example.com port = 6432 dbname='my db' user=ada password='it\\'s a secret' " +
-      "sslmode=verify-ca sslrootcert=system application_name=a\\ b",
+      "sslmode=verify-full sslrootcert=system application_name=a\\ b",
   );
   assert.deepEqual(
     [o.host, o.port, o.database, o.user, o.pass, o.sslmode, o.params.application_name],
-    ["db.example.com", 6432, "my db", "ada", "it's a secret", "verify-ca", "a b"],
+    ["db.example.com", 6432, "my db", "ada", "it's a secret", "verify-full", "a b"],
   );
   assert.deepEqual(resolveOptions("host=a,b port=1,2").hosts.map((h) => `${h.host}:${h.port}`), [
     "a:1",
