@@ -11,6 +11,23 @@ import { withEnv } from "./harness/util.ts";
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
 
+Deno.test("URL: a password (or a query value) that is not valid percent-encoding is not quoted in the error", () => {
+  for (
+    const [url, where] of [
+      ["postgres://u:s3cr%zzet@h/d", "the password"],
+      ["postgres://u@h/d?sslpassword=s3cr%zzet", "the value of sslpassword"],
+    ]
+  ) {
+    assert.throws(() => resolveOptions(url), (e: Error) => {
+      assert.ok(e instanceof TypeError);
+      assert.match(e.message, new RegExp(`invalid percent-encoding in connection URL: ${where}`));
+      assert.ok(!e.message.includes("s3cr"), e.message);
+      return true;
+    });
+  }
+  assert.throws(() => resolveOptions("postgres://u@h/d%zz"), /connection URL: d%zz/);
+});
+
 Deno.test("URL: credentials and names are percent-decoded; unknown keys become startup parameters", () => {
   const p = parseUrl(
     "postgres://us%40er:p%3Ass%2Fw@db.example:6543/my%20db?sslmode=require&search_path=app",
