@@ -379,6 +379,17 @@ Deno.test("client certificates: a wrong passphrase, a missing one, a mismatched 
       { sslcert: "/nonexistent/c.crt", sslkey: rsa.key },
       /cannot read sslcert \/nonexistent\/c.crt/,
     ],
+    // A key as openssl pkcs12 exports it (attribute lines before the PEM) is text, not a file
+    // name: an error must not quote it as one.
+    [
+      { sslcert: rsa.cert, sslkey: `Bag Attributes\n    localKeyID: 01\n${other.key}` },
+      /sslkey is not the private key of sslcert's certificate/,
+    ],
+    // Key text in a form pgpipe does not read (no PEM header) is not quoted either.
+    [
+      { sslcert: rsa.cert, sslkey: rsa.key.split("\n").slice(1, -2).join("\n") },
+      /sslkey is neither PEM text nor the name of a readable file/,
+    ],
   ];
   for (const [options, pattern] of cases) {
     assert.throws(
