@@ -612,6 +612,14 @@ Deno.test("libpq's keyword=value connection string: quoting, escapes, every keyw
     "b:2",
   ]);
   assert.throws(() => resolveOptions("host=h dbname"), /missing "=" after "dbname"/);
+  // An unquoted password with a space: its second word is not quoted back as a keyword.
+  for (const text of ["host=h password=pass xq7z", "host=h password=pass xq=7z"]) {
+    assert.throws(() => resolveOptions(text), (e: Error) => {
+      assert.match(e.message, /the word after password's value \(quote a value that holds spaces/);
+      assert.ok(!e.message.includes("xq"), e.message);
+      return true;
+    });
+  }
   assert.throws(
     () => resolveOptions("host=h password='open"),
     (e: Error) =>
