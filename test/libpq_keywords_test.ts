@@ -127,6 +127,20 @@ Deno.test("keywords harmless without the feature are accepted (libpq's defaults 
   }
 });
 
+Deno.test("keepalives: keepalives_idle is the delay of probes that are on, and nothing with keepalives=0", () => {
+  assert.deepEqual(resolveOptions("postgres://h/d").keepalive, { enabled: true });
+  assert.deepEqual(resolveOptions("postgres://h/d?keepalives_idle=30").keepalive, {
+    enabled: true,
+    idleMs: 30_000,
+  });
+  // No delay for probes that are off: it would only move the connection to node:net (and its
+  // TLS to node:tls, see connect.ts's nativeCannot) for nothing.
+  assert.deepEqual(
+    resolveOptions("postgres://h/d?keepalives=0&keepalives_idle=30").keepalive,
+    { enabled: false },
+  );
+});
+
 Deno.test("client_encoding: UTF8 in any of libpq's spellings, or auto", () => {
   for (const name of ["UTF8", "utf8", "UTF-8", "unicode", "auto"]) {
     assert.equal(
