@@ -7,6 +7,7 @@ import { HOST_KEYWORDS, type Keyword, KEYWORDS } from "../src/config/keywords.ts
 import { matchPgpass } from "../src/config/pgpass.ts";
 import { databaseUrl, hasClusters, tlsCluster } from "./harness/env.ts";
 import { withEnv } from "./harness/util.ts";
+import { delay, until } from "./harness/wait.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -332,15 +333,14 @@ Deno.test("idle_timeout closes idle connections; they reopen on demand", async (
   });
   await sql`select 1`;
   assert.equal(await backends(admin, "pgpipe_idle"), 1);
-  await new Promise((r) => setTimeout(r, 600));
-  assert.equal(await backends(admin, "pgpipe_idle"), 0);
+  await until("the idle connection closed", async () => await backends(admin, "pgpipe_idle") === 0);
   assert.equal((await sql`select 2 as two`)[0].two, 2);
 });
 
 Deno.test("max_lifetime replaces an old connection once it is idle", async () => {
   await using sql = postgres(url, { max: 1, max_lifetime: 0.2, ...quiet });
   const [{ pid: first }] = await sql`select pg_backend_pid() as pid`;
-  await new Promise((r) => setTimeout(r, 300));
+  await delay(300); // past max_lifetime, idle
   const [{ pid: second }] = await sql`select pg_backend_pid() as pid`;
   assert.notEqual(second, first);
 });
@@ -355,12 +355,10 @@ Deno.test("max_lifetime closes an idle connection when it expires, without anoth
   });
   await sql`select 1`;
   assert.equal(await backends(admin, "pgpipe_lifetime"), 1);
-  let open = 1;
-  for (let i = 0; i < 200 && open > 0; i++) {
-    await new Promise((r) => setTimeout(r, 20));
-    open = await backends(admin, "pgpipe_lifetime");
-  }
-  assert.equal(open, 0, "the expired idle connection was closed");
+  await until(
+    "the expired idle connection closed",
+    async () => await backends(admin, "pgpipe_lifetime") === 0,
+  );
   assert.equal((await sql`select 2 as two`)[0].two, 2);
 });
 
