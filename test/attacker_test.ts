@@ -21,6 +21,7 @@ import {
 } from "./harness/fake_server.ts";
 import { fakeTlsServer } from "./harness/fake_tls_server.ts";
 import { plainCluster } from "./harness/env.ts";
+import { run } from "./harness/cluster.ts";
 
 const PASSWORD = "never-leaves:\u00e9-7f3a";
 const decoder = new TextDecoder();
@@ -227,6 +228,45 @@ Deno.test("attacker: SCRAM under require_auth=scram-sha-256 sends a proof, never
   } finally {
     await server.close();
   }
+});
+
+Deno.test({
+  name:
+    "attacker with an Ed25519 certificate (no tls-server-end-point hash) offering -PLUS: the default channel_binding=prefer sends nothing",
+  ignore: noOpenssl,
+  fn: async () => {
+    // Such a relay cannot be bound to; SCRAM without binding (`n`) would reach the real server,
+    // which accepts it, and the relay would hold an authenticated session.
+    const dir = (await certDir()).dir;
+    await run("openssl", [
+      "req",
+      "-x509",
+      "-newkey",
+      "ed25519",
+      "-nodes",
+      "-keyout",
+      "ed.key",
+      "-subj",
+      "/CN=localhost",
+      "-days",
+      "1",
+      "-out",
+      "ed.crt",
+    ], { cwd: dir });
+    const pair = {
+      cert: await Deno.readTextFile(`${dir}/ed.crt`),
+      key: await Deno.readTextFile(`${dir}/ed.key`),
+    };
+    const offer = auth(10, cstr("SCRAM-SHA-256-PLUS"), cstr("SCRAM-SHA-256"), cstr(""));
+    const server = await fakeTlsServer(attacker(offer), pair);
+    try {
+      const outcome = await victim(server.port, { ssl: "require" });
+      const received = await server.results[0] as { closed: boolean; bytes: Uint8Array };
+      assertNothingLeft(outcome, received, /defines no tls-server-end-point hash/);
+    } finally {
+      await server.close();
+    }
+  },
 });
 
 Deno.test("attacker: channel_binding=require with sslmode=disable is refused at postgres()", () => {

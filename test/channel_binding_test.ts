@@ -97,7 +97,7 @@ Deno.test({
 });
 
 /** An AuthIO that records what the client sends. */
-function stubIO(o: { encrypted: boolean; certificate: Uint8Array | null }) {
+function stubIO(o: { encrypted: boolean; certificate: Uint8Array | null; verified?: boolean }) {
   const sent: Uint8Array[] = [];
   let writer = new Writer(1024);
   const io: AuthIO = {
@@ -108,7 +108,7 @@ function stubIO(o: { encrypted: boolean; certificate: Uint8Array | null }) {
       return Promise.resolve();
     },
     ride: () => {},
-    serverVerified: false,
+    serverVerified: o.verified ?? false,
     encrypted: o.encrypted,
     serverCertificate: o.certificate,
   };
@@ -142,6 +142,7 @@ Deno.test({
         "-pkeyopt",
         "ec_paramgen_curve:prime256v1",
       ], "sha256");
+      const ed = await certificate(dir, "ed", ["-newkey", "ed25519"]);
       const both = ["SCRAM-SHA-256-PLUS", "SCRAM-SHA-256"];
       const cases: [string, string[], boolean, Uint8Array | null, AuthPolicy, string, string][] = [
         [
@@ -180,6 +181,17 @@ Deno.test({
           "SCRAM-SHA-256",
           "n,,",
         ],
+        // A certificate shown but not hashable: the client could bind (this stack shows
+        // certificates), so a server that hides -PLUS hears `y`, which a real server refuses.
+        [
+          "TLS, Ed25519 certificate, no -PLUS",
+          ["SCRAM-SHA-256"],
+          true,
+          ed,
+          {},
+          "SCRAM-SHA-256",
+          "y,,",
+        ],
         ["no TLS", ["SCRAM-SHA-256"], false, null, {}, "SCRAM-SHA-256", "n,,"],
         [
           "channel_binding=disable",
@@ -207,10 +219,56 @@ Deno.test({
         await auth.request(10, buf, start, end);
         assert.deepEqual(initial(sent[0]), { mechanism, gs2 }, what);
       }
+      // -PLUS offered and a certificate that cannot be bound to: `n` is safe only where TLS
+      // verified the server; on an unverified connection whoever holds that certificate could
+      // relay the exchange to the real server, which accepts `n`. So nothing is sent.
+      const verified = stubIO({ encrypted: true, certificate: ed, verified: true });
+      await new Authenticator(verified.io, "u", "pw").request(10, ...saslArgs(both));
+      assert.deepEqual(initial(verified.sent[0]), { mechanism: "SCRAM-SHA-256", gs2: "n,," });
+      const unverified = stubIO({ encrypted: true, certificate: ed });
+      let called = 0;
+      const auth = new Authenticator(unverified.io, "u", () => {
+        called++;
+        return "pw";
+      });
+      await assert.rejects(auth.request(10, ...saslArgs(both)), (e: unknown) => {
+        assert.ok(e instanceof ConnectionError);
+        assert.equal(e.code, "AUTH_REFUSED");
+        assert.match(e.message, /defines no tls-server-end-point hash and TLS did not verify/);
+        return true;
+      });
+      assert.deepEqual([unverified.sent.length, called], [0, 0]);
     } finally {
       await dir.remove();
     }
   },
+});
+
+/** `saslRequest`'s parts, as `Authenticator.request` takes them after the code. */
+function saslArgs(mechanisms: string[]): [Uint8Array, number, number] {
+  const { buf, start, end } = saslRequest(...mechanisms);
+  return [buf, start, end];
+}
+
+Deno.test("AuthenticationSASL with no mechanism, or none pgpipe has: AUTH_UNSUPPORTED, nothing sent", async () => {
+  for (
+    const [offered, pattern] of [
+      [[], /offers no mechanism/],
+      [["SCRAM-SHA-1", "X-UNKNOWN"], /offers SASL mechanisms SCRAM-SHA-1, X-UNKNOWN/],
+    ] as const
+  ) {
+    const { io, sent } = stubIO({ encrypted: false, certificate: null });
+    await assert.rejects(
+      new Authenticator(io, "u", "pw").request(10, ...saslArgs([...offered])),
+      (e: unknown) => {
+        assert.ok(e instanceof ConnectionError);
+        assert.equal(e.code, "AUTH_UNSUPPORTED");
+        assert.match(e.message, pattern);
+        return true;
+      },
+    );
+    assert.equal(sent.length, 0);
+  }
 });
 
 Deno.test({

@@ -127,6 +127,20 @@ Deno.test("keywords harmless without the feature are accepted (libpq's defaults 
   }
 });
 
+Deno.test("keepalives: keepalives_idle is the delay of probes that are on, and nothing with keepalives=0", () => {
+  assert.deepEqual(resolveOptions("postgres://h/d").keepalive, { enabled: true });
+  assert.deepEqual(resolveOptions("postgres://h/d?keepalives_idle=30").keepalive, {
+    enabled: true,
+    idleMs: 30_000,
+  });
+  // No delay for probes that are off: it would only move the connection to node:net (and its
+  // TLS to node:tls, see connect.ts's nativeCannot) for nothing.
+  assert.deepEqual(
+    resolveOptions("postgres://h/d?keepalives=0&keepalives_idle=30").keepalive,
+    { enabled: false },
+  );
+});
+
 Deno.test("client_encoding: UTF8 in any of libpq's spellings, or auto", () => {
   for (const name of ["UTF8", "utf8", "UTF-8", "unicode", "auto"]) {
     assert.equal(
@@ -400,6 +414,17 @@ Deno.test({
         { sslcert: "/nonexistent/c.crt", sslkey: rsa.key },
         /cannot read sslcert \/nonexistent\/c.crt/,
       ],
+      // A key as openssl pkcs12 exports it (attribute lines before the PEM) is text, not a file
+      // name: an error must not quote it as one.
+      [
+        { sslcert: rsa.cert, sslkey: `Bag Attributes\n    localKeyID: 01\n${other.key}` },
+        /sslkey is not the private key of sslcert's certificate/,
+      ],
+      // Key text in a form pgpipe does not read (no PEM header) is not quoted either.
+      [
+        { sslcert: rsa.cert, sslkey: rsa.key.split("\n").slice(1, -2).join("\n") },
+        /sslkey is neither PEM text nor the name of a readable file/,
+      ],
     ];
     for (const [options, pattern] of cases) {
       assert.throws(
@@ -457,7 +482,7 @@ Deno.test({
         await Deno.writeTextFile(join(home, ".postgresql", "root.crl"), "");
         assert.throws(() => resolveOptions("postgres://h/d?sslmode=require"), /root.crl exists/);
         assert.equal(
-          resolveOptions("postgres://h/d?sslmode=require&sslrootcert=system").ca,
+          resolveOptions("postgres://h/d?sslmode=verify-full&sslrootcert=system").ca,
           undefined,
         );
       },
@@ -625,17 +650,25 @@ Deno.test("libpq's keyword=value connection string: quoting, escapes, every keyw
   );
   const o = resolveOptions(
     "host=db.example.com port = 6432 dbname='my db' user=ada password='it\\'s a secret' " +
-      "sslmode=verify-ca sslrootcert=system application_name=a\\ b",
+      "sslmode=verify-full sslrootcert=system application_name=a\\ b",
   );
   assert.deepEqual(
     [o.host, o.port, o.database, o.user, o.pass, o.sslmode, o.params.application_name],
-    ["db.example.com", 6432, "my db", "ada", "it's a secret", "verify-ca", "a b"],
+    ["db.example.com", 6432, "my db", "ada", "it's a secret", "verify-full", "a b"],
   );
   assert.deepEqual(resolveOptions("host=a,b port=1,2").hosts.map((h) => `${h.host}:${h.port}`), [
     "a:1",
     "b:2",
   ]);
   assert.throws(() => resolveOptions("host=h dbname"), /missing "=" after "dbname"/);
+  // An unquoted password with a space: its second word is not quoted back as a keyword.
+  for (const text of ["host=h password=pass xq7z", "host=h password=pass xq=7z"]) {
+    assert.throws(() => resolveOptions(text), (e: Error) => {
+      assert.match(e.message, /the word after password's value \(quote a value that holds spaces/);
+      assert.ok(!e.message.includes("xq"), e.message);
+      return true;
+    });
+  }
   assert.throws(
     () => resolveOptions("host=h password='open"),
     (e: Error) =>

@@ -13,6 +13,23 @@ import { NETWORK, SERVER_PROCESS, serverTest, SEVERAL_SESSIONS } from "./harness
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
 
+Deno.test("URL: a password (or a query value) that is not valid percent-encoding is not quoted in the error", () => {
+  for (
+    const [url, where] of [
+      ["postgres://u:s3cr%zzet@h/d", "the password"],
+      ["postgres://u@h/d?sslpassword=s3cr%zzet", "the value of sslpassword"],
+    ]
+  ) {
+    assert.throws(() => resolveOptions(url), (e: Error) => {
+      assert.ok(e instanceof TypeError);
+      assert.match(e.message, new RegExp(`invalid percent-encoding in connection URL: ${where}`));
+      assert.ok(!e.message.includes("s3cr"), e.message);
+      return true;
+    });
+  }
+  assert.throws(() => resolveOptions("postgres://u@h/d%zz"), /connection URL: d%zz/);
+});
+
 Deno.test("URL: credentials and names are percent-decoded; unknown keys become startup parameters", () => {
   const p = parseUrl(
     "postgres://us%40er:p%3Ass%2Fw@db.example:6543/my%20db?sslmode=require&search_path=app",
@@ -50,6 +67,7 @@ const VALID: Record<string, string> = {
   sslkey: "/nonexistent/client.key",
   sslcertmode: "disable", // so neither file above is read
   sslrootcert: "system",
+  sslmode: "verify-full", // the only one sslrootcert=system allows
   ssl_max_protocol_version: "TLSv1.3",
   gsslib: "gssapi",
   scram_client_key: btoa("k".repeat(32)),
@@ -171,6 +189,48 @@ Deno.test("PGSSLROOTCERT is read only for a connection that may encrypt, and `sy
     const r = resolveOptions("postgres://u@h/d?sslmode=verify-full");
     assert.equal(r.sslmode, "verify-full");
   });
+});
+
+Deno.test("sslrootcert=system: sslmode defaults to verify-full and a weaker one is refused, as in libpq", async () => {
+  await withEnv({ PGSSLMODE: undefined, PGSSLROOTCERT: undefined }, () => {
+    assert.equal(resolveOptions("postgres://u@h/d?sslrootcert=system").sslmode, "verify-full");
+    assert.equal(resolveOptions("postgres://u@h/d").sslmode, "prefer", "prefer without it");
+    for (const mode of ["disable", "allow", "prefer", "require", "verify-ca"]) {
+      assert.throws(
+        () => resolveOptions(`postgres://u@h/d?sslmode=${mode}&sslrootcert=system`),
+        (e) =>
+          e instanceof TypeError &&
+          e.message.includes(`sslmode=${mode} may not be used with sslrootcert=system`),
+      );
+    }
+    assert.throws(() => resolveOptions("sslrootcert=system", { ssl: true }), /sslmode=require/);
+  });
+  await withEnv({ PGSSLMODE: undefined, PGSSLROOTCERT: "system" }, () => {
+    assert.equal(resolveOptions("postgres://u@h/d").sslmode, "verify-full");
+    assert.throws(() => resolveOptions("postgres://u@h/d?sslmode=require"), /sslrootcert=system/);
+  });
+  const c = tlsCluster();
+  if (c === undefined) return;
+  // The ssl object's CAs replace sslrootcert: its rule does not apply then.
+  const own = resolveOptions("postgres://u@h/d?sslrootcert=system", {
+    ssl: { ca: c.caCert!, rejectUnauthorized: false },
+  });
+  assert.equal(own.sslmode, "require");
+  // Against the TLS cluster, whose certificate comes from a private CA: the system's roots do
+  // not trust it, so the connection fails where it used to go on unverified (sslmode=prefer).
+  const u = c.users.trust;
+  const sql = postgres(
+    `postgres://${u.user}@${c.host}:${c.port}/${c.database}?sslrootcert=system`,
+    { ...quiet, connect_timeout: 5 },
+  );
+  try {
+    await assert.rejects(sql`select 1`, (e: Error & { code?: string }) => {
+      assert.equal(e.code, "SSL_FAILED", e.message);
+      return true;
+    });
+  } finally {
+    await sql.end();
+  }
 });
 
 Deno.test(".pgpass: wildcards, escapes, first match wins, sockets match localhost", () => {
