@@ -296,3 +296,16 @@ Deno.test("the unnamed statement, described at every run, follows parser changes
   const simple = await sql.unsafe(text); // the simple protocol describes each statement too
   assert.deepEqual({ ...simple[0] }, { some_number: "n5", is_true: true });
 });
+
+Deno.test("an entry made with Object.defineProperty counts, enumerable or not, as postgres.js reads it", async () => {
+  const program = async (sql: any) => {
+    // New keys, so not enumerable: postgres.js reads them all the same.
+    Object.defineProperty(sql.options.parsers, 1700, { value: (text: string) => `num:${text}` });
+    Object.defineProperty(sql.options.serializers, 20, { value: (n: bigint) => `${n * 2n}` });
+    return { ...(await sql`select 1.5::numeric as n, ${21n}::int8::text as b`)[0] };
+  };
+  await using sql = postgres(url, { ...quiet, max: 1 });
+  const mine = await program(sql);
+  assert.deepEqual(mine, { n: "num:1.5", b: "42" });
+  assert.deepEqual(mine, await withPostgresJs({}, program));
+});
