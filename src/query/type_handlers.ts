@@ -183,7 +183,10 @@ export class TypeHandlers {
     this.#parserTarget[oid] = fn;
   }
 
-  /** Replaces a table's contents (`sql.options.parsers = {...}`); an invalid entry changes nothing. */
+  /**
+   * Replaces a table's contents (`sql.options.parsers = {...}`); an invalid entry changes
+   * nothing.
+   */
   replace(table: "parsers" | "serializers", entries: unknown): void {
     if (typeof entries !== "object" || entries === null) {
       throw new TypeError(`sql.options.${table} must be an object of handlers by type OID`);
