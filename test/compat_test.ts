@@ -16,10 +16,10 @@ import postgres, {
 } from "../mod.ts";
 import postgresJs from "npm:postgres@3.4.9";
 import { databaseUrl } from "./harness/env.ts";
+import { until, untilSleeping } from "./harness/wait.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
-const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 Deno.test("debug: true gives errors the caller's line and enumerable query details", async () => {
   await using sql = postgres(url, { max: 1, debug: true, ...quiet });
@@ -82,8 +82,10 @@ Deno.test("cancel() rejects with 57014 whether the query was sent or not", async
   const unsent = sql`select 1`;
   unsent.cancel();
   await assert.rejects(unsent, (e) => e instanceof PostgresError && e.code === "57014");
+  const [{ pid }] = await sql`select pg_backend_pid() as pid`;
   const running = sql`select pg_sleep(5)`.execute();
-  await delay(50);
+  await using admin = postgres(url, { max: 1, ...quiet });
+  await untilSleeping(admin, pid);
   running.cancel();
   await assert.rejects(running, (e) => e instanceof PostgresError && e.code === "57014");
   assert.equal((await sql`select 1 as x`)[0].x, 1);
@@ -91,10 +93,11 @@ Deno.test("cancel() rejects with 57014 whether the query was sent or not", async
 
 Deno.test("end({ timeout: 0 }) rejects queries in flight with CONNECTION_DESTROYED", async () => {
   const sql = postgres(url, { max: 1, ...quiet });
-  await sql`select 1`;
+  await using admin = postgres(url, { max: 1, ...quiet });
+  const [{ pid }] = await sql`select pg_backend_pid() as pid`;
   const slow = sql`select pg_sleep(5)`.execute();
   const waiting = sql`select 1`.execute();
-  await delay(20);
+  await untilSleeping(admin, pid);
   await sql.end({ timeout: 0 });
   for (const q of [slow, waiting]) {
     await assert.rejects(
@@ -115,7 +118,12 @@ Deno.test("a transaction whose connection closes while idle rejects with CONNECT
   const err = await sql.begin(async (tx) => {
     const [{ pid }] = await tx`select pg_backend_pid() as pid`;
     await admin`select pg_terminate_backend(${pid})`;
-    await delay(100); // no query of ours is in flight when the connection goes
+    // No query of ours is in flight when the connection goes.
+    await until("the backend gone", async () => {
+      const [{ n }] =
+        await admin`select count(*)::int as n from pg_stat_activity where pid = ${pid}`;
+      return n === 0;
+    });
   }).catch((e) => e);
   assert.ok(err instanceof ConnectionError, String(err));
   assert.equal(err.code, "CONNECTION_CLOSED");
@@ -483,18 +491,14 @@ Deno.test("tx.prepare(name) inside begin makes a two-phase transaction", async (
 Deno.test("listen: state reports the new connection after a reconnect", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
   const got: string[] = [];
-  const handle = await sql.listen("compat_state", (x) => got.push(x));
+  let listens = 0;
+  const handle = await sql.listen("compat_state", (x) => got.push(x), () => listens++);
   const before = handle.state.pid;
   await sql`select pg_terminate_backend(${before})`;
-  let after = before;
-  for (let i = 0; i < 100 && after === before; i++) {
-    await delay(20);
-    after = handle.state.pid;
-  }
-  assert.notEqual(after, before);
-  await delay(50);
+  await until("listening again", () => listens === 2);
+  assert.notEqual(handle.state.pid, before);
   await sql.notify("compat_state", "after");
-  for (let i = 0; i < 100 && got.length === 0; i++) await delay(10);
+  await until("the notification", () => got.length > 0);
   assert.deepEqual(got, ["after"]);
 });
 

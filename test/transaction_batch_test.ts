@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import postgres, { ConnectionError, PostgresError } from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { tapProxy } from "./harness/tap_proxy.ts";
-import { untilSleeping } from "./harness/util.ts";
+import { untilSleeping } from "./harness/wait.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
