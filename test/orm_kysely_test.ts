@@ -1209,3 +1209,17 @@ Deno.test("PgpipeDialect: db.connection() holds another connection when its firs
     await db.destroy();
   }
 });
+
+Deno.test("PgpipeDialect: a `postgres` that is not a client (or a function returning one) is a TypeError saying so", async () => {
+  for (const given of [undefined, "postgres://x", () => ({ not: "a client" })]) {
+    const db = new Kysely<Database>({
+      dialect: new PgpipeDialect({ postgres: given as unknown as ReturnType<typeof postgres> }),
+    });
+    await assert.rejects(
+      sql`select 1`.execute(db),
+      (e) => e instanceof TypeError && /must be a pgpipe client/.test(e.message),
+      String(given),
+    );
+    await db.destroy();
+  }
+});

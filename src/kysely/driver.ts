@@ -235,9 +235,14 @@ export class PgpipeDriver implements Driver {
 
   async init(): Promise<void> {
     const source = this.#config.postgres;
-    this.#sql = typeof source === "function" && !("reserve" in source)
-      ? await (source as () => Sql | Promise<Sql>)()
-      : source as Sql;
+    const sql = isClient(source) ? source : typeof source === "function" ? await source() : source;
+    if (!isClient(sql)) {
+      throw new TypeError(
+        "PgpipeDialect: `postgres` must be a pgpipe client (postgres(...)) or a function " +
+          `returning one; got ${sql === null ? "null" : typeof sql}`,
+      );
+    }
+    this.#sql = sql;
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -316,6 +321,11 @@ export class PgpipeDriver implements Driver {
     this.#sql = null;
     await sql?.end();
   }
+}
+
+/** Whether `value` is a client (the `sql` function with `reserve`), not a factory of one. */
+function isClient(value: unknown): value is Sql {
+  return typeof value === "function" && "reserve" in value && "options" in value;
 }
 
 /** The savepoint command with the name as an escaped identifier (the pg driver's text). */
