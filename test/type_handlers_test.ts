@@ -393,3 +393,31 @@ Deno.test("a handler that throws rejects its own query only: neighbours, the con
   const [after] = await sql`select pg_backend_pid() as pid, 4::int4 as n`;
   assert.deepEqual({ ...after }, { pid, n: 4 }, "the same connection, still reading");
 });
+
+serverTest(
+  SEVERAL_SESSIONS,
+  "a parser whose array flag throws when fetch_types recompiles the tables: the new connection reads on",
+  async () => {
+    await using sql = postgres(url, { ...quiet, max: 1 });
+    await sql`drop type if exists th_mood cascade`;
+    await sql`create type th_mood as enum ('ok')`;
+    let reads = 0;
+    const parser = Object.defineProperty((text: string) => text, "array", {
+      get() {
+        if (reads++ > 0) throw new Error("the array flag refused");
+        return false;
+      },
+    });
+    sql.options.parsers[25] = parser; // compiled now: the flag's first read
+    // The next connection's fetch_types finds th_mood and recompiles inside the read loop.
+    const [{ pid }] = await sql`select pg_backend_pid() as pid`;
+    await sql`select pg_terminate_backend(${pid})`.catch(() => {});
+    const [{ moods }] = await sql`select array['ok']::th_mood[]::text as moods`;
+    assert.equal(moods, "{ok}");
+    const [{ again }] = await sql`select pg_backend_pid() as again`;
+    assert.notEqual(again, pid);
+    assert.equal((await sql`select pg_backend_pid() as p`)[0].p, again, "the connection lived on");
+    assert.ok(reads > 1, "the recompile read the flag");
+    await sql`drop type th_mood cascade`;
+  },
+);

@@ -33,7 +33,15 @@ function register(rows: unknown[][], handlers: TypeHandlers): void {
  */
 export function arrayTypesRequest(handlers: TypeHandlers): QueryRequest {
   return driverRowsRequest(QUERY, [], {
-    resolve: (rows) => register(rows, handlers),
+    resolve: (rows) => {
+      // Registering recompiles the tables, which reads the user's parsers (their `array` flag):
+      // this runs in the read loop, so what a parser throws is reported, not let through.
+      try {
+        register(rows, handlers);
+      } catch (e) {
+        console.error("pgpipe: fetch_types could not register array types:", e);
+      }
+    },
     reject: () => {},
   });
 }
