@@ -23,10 +23,16 @@ export const WONT_ENCRYPT = 0x4e; // "N"
 /** What a TLS check verifies: nothing, the chain only (verify-ca), or the chain and the host name. */
 type Verification = "none" | "chain" | "full";
 
-/** The check an sslmode asks for; `require` with a CA is `verify-ca`, as in libpq. */
+/**
+ * The check an sslmode asks for. As in libpq, a root certificate loaded (`sslrootcert`, or
+ * `~/.postgresql/root.crt` found, or the `ssl` object's `ca`) means the chain is verified under
+ * every mode that encrypts: `require`, `prefer` and `allow` then check what `verify-ca` checks
+ * (libpq turns on OpenSSL's peer verification whenever it loaded a root file). A `prefer` whose
+ * check fails goes on plain, as libpq's does after any failed handshake.
+ */
 export function verification(mode: SslMode, ca: string[] | undefined): Verification {
   if (mode === "verify-full") return "full";
-  if (mode === "verify-ca" || (mode === "require" && ca !== undefined)) return "chain";
+  if (mode === "verify-ca" || (mode !== "disable" && ca !== undefined)) return "chain";
   return "none";
 }
 
