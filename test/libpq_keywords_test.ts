@@ -457,7 +457,7 @@ Deno.test({
     "client certificates: libpq's default ~/.postgresql/postgresql.crt and .key, found as libpq finds them",
   ignore: noOpenssl,
   fn: async () => {
-    const { certs, ca, ec } = await certMaterial();
+    const { certs, ec } = await certMaterial();
     const home = join(certs.dir, "home");
     await Deno.mkdir(join(home, ".postgresql"), { recursive: true });
     await withEnv(
