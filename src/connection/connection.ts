@@ -29,9 +29,9 @@ import { type PasswordSource, startup, type StartupIO } from "./startup.ts";
 import type { AuthPolicy } from "./authentication.ts";
 import { StatementCache } from "./statement.ts";
 import { mayBeCancelRequest, sendCancel, StrayCancels } from "./cancel.ts";
-import { openTransport } from "./transport/connect.ts";
+import { onlyBindingOffered, openTransport } from "./transport/connect.ts";
 import { type Endpoint, type TlsPath, type Transport, whereOf } from "./transport/transport.ts";
-import { startWithin, withSslFallback } from "./open.ts";
+import { startWithin, withFallbacks } from "./open.ts";
 import { Backlog, RequestFifo } from "./request_fifo.ts";
 import { cancelledInBatch, copyError, skippedInBatch, strayCancel } from "./derived_errors.ts";
 import { OUT_OF_BAND, type ServerHooks, ServerReports } from "./out_of_band.ts";
@@ -208,7 +208,7 @@ export class Connection implements EncodeContext {
 
   /** Connects, negotiates TLS and authenticates; rejects with a typed error. */
   static open(options: ConnectionOptions): Promise<Connection> {
-    return withSslFallback(options.endpoint, (tryTls) => Connection.#attempt(options, tryTls));
+    return withFallbacks(options.endpoint, (tryTls) => Connection.#attempt(options, tryTls));
   }
 
   static #attempt(options: ConnectionOptions, tryTls: boolean): Promise<Connection> {
@@ -313,6 +313,7 @@ export class Connection implements EncodeContext {
       serverVerified: this.#transport.verified,
       encrypted: this.#transport.tls !== null,
       serverCertificate: this.#transport.serverCertificate,
+      onlyBindingOffered: () => onlyBindingOffered(this.#options.endpoint, this.#transport),
       next: async () => {
         while (!framer.next()) {
           const n = await transport().read(framer.space());
