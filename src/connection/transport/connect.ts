@@ -32,6 +32,7 @@ import {
   whereOf,
 } from "./transport.ts";
 import { userFailure, userTransport } from "./user_socket.ts";
+import { openEmbedded } from "./embedded.ts";
 
 /**
  * Connects and negotiates TLS as `endpoint.sslmode` says. `allow` is handled
@@ -48,6 +49,9 @@ export async function openTransport(
   signal?: AbortSignal,
 ): Promise<Transport> {
   const where = whereOf(endpoint);
+  if (endpoint.embedded !== undefined) {
+    return new DenoConnTransport(await openEmbedded(endpoint.embedded, where), PLAIN);
+  }
   const mode = endpoint.sslmode;
   const unix = isUnix(endpoint);
   const n = new Negotiation(signal);
