@@ -105,7 +105,7 @@ async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
 }
 
 /** A raw replay: startup and set-up once, then round trips and pipelines of one request. */
-interface Replay {
+export interface Replay {
   /**
    * Pipelines `total` copies of one request keeping `window` in flight, the way a pipelining
    * driver does at best: on each read, as many new copies as answers arrived, in one write.
