@@ -6,44 +6,28 @@
 /** Which of a suite's labels a goal applies to. */
 type Applies = RegExp | ((label: string) => boolean);
 
-/** What a ratio and a limit have in common. */
+/** What a target and a limit have in common: the suite, the labels, how the goal reads. */
 interface Goal {
   suite: string;
   applies: (label: string) => boolean;
   /** A goal for a suite's TLS twin (its labels end in " (TLS)"); others apply to plaintext only. */
-  tls?: true;
-  /** How the goal reads in the report. */
+  tls: boolean;
   text: string;
+  /** A target's peer (a limit has none). */
+  peer?: string;
 }
 
-/** A goal: pgpipe at least `min` times faster than `peer` on a case. */
-export interface Target extends Goal {
-  peer: string;
-  min: number;
-}
+/** pgpipe at least `min` times faster than `peer` on a case. */
+export type Target = Goal & { peer: string; min: number };
+/** pgpipe's measured amount at most `max` (e.g. µs of overhead per query over a raw socket). */
+export type Limit = Goal & { max: number; unit: string };
 
-/**
- * A goal on an absolute amount rather than a ratio: pgpipe's measured `value` at most `max`
- * (e.g. microseconds of overhead per query over a raw socket).
- */
-export interface Limit extends Goal {
-  max: number;
-  unit: string;
-}
-
-/** A goal's suite and labels; `.says(text)` completes it (the suite name ends in -tls for a TLS goal). */
+/** A goal on `suite` (ending in -tls for the TLS twin's); `.says(text)` completes it. */
 function goal<T>(suite: string, applies: Applies, rest: T) {
-  const tls = suite.endsWith("-tls");
   const test = applies instanceof RegExp ? (l: string) => applies.test(l) : applies;
-  return {
-    says: (text: string): Goal & T => ({
-      suite: suite.replace(/-tls$/, ""),
-      applies: test,
-      ...(tls ? { tls: true as const } : {}),
-      text,
-      ...rest,
-    }),
-  };
+  const tls = suite.endsWith("-tls");
+  suite = suite.replace(/-tls$/, "");
+  return { says: (text: string): Goal & T => ({ suite, applies: test, tls, text, ...rest }) };
 }
 const ratio = (suite: string, applies: Applies, peer: string, min: number) =>
   goal(suite, applies, { peer, min });
@@ -61,15 +45,9 @@ export const TARGETS: readonly Target[] = [
     .says("concurrent selects (select n>=10, one connection) >= 1.5x postgres.js"),
   ratio("throughput", /^pipelined q\/s, 1 connection$/, "postgres.js", 2)
     .says("pipelined throughput (queries/s on one connection) >= 2x postgres.js"),
-  ratio(
-    "throughput",
-    /^pipelined q\/s in a transaction, share of libpq's pipeline$/,
-    "pgbench",
-    0.75,
-  )
+  ratio("throughput", /^pipelined q\/s in a transaction, share of libpq/, "pgbench", 0.75)
     .says(
-      "pipelined queries in a transaction on one connection >= 75% of libpq's pipeline " +
-        "(pgbench, one Sync per 1,000)",
+      "pipelined queries in a transaction on one connection >= 75% of libpq's pipeline (pgbench, one Sync per 1,000)",
     ),
   ratio("throughput", /^serial latency \(mean\)$/, "postgres.js", 1.3)
     .says("serial latency (one query after another) >= 1.3x postgres.js"),
@@ -86,8 +64,7 @@ export const TARGETS: readonly Target[] = [
     .says("pipelined throughput over TLS >= 0.9 of the same over plain TCP"),
   ratio("http", /^req\/s,/, "postgres.js", 1.5)
     .says(
-      "HTTP handler (100 rows per request as JSON) >= 1.5x postgres.js, with 1 and with 4 " +
-        "connections",
+      "HTTP handler (100 rows per request as JSON) >= 1.5x postgres.js, with 1 and with 4 connections",
     ),
   ratio("http", /^req\/s, 1 connection$/, "Bun.sql", 1)
     .says("the same HTTP handler with 1 connection at least as fast as Bun.sql on Bun"),
@@ -97,8 +74,7 @@ export const TARGETS: readonly Target[] = [
     .says("bulk load (binary COPY) >= 5x postgres.js's best way (multi-row inserts or COPY text)"),
   ratio("bulk", /^load .*binary COPY vs psql's binary \\copy/, "psql", 0.9)
     .says(
-      "bulk load of either bench table (binary COPY) >= 0.9 of psql's binary \\copy of the " +
-        "same rows (the server's pace)",
+      "bulk load of either bench table (binary COPY) >= 0.9 of psql's binary \\copy of the same rows (the server's pace)",
     ),
   ratio("bulk", /^load .*binary COPY vs COPY text/, "postgres.js", 2)
     .says("bulk load of either bench table (binary COPY) >= 2x postgres.js's COPY text"),
@@ -111,8 +87,7 @@ export const TARGETS: readonly Target[] = [
 export const LIMITS: readonly Limit[] = [
   limit("cold", /SCRAM over TLS: client created to first answer, loopback$/, 80, "ms")
     .says(
-      "cold start with TLS + SCRAM on loopback <= 80 ms from creating the client to the " +
-        "first answer, Deno's first TLS handshake included",
+      "cold start with TLS + SCRAM on loopback <= 80 ms from creating the client to the first answer, Deno's first TLS handshake included",
     ),
   limit("cold", /SCRAM over plaintext: client created to first answer, loopback$/, 15, "ms")
     .says("cold start with SCRAM over plain TCP on loopback <= 15 ms"),
@@ -133,39 +108,27 @@ export const LIMITS: readonly Limit[] = [
     .says("where pgpipe runs on node:tls, its own cost over a raw node:tls round trip <= 5 µs"),
   limit("bulk", /^peak RSS, copy(From|To)/, 150, "MiB")
     .says(
-      "peak RSS < 150 MiB (Deno's baseline included) loading or reading 500,000 rows of " +
-        "either bulk table",
+      "peak RSS < 150 MiB (Deno's baseline included) loading or reading 500,000 rows of either bulk table",
     ),
   limit("latency", /^insert n=200 \(5 ms each way\), pgpipe$/, 12, "ms")
     .says(
-      "200 concurrent inserts in a transaction through the 5 ms-each-way proxy <= 12 ms " +
-        "(one round trip and the server's work)",
+      "200 concurrent inserts in a transaction through the 5 ms-each-way proxy <= 12 ms (one round trip and the server's work)",
     ),
   limit("throughput", /^serial select 1: pgpipe overhead over the raw ping-pong/, 10, "µs")
     .says(
-      "serial `select 1`: pgpipe's overhead over a raw socket ping-pong of the same bytes " +
-        "<= 10 µs per query",
+      "serial `select 1`: pgpipe's overhead over a raw socket ping-pong of the same bytes <= 10 µs per query",
     ),
 ];
 
-/** A figure of a suite's TLS twin: plaintext goals do not apply to it (the issue sets its own). */
-const isTlsLabel = (label: string) => label.endsWith(" (TLS)");
-
-/** The limit for a measured amount, if one is set. */
-export function limitFor(suite: string, label: string): Limit | undefined {
-  const tls = isTlsLabel(label);
-  return LIMITS.find((t) => t.suite === suite && (t.tls === true) === tls && t.applies(label));
-}
-
-/** The target for a measured ratio, if one is set. */
-export function targetFor(suite: string, label: string, peer: string): Target | undefined {
-  const tls = isTlsLabel(label);
-  return TARGETS.find((t) =>
-    t.suite === suite && t.peer === peer && (t.tls === true) === tls && t.applies(label)
+/** The goal for a figure of `suite` labelled `label` (a TLS twin's ends in " (TLS)"), if one is set. */
+const find = <G extends Goal>(goals: readonly G[], suite: string, label: string, peer?: string) =>
+  goals.find((g) =>
+    g.suite === suite && g.tls === label.endsWith(" (TLS)") && g.applies(label) && g.peer === peer
   );
-}
+/** The limit for a measured amount, and the target for a measured ratio, if one is set. */
+export const limitFor = (suite: string, label: string) => find(LIMITS, suite, label);
+export const targetFor = (suite: string, label: string, peer: string) =>
+  find(TARGETS, suite, label, peer);
 
 /** Every goal as the report lists it. */
-export function targetTexts(): string[] {
-  return [...TARGETS, ...LIMITS].map((t) => t.text);
-}
+export const targetTexts = () => [...TARGETS, ...LIMITS].map((t) => t.text);
