@@ -7,50 +7,34 @@
 // bench/run.ts asks in a child process so its own process never writes a deno.lock.
 import postgres from "../../mod.ts";
 import { benchCa, isTls, via } from "../shared/env.ts";
-import {
-  DENO_POSTGRES,
-  DENO_POSTGRES_COPY_ENV,
-  denoPostgresCopy,
-  PGLUE,
-  POSTGRES_JS,
-} from "./specifiers.ts";
+import { DENO_POSTGRES, DENO_POSTGRES_COPY_ENV, denoPostgresCopy } from "./specifiers.ts";
+import { PGLUE, POSTGRES_JS } from "./specifiers.ts";
 
-export { DENO_POSTGRES, PGLUE, POSTGRES_JS };
-
-/** Statements run inside a transaction (which the adapter always rolls back). */
-export interface Tx {
-  /** Creates the temp table `bench_insert (a text, b boolean, c integer)`. */
-  createInsertTable(): Promise<void>;
-  /** Inserts one row with three parameters. */
-  insertRow(a: string, b: boolean, c: number): Promise<void>;
-  /** `select count(*) from bench_insert`, as seen inside the transaction. */
-  countInserted(): Promise<number>;
-  /** `select $1::int`; resolves to the value the server sent back. */
+/**
+ * An open client of one driver, its statements written once (`adapter`), resolving to the rows
+ * received or the value the server sent back: `selectTyped` reads rows of everyday column types
+ * (int4, timestamptz, float8, bool, date) and checks the last; the insert statements use the temp
+ * table `bench_insert (a text, b boolean, c integer)`.
+ */
+export interface Adapter {
   selectInt(x: number): Promise<number>;
-}
-
-/** An open client of one driver (its Tx statements run outside a transaction too). */
-export interface Adapter extends Tx {
-  /** `select * from pg_type`; resolves to the number of rows received. */
-  selectPgType(): Promise<number>;
-  /**
-   * `rows` rows of everyday column types (int4, timestamptz, float8, bool, date); resolves to
-   * the rows received after checking the last one decoded to the right types and values.
-   */
-  selectTyped(rows: number): Promise<number>;
-  /** `select 1` (no parameter, the smallest query); resolves to the value the server sent back. */
+  /** `select 1`: no parameter, the smallest query. */
   selectOne(): Promise<number>;
+  selectPgType(): Promise<number>;
+  selectTyped(rows: number): Promise<number>;
+  createInsertTable(): Promise<void>;
+  insertRow(a: string, b: boolean, c: number): Promise<void>;
+  countInserted(): Promise<number>;
   /** Runs fn in a transaction on one session, then rolls it back (also when fn throws). */
   rolledBack(fn: (tx: Tx) => Promise<void>): Promise<void>;
-  /** Closes every connection of this client. */
   close(): Promise<void>;
 }
+/** The statements inside a rolled-back transaction. */
+export type Tx = Omit<Adapter, "rolledBack" | "close">;
 
-/** How to connect: the bench always wants a known number of connections. */
+/** How many connections (default 1), and an application_name to count this client's backends by. */
 export interface ConnectOptions {
-  /** Connections behind the client (default 1). */
   connections?: number;
-  /** application_name, so a suite can count this client's backends in pg_stat_activity. */
   applicationName?: string;
 }
 
@@ -73,19 +57,13 @@ export interface Driver {
 }
 
 /** A peer that could not be loaded, and why. */
-export interface Skipped {
-  name: string;
-  source: string;
-  reason: string;
-}
+export type Skipped = { name: string; source: string; reason: string };
 
-/** Where a workload's timed part starts and ends: deno bench's `b`, or a stopwatch. */
+/** Where a workload's timed part starts and ends: deno bench's `b`, or a stopwatch (`ms`). */
 export interface Timer {
   start(): void;
   end(): void;
 }
-
-/** A Timer that keeps the ms between start() and end(). */
 export function stopwatch(): Timer & { ms: number } {
   let t0 = 0;
   const w = {
@@ -102,9 +80,7 @@ export async function selectMany(a: Adapter, name: string, n: number, types: num
   const counts = await Promise.all(Array.from({ length: n }, () => a.selectPgType()));
   t.end();
   const wrong = counts.find((c) => c !== types);
-  if (wrong !== undefined) {
-    throw new Error(`${name}: select * from pg_type gave ${wrong} rows, not ${types}`);
-  }
+  check(wrong === undefined, `${name}: select * from pg_type gave ${wrong} rows, not ${types}`);
 }
 
 /** `n` inserts at once in a transaction (begin, create, count and rollback not timed). */
@@ -112,22 +88,20 @@ export async function insertMany(a: Adapter, name: string, n: number, t: Timer) 
   await a.rolledBack(async (tx) => {
     await tx.createInsertTable();
     t.start();
-    await Promise.all(
-      Array.from({ length: n }, (_, k) => tx.insertRow(`row ${k}`, k % 2 === 0, k)),
-    );
+    const row = (k: number) => tx.insertRow(`row ${k}`, k % 2 === 0, k);
+    await Promise.all(Array.from({ length: n }, (_, k) => row(k)));
     t.end();
     const count = await tx.countInserted();
-    if (count !== n) throw new Error(`${name}: ${n} inserts left ${count} rows`);
+    check(count === n, `${name}: ${n} inserts left ${count} rows`);
   });
 }
 
 /** Runs a tagged template; resolves to the rows, as objects or as arrays of values. */
 type Run = (strings: TemplateStringsArray, ...values: unknown[]) => PromiseLike<readonly unknown[]>;
 
-/** What a driver gives the adapter. */
+/** What a driver gives the adapter: a tag, a rolled-back transaction on one connection, an end. */
 interface Session {
   run: Run;
-  /** Runs fn in a transaction on one connection and rolls it back. */
   inTx(fn: (run: Run) => Promise<void>): Promise<void>;
   close(): Promise<void>;
 }
@@ -164,12 +138,10 @@ async function adapter(name: string, s: Session, float8AsText: boolean): Promise
     insertRow: async (a, b, c) => void await run(Q.insert, a, b, c),
     countInserted: async () => first(await run(Q.count)),
     selectInt: async (x) => first(await run(Q.int, x)),
-  });
-  return {
-    ...tx(s.run),
-    selectPgType: async () => (await s.run(Q.pgType)).length,
+    selectOne: async () => first(await run(Q.one)),
+    selectPgType: async () => (await run(Q.pgType)).length,
     async selectTyped(rows) {
-      const result = await s.run(Q.typed, rows);
+      const result = await run(Q.typed, rows);
       const [i, ts, f, b, d] = values(result[result.length - 1]);
       // deno-postgres leaves float8 as its text (a string), by design: its number is compared.
       const ok = i === rows && ts instanceof Date &&
@@ -179,10 +151,8 @@ async function adapter(name: string, s: Session, float8AsText: boolean): Promise
       check(ok, `${name} typed row ${rows}: ${JSON.stringify([i, ts, f, b, d])}`);
       return result.length;
     },
-    selectOne: async () => first(await s.run(Q.one)),
-    rolledBack: (fn) => s.inTx((run) => fn(tx(run))),
-    close: () => s.close(),
-  };
+  });
+  return { ...tx(s.run), rolledBack: (fn) => s.inTx((run) => fn(tx(run))), close: s.close };
 }
 
 // ------------------------------------------- pgpipe and postgres.js (the same API)
@@ -199,56 +169,41 @@ type PgJsFactory = (url: string, options: Record<string, unknown>) => PgJsSql;
 /** Thrown from postgres.js's sql.begin callback to make it roll back. */
 class Rollback extends Error {}
 
-/**
- * The `ssl` option the bench gives: none over plain TCP (the URL says sslmode=disable), and in a
- * TLS variant `require`, encrypting without verifying, as a new user's `sslmode=require` does.
- */
-const benchSsl = (): unknown => isTls() ? "require" : false;
-
 /** In a TLS variant: pgpipe given the server's CA, so it verifies and runs on Deno's native TLS. */
 export const PGPIPE_NATIVE = "pgpipe (CA: native TLS)";
 
-function postgresJsApi(
-  name: string,
-  source: string,
-  specifier: string,
-  factory: PgJsFactory,
-  ssl: () => unknown = benchSsl,
-): Driver {
+/**
+ * A driver of the postgres.js API. Its `ssl` over plain TCP is none (the URL says
+ * sslmode=disable); in a TLS variant `require`, encrypting without verifying, as a new user's
+ * `sslmode=require` does, or for PGPIPE_NATIVE the server's CA.
+ */
+function postgresJsApi(name: string, source: string, specifier: string, make: PgJsFactory): Driver {
+  const native = name === PGPIPE_NATIVE;
+  const ssl = () => native ? { mode: "require", ca: benchCa() } : isTls() ? "require" : false;
   return {
     name,
     source,
     specifier,
     pipelines: true,
     async connect(url, options = {}) {
-      const native = name === PGPIPE_NATIVE;
       if (native) await settleNative(url, ssl());
-      const sql = factory(url, {
-        max: options.connections ?? 1,
-        ssl: ssl(),
-        onnotice: () => {},
-        connection: options.applicationName && { application_name: options.applicationName },
-      });
+      const { connections: max = 1, applicationName: app } = options;
+      const connection = app && { application_name: app };
+      const sql = make(url, { max, ssl: ssl(), onnotice: () => {}, connection });
       if (native) {
         const path = ((await sql`select 1`) as { state?: { tls?: unknown } }).state?.tls;
         check(path === "native", `${name} connected on ${String(path)}, not native TLS`);
       }
-      return adapter(name, {
-        run: sql,
-        async inTx(fn) {
-          // sql.begin pins the transaction to one connection; throwing from the callback is how
-          // it is told to roll back.
-          try {
-            await sql.begin(async (t) => {
-              await fn(t);
-              throw new Rollback();
-            });
-          } catch (e) {
-            if (!(e instanceof Rollback)) throw e;
-          }
-        },
-        close: () => sql.end({ timeout: 5 }),
-      }, false);
+      // sql.begin pins the transaction to one connection; throwing from the callback rolls it back.
+      const inTx = async (fn: (run: Run) => Promise<void>) => {
+        await sql.begin(async (t) => {
+          await fn(t);
+          throw new Rollback();
+        }).catch((e) => {
+          if (!(e instanceof Rollback)) throw e;
+        });
+      };
+      return adapter(name, { run: sql, inTx, close: () => sql.end({ timeout: 5 }) }, false);
     },
   };
 }
@@ -256,10 +211,7 @@ function postgresJsApi(
 const MOD = new URL("../../mod.ts", import.meta.url).href;
 const pgpipeApi = postgres as unknown as PgJsFactory;
 const pgpipe = postgresJsApi("pgpipe", "mod.ts (this repository)", MOD, pgpipeApi);
-const pgpipeNative = postgresJsApi(PGPIPE_NATIVE, "mod.ts, given the CA", MOD, pgpipeApi, () => ({
-  mode: "require",
-  ca: benchCa(),
-}));
+const pgpipeNative = postgresJsApi(PGPIPE_NATIVE, "mod.ts, given the CA", MOD, pgpipeApi);
 
 /** The URLs whose first connection settleNative made. */
 const settled = new Set<string>();
@@ -289,22 +241,19 @@ interface OneConnection<C> {
 }
 
 /** A Driver over one-connection clients: a transaction runs on the first connection. */
-function oneConnection<C>(
-  meta: Omit<Driver, "connect">,
-  c: OneConnection<C>,
-  float8AsText = false,
-) {
+function oneConnection<C>(meta: Omit<Driver, "connect">, c: OneConnection<C>, f8 = false) {
   return {
     ...meta,
     async connect(url: string, options: ConnectOptions = {}) {
-      const named = options.applicationName
-        ? via(url, 0, { application_name: options.applicationName })
-        : url;
+      const name = options.applicationName;
+      const named = name ? via(url, 0, { application_name: name }) : url;
       const all: C[] = [];
+      const close = async () =>
+        void await Promise.allSettled(all.map(async (x) => await c.close(x)));
       try {
         for (let i = 0; i < (options.connections ?? 1); i++) all.push(await c.open(named));
       } catch (e) {
-        await Promise.allSettled(all.map(async (x) => await c.close(x)));
+        await close();
         throw e;
       }
       let turn = 0;
@@ -318,8 +267,8 @@ function oneConnection<C>(
             await rollback();
           }
         },
-        close: async () => void await Promise.allSettled(all.map(async (x) => await c.close(x))),
-      }, float8AsText);
+        close,
+      }, f8);
     },
   };
 }
@@ -377,7 +326,7 @@ function pglue(connect: (url: string) => Promise<PgWire>): Driver {
 // ---------------------------------------------------------------- loading
 
 /** Every driver the bench knows, in report order (pgpipe first: it is the baseline). */
-export const DRIVER_NAMES = ["pgpipe", "postgres.js", "deno-postgres", "pglue"] as const;
+const DRIVER_NAMES = ["pgpipe", "postgres.js", "deno-postgres", "pglue"];
 
 /** How the report names a specifier: the local copy by its variable, never by its path. */
 const named = (specifier: string) =>
@@ -440,9 +389,7 @@ export function skipLine(s: Skipped): string {
  * Loads the named drivers (default: all). A peer that fails to load is returned in `skipped`;
  * pgpipe is imported statically and always loads.
  */
-export async function loadDrivers(
-  names: readonly string[] = DRIVER_NAMES,
-): Promise<{ drivers: Driver[]; skipped: Skipped[] }> {
+export async function loadDrivers(names: readonly string[] = DRIVER_NAMES) {
   const drivers: Driver[] = [];
   const skipped: Skipped[] = [];
   for (const name of DRIVER_NAMES.filter((n) => names.includes(n))) {
@@ -465,16 +412,17 @@ export async function loadDrivers(
 }
 
 /**
- * The drivers a suite should run: those bench/run.ts found loadable (PGPIPE_BENCH_DRIVERS), or,
- * when a suite runs on its own, every driver that loads (printing the skip lines itself).
- * A driver that run.ts found loadable but that fails here is an error, not a silent skip.
+ * The drivers a suite should run (of those named `only`, if given): those bench/run.ts found
+ * loadable (PGPIPE_BENCH_DRIVERS), or, when a suite runs on its own, every driver that loads
+ * (printing the skip lines itself). A driver that run.ts found loadable but that fails here is
+ * an error, not a silent skip.
  */
-export async function suiteDrivers(): Promise<Driver[]> {
+export async function suiteDrivers(only?: string[]): Promise<Driver[]> {
   const listed = Deno.env.get("PGPIPE_BENCH_DRIVERS");
   const { drivers, skipped } = await loadDrivers(listed?.split(","));
   if (listed && skipped.length) throw new Error(skipped.map(skipLine).join("\n"));
   for (const s of skipped) console.error(skipLine(s));
-  return drivers;
+  return only ? drivers.filter((d) => only.includes(d.name)) : drivers;
 }
 
 /**
@@ -486,8 +434,8 @@ export async function ask<T = unknown>(
   url: string,
   text: string,
   params: unknown[] = [],
-  use: (value: any) => T = (value) => value,
-): Promise<T> {
+  use: (value: any) => T = (v) => v,
+) {
   const sql = postgres(url, { max: 1, ssl: false, onnotice: () => {} });
   try {
     const [row] = await sql.unsafe(text, params as never[]);
@@ -499,8 +447,7 @@ export async function ask<T = unknown>(
 
 if (import.meta.main) {
   const { drivers, skipped } = await loadDrivers();
-  console.log(JSON.stringify({
-    drivers: drivers.map((d) => ({ name: d.name, source: d.source })),
-    skipped,
-  }));
+  console.log(
+    JSON.stringify({ drivers: drivers.map(({ name, source }) => ({ name, source })), skipped }),
+  );
 }
