@@ -159,7 +159,11 @@ const ofPlain = <T>(use: (a: Queries) => Promise<T>) => async () => {
 const ofRaws =
   <T>(kinds: RawKind[], name: typeof ping, use: (r: Replay) => Promise<T>) => async () =>
     (await openRaws(url, session, kinds, benchCa())).map((r) => (
-      { name: name(r.kind), run: () => use(r.replay), close: async () => r.replay.close() }
+      {
+        name: name(r.kind),
+        run: () => use(r.replay),
+        close: () => Promise.resolve(r.replay.close()),
+      }
     ));
 
 /** Each client's results of `rounds` rounds with the order rotated, by name. */
@@ -548,7 +552,7 @@ async function runtimeFloors(): Promise<void> {
       const samples = await serial(() => r.roundTrip(steady), BUN_SERIAL);
       return [mean(samples), percentile(samples, 50)];
     }),
-    async () => [{ name: bunName, run: inBun, close: async () => {} }],
+    () => Promise.resolve([{ name: bunName, run: inBun, close: () => Promise.resolve() }]),
   );
   let got: Map<string, number[][]>;
   try {
