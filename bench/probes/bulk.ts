@@ -23,7 +23,7 @@ const [total, runs] = [Number(rowsText), Number(runsText)];
 /** The table read methods read (filled by bench/suites/bulk.ts before they run). */
 const SOURCE_TABLE = `bulk_source_${spec.name}`;
 
-/** Row `i` as the generator makes it: arrays for `events`, objects for `mixed` (as issue 20's user wrote them). */
+/** Row `i` as made: arrays for `events`, objects for `mixed` (as issue 20's user wrote them). */
 const row = (i: number) => spec.name === "events" ? spec.array(i) : spec.object(i);
 
 /** The rows, made one at a time as the consumer asks (the same for every method). */
@@ -66,7 +66,7 @@ async function* textChunks(n: number) {
   if (chunk) yield chunk;
 }
 
-/** Bytes V8 holds per heap space: the young generation (new space, its large objects), old, the rest. */
+/** Bytes V8 holds: the young generation (new space, its large objects), the old, the rest. */
 function heapSpaces(): { young: number; old: number; otherHeap: number } {
   const sizes = { young: 0, old: 0, otherHeap: 0 };
   for (const s of v8.getHeapSpaceStatistics()) {
@@ -92,7 +92,7 @@ async function client(driver: "pgpipe" | "postgres.js"): Promise<AnySql> {
   return sql;
 }
 
-/** A load method fills `table` with `total` rows; a read method resolves with the rows read and the last. */
+/** A load fills `table` with `total` rows; a read resolves with the rows read and the last. */
 type Load = (sql: AnySql, table: string) => Promise<void>;
 type Read = (sql: AnySql) => Promise<{ rows: number; last?: Record<string, unknown> }>;
 
@@ -159,7 +159,7 @@ const times: number[] = [];
 /** What each run cost: this process's threads, and the server backend's. */
 const cpus: { client: ThreadCpu | null; server: CpuTimes | null }[] = [];
 
-/** Runs `work` once, timed, with what it cost this process's threads and (given sql) the backend. */
+/** Runs `work` once, timed, with what it cost this process's threads and (given sql) its backend. */
 async function measured(sql: AnySql | null, work: () => Promise<void>): Promise<void> {
   timed = null;
   timedCpu = undefined;
