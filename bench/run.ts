@@ -232,18 +232,19 @@ async function main(): Promise<number> {
       const command = ["deno task bench", ...given].join(" ");
       const { skipped, drivers } = probe;
       const ownServer = cluster !== undefined;
-      const md = resultsMarkdown({
+      const quick = args.quick;
+      const run = {
         command,
-        quick: args.quick,
+        quick,
         machine,
         sections,
         failures,
         skipped,
         drivers,
         ownServer,
-        startedAt,
-        seconds,
-      });
+        summary,
+      };
+      const md = resultsMarkdown({ ...run, startedAt, seconds });
       await Deno.writeTextFile(out, md);
       // The file lives in the repository, whose check runs `deno fmt --check`: leave it formatted.
       const fmt = await spawn(Deno.execPath(), ["fmt", "--quiet", out], { timeoutMs: 60_000 });

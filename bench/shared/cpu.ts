@@ -102,20 +102,14 @@ function parentOf(pid: number | string) {
   return { comm, parent: Number(fields[1]) };
 }
 
-/**
- * The postmaster of a backend whose pid the server reported (`pg_backend_pid()`), when that
- * server runs on this machine: both processes visible here and named postgres.
- */
+/** The postmaster of a backend (`pg_backend_pid()`), if both run here, named postgres. */
 export function localPostmaster(backendPid: number): number | undefined {
   const backend = parentOf(backendPid);
   if (backend?.comm !== "postgres") return undefined;
   return parentOf(backend.parent)?.comm === "postgres" ? backend.parent : undefined;
 }
 
-/**
- * CPU ms used so far by every process the postmaster started: the backends, and the server's
- * own workers, whose share while a benchmark runs is noise-sized.
- */
+/** CPU ms used so far by every process the postmaster started (its own workers: noise-sized). */
 export function serverCpuMs(postmaster: number): number {
   const children = readdirSync("/proc").filter((e) =>
     /^\d+$/.test(e) && parentOf(e)?.parent === postmaster

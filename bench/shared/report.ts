@@ -13,7 +13,7 @@ export type Table = { title: string; head: string[]; rows: string[][] };
  */
 export type Ratio = { suite: string; label: string; peer: string; value: number; cannot?: string };
 
-/** A measured amount of pgpipe's that has an absolute goal (LIMITS in targets.ts), `against` its baseline. */
+/** An amount of pgpipe's, measured `against` a baseline, with an absolute goal (LIMITS). */
 export type Measure = {
   suite: string;
   label: string;
@@ -92,10 +92,7 @@ export function renderSuite(report: SuiteReport): string {
   return "\n" + parts.join("\n\n");
 }
 
-/**
- * The items in their order, except that a TLS variant's figure moves up to sit right after
- * its plaintext twin (same case and peer), so the two read side by side.
- */
+/** The items in order, but each TLS figure right after its plaintext twin (same case and peer). */
 export function besideTwins<T extends { suite: string; label: string }>(
   items: readonly T[],
   peer: (item: T) => string,

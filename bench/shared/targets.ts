@@ -120,7 +120,7 @@ export const LIMITS: readonly Limit[] = [
     ),
 ];
 
-/** The goal for a figure of `suite` labelled `label` (a TLS twin's ends in " (TLS)"), if one is set. */
+/** The goal for a figure of `suite` labelled `label` (a TLS twin's ends in " (TLS)"), if any. */
 const find = <G extends Goal>(goals: readonly G[], suite: string, label: string, peer?: string) =>
   goals.find((g) =>
     g.suite === suite && g.tls === label.endsWith(" (TLS)") && g.applies(label) && g.peer === peer

@@ -17,8 +17,8 @@ import { startCluster } from "../../test/harness/cluster.ts";
 import { clientTool } from "../../test/harness/server_bin.ts";
 import { findBun } from "../peers/bun.ts";
 import { ask, suiteDrivers } from "../peers/drivers.ts";
-import { hostPort, isQuick, numberFlag, plainBenchUrl, via } from "../shared/env.ts";
-import { seenRow, seeStart } from "../shared/login_flights.ts";
+import { hostPort, isQuick, plainBenchUrl, proxyDelay, via } from "../shared/env.ts";
+import { seenStart } from "../shared/login_flights.ts";
 import { probe, run, spawn } from "../shared/probe.ts";
 import { startDelayProxyWorker } from "../shared/proxy.ts";
 import { fmt, Report } from "../shared/report.ts";
@@ -26,7 +26,7 @@ import { Samples } from "../shared/stats.ts";
 
 const url = plainBenchUrl();
 const [runs, startRuns] = isQuick() ? [5, 3] : [20, 10];
-const delay = numberFlag("delay", "PGPIPE_BENCH_DELAY", 5);
+const delay = proxyDelay();
 /** The drivers the probe knows, and where each is imported from. */
 const drivers = await suiteDrivers(["pgpipe", "postgres.js", "deno-postgres"]);
 const names = drivers.map((d) => d.name);
@@ -36,7 +36,10 @@ const bun = await findBun((line) => console.log(`cold: ${line}`));
 const psqlPath = clientTool(null, "psql");
 const psql = await run(psqlPath, ["--version"]).then(() => psqlPath, () => null);
 
-/** A start's times (ms): from process start (Deno's own start-up excluded) and from creating the client to the answer, and the whole process. */
+/**
+ * A start's ms to the answer: from process start (Deno's start-up excluded), from creating the
+ * client, and the whole process.
+ */
 type Sample = { importToAnswer: number; createdToAnswer: number; wall: number };
 
 /**
@@ -92,7 +95,7 @@ report.table(
 
 /** A start: which client, the scenario a table names, the URL's parameters. */
 type Start = { client: string; scenario: string; params: Record<string, string> };
-/** Per start: medians of created→answer on loopback and through the proxy, and the round trips. */
+/** Per start: medians of created→answer on loopback and through the proxy; the round trips. */
 type Starts = Map<Start, { loopback: number; link: number; trips: number }>;
 type Server = { hostname: string; port: number };
 
@@ -145,8 +148,8 @@ const wire: string[][] = [];
 /** Each TLS start of `list` once through a flight recorder on loopback, into `wire`. */
 async function onTheWire(base: string, list: Start[], server: Server, major: number) {
   for (const s of list.filter((s) => s.params.sslmode !== "disable")) {
-    const seen = await seeStart(server, (port) => once(s.client, via(base, port, s.params)));
-    wire.push([label(s), String(major), ...seenRow(seen)]);
+    const seen = await seenStart(server, (port) => once(s.client, via(base, port, s.params)));
+    wire.push([label(s), String(major), ...seen]);
   }
 }
 
