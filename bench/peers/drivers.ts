@@ -33,10 +33,7 @@ export interface Adapter {
 export type Tx = Omit<Adapter, "rolledBack" | "close">;
 
 /** How many connections (default 1), and an application_name to count this client's backends by. */
-export interface ConnectOptions {
-  connections?: number;
-  applicationName?: string;
-}
+export type ConnectOptions = { connections?: number; applicationName?: string };
 
 /** A driver the suites can run. */
 export interface Driver {
@@ -60,10 +57,7 @@ export interface Driver {
 export type Skipped = { name: string; source: string; reason: string };
 
 /** Where a workload's timed part starts and ends: deno bench's `b`, or a stopwatch (`ms`). */
-export interface Timer {
-  start(): void;
-  end(): void;
-}
+export type Timer = { start(): void; end(): void };
 export function stopwatch(): Timer & { ms: number } {
   let t0 = 0;
   const w = {
@@ -100,11 +94,11 @@ export async function insertMany(a: Adapter, name: string, n: number, t: Timer) 
 type Run = (strings: TemplateStringsArray, ...values: unknown[]) => PromiseLike<readonly unknown[]>;
 
 /** What a driver gives the adapter: a tag, a rolled-back transaction on one connection, an end. */
-interface Session {
+type Session = {
   run: Run;
   inTx(fn: (run: Run) => Promise<void>): Promise<void>;
   close(): Promise<void>;
-}
+};
 
 /** A template's strings, kept as one object: every driver gets the very same one each time. */
 const tpl = (strings: TemplateStringsArray, ..._: unknown[]) => strings;
@@ -125,9 +119,9 @@ const Q = {
 const values = (row: unknown): unknown[] => Array.isArray(row) ? row : Object.values(row as object);
 const first = (rows: readonly unknown[]) => values(rows[0])[0] as number;
 
-function check(ok: boolean, what: string): void {
+const check = (ok: boolean, what: string) => {
   if (!ok) throw new Error(`wrong answer: ${what}`);
-}
+};
 
 /** The adapter over a driver's session: the same statements and checks for every driver. */
 async function adapter(name: string, s: Session, float8AsText: boolean): Promise<Adapter> {
@@ -213,9 +207,7 @@ const pgpipeApi = postgres as unknown as PgJsFactory;
 const pgpipe = postgresJsApi("pgpipe", "mod.ts (this repository)", MOD, pgpipeApi);
 const pgpipeNative = postgresJsApi(PGPIPE_NATIVE, "mod.ts, given the CA", MOD, pgpipeApi);
 
-/** The URLs whose first connection settleNative made. */
 const settled = new Set<string>();
-
 /**
  * A process's first connection to a server takes node:tls (its start is a round trip shorter on
  * PostgreSQL 17 and older), later ones native TLS: so before the first native client of a URL,
@@ -329,10 +321,8 @@ function pglue(connect: (url: string) => Promise<PgWire>): Driver {
 const DRIVER_NAMES = ["pgpipe", "postgres.js", "deno-postgres", "pglue"];
 
 /** How the report names a specifier: the local copy by its variable, never by its path. */
-const named = (specifier: string) =>
-  specifier === denoPostgresCopy()
-    ? `${DENO_POSTGRES} (a local copy, ${DENO_POSTGRES_COPY_ENV})`
-    : specifier;
+const COPY = `${DENO_POSTGRES} (a local copy, ${DENO_POSTGRES_COPY_ENV})`;
+const named = (specifier: string) => specifier === denoPostgresCopy() ? COPY : specifier;
 
 /** Each peer: where it may load from, in order, and how its module becomes a Driver. */
 const PEERS: Record<string, { from(): string[]; make(mod: any, specifier: string): Driver }> = {
@@ -385,10 +375,7 @@ export function skipLine(s: Skipped): string {
   return `skipped ${s.name}: ${s.source} could not be loaded${hint}: ${s.reason}`;
 }
 
-/**
- * Loads the named drivers (default: all). A peer that fails to load is returned in `skipped`;
- * pgpipe is imported statically and always loads.
- */
+/** Loads the named drivers (default: all); a peer that fails is `skipped`; pgpipe always loads. */
 export async function loadDrivers(names: readonly string[] = DRIVER_NAMES) {
   const drivers: Driver[] = [];
   const skipped: Skipped[] = [];
@@ -430,11 +417,11 @@ export async function suiteDrivers(only?: string[]): Promise<Driver[]> {
  * (the suites' own questions to the server: how many pg_type rows, which version), given to
  * `use` while the connection is still open (its backend still runs).
  */
-export async function ask<T = unknown>(
+export async function ask<T>(
   url: string,
   text: string,
   params: unknown[] = [],
-  use: (value: any) => T = (v) => v,
+  use = (v: any): T => v,
 ) {
   const sql = postgres(url, { max: 1, ssl: false, onnotice: () => {} });
   try {
@@ -447,7 +434,6 @@ export async function ask<T = unknown>(
 
 if (import.meta.main) {
   const { drivers, skipped } = await loadDrivers();
-  console.log(
-    JSON.stringify({ drivers: drivers.map(({ name, source }) => ({ name, source })), skipped }),
-  );
+  const loaded = drivers.map(({ name, source }) => ({ name, source }));
+  console.log(JSON.stringify({ drivers: loaded, skipped }));
 }

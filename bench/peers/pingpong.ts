@@ -9,18 +9,12 @@ import { flightRecorder } from "../../test/harness/flights.ts";
 import { hostPort, via } from "../shared/env.ts";
 import { closeQuietly } from "../shared/proxy.ts";
 
-/** A client→server request: the bytes up to a point where the server answers ReadyForQuery. */
-export interface WireRequest {
-  bytes: Uint8Array;
-  /** The frontend message types it holds, e.g. "BES" (Bind, Execute, Sync). */
-  types: string;
-}
-
 /**
- * A frontend session: its startup message (length-prefixed, no type byte), then each request
- * up to a Sync or simple Query (trailing messages without a Sync, a Terminate, dropped).
+ * A frontend session: its startup message (length-prefixed, no type byte), then each request up
+ * to a Sync or simple Query, where the server answers ReadyForQuery, with the message types it
+ * holds, e.g. "BES" (Bind, Execute, Sync); trailing messages without a Sync (Terminate) dropped.
  */
-export type WireSession = { startup: Uint8Array; requests: WireRequest[] };
+export type WireSession = { startup: Uint8Array; requests: { bytes: Uint8Array; types: string }[] };
 
 const SSL_REQUEST = new Uint8Array([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]);
 const int32 = (b: Uint8Array, at: number) =>
@@ -60,7 +54,7 @@ export function splitSession(stream: Uint8Array): WireSession {
     );
   }
   const startup = stream.slice(0, int32(stream, 0));
-  const requests: WireRequest[] = [];
+  const requests: WireSession["requests"] = [];
   let [start, at, types] = [startup.length, startup.length, ""];
   while (at < stream.length) {
     if (at + 5 > stream.length) throw new Error(`truncated message header at byte ${at}`);
@@ -178,10 +172,7 @@ export class PingPong implements Replay {
   close = () => closeQuietly(this.conn);
 }
 
-/**
- * The same replay over `node:tls` with no certificate check (`sslmode=require`), driven by its
- * own events: the floor for a driver on node:tls.
- */
+/** The same replay over node:tls, unverified (`sslmode=require`), driven by its own events. */
 export class NodeTlsPingPong implements Replay {
   #pending: Uint8Array = new Uint8Array(0);
   /** Told how many answers (ReadyForQuery) a chunk completed, or the error that ended it. */

@@ -193,13 +193,9 @@ async function methods(spec: BulkTable, source: string): Promise<[Method[], Meth
     reads.push(new Method(row("cursor(prefetch=1000) in a transaction"), () => asyncpg("read")));
   }
   if (psql === null) return [loads, reads];
+  const toNull = () => psqlCopy(true, source, "/dev/null", "binary", true);
   const server = "(nothing decoded: the server's pace) | psql (libpq)";
-  reads.push(
-    new Method(
-      `\\copy to /dev/null, binary ${server}`,
-      () => psqlCopy(true, source, "/dev/null", "binary", true),
-    ),
-  );
+  reads.push(new Method(`\\copy to /dev/null, binary ${server}`, toNull));
   const target = `bulk_psql_${spec.name}`;
   await freshTable(target, spec.columns);
   for (const format of ["binary", "text"]) {

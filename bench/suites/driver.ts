@@ -58,7 +58,7 @@ function iterations(kind: "select" | "insert", n: number, serial: Client["serial
   return { warmup: Math.min(warmup, 1), n: Math.max(quick ? 1 : 3, Math.min(usual, fits)) };
 }
 
-/** One bench per driver in `group`, pgpipe first: the baseline. (deno bench awaits async fns only.) */
+/** A bench per driver in `group`, pgpipe first: the baseline (deno bench awaits async fns only). */
 function group(group: string, runs: (c: Client) => Omit<Deno.BenchDefinition, "name">) {
   for (const [i, c] of clients.entries()) {
     Deno.bench({ name: c.name, group, baseline: i === 0, ...runs(c) });

@@ -26,7 +26,7 @@ const [LOAD_CONNECTIONS, WRK_THREADS, POOLS, PROFILE_INTERVAL_US] = [50, 1, [1, 
 const root = new URL("../..", import.meta.url).href;
 const log = (s: string) => console.log(`http: ${s}`);
 
-/** How to start one driver's server: its command for a pool of `max`, under `--cpu-prof` into dir. */
+/** How to start a driver's server: its command for a pool of `max`, under `--cpu-prof` into dir. */
 type Server = { name: string; runtime: string; command(max: number, dir?: string): string[] };
 
 const denoServer = (name: string): Server => ({
@@ -223,14 +223,13 @@ async function rounds(tool: LoadTool, servers: Server[], expected: unknown) {
   for (const max of POOLS) {
     await rotated(ROUNDS, servers, async (server, r) => {
       const run = await measure(tool, server, max, expected);
-      const [p50, p99] = [fmt(run.p50Ms, 2), fmt(run.p99Ms, 2)];
-      const cpu = [run.serverCpu, run.postgresCpu, run.loadCpu].map((x) => pct(x));
+      const [rps, p50, p99] = [fmt(run.rps), fmt(run.p50Ms, 2), fmt(run.p99Ms, 2)];
+      const perRequest = fmt(run.serverCpuPerRequestUs);
+      const [ours, pg, load] = [run.serverCpu, run.postgresCpu, run.loadCpu].map((x) => pct(x));
       log(
-        `${server.name}, pool ${max}, round ${r + 1}: ${
-          fmt(run.rps)
-        } req/s, p50 ${p50} ms, p99 ${p99} ms, server CPU ${cpu[0]} (${
-          fmt(run.serverCpuPerRequestUs)
-        } µs/req), PostgreSQL CPU ${cpu[1]}, load generator CPU ${cpu[2]}`,
+        `${server.name}, pool ${max}, round ${
+          r + 1
+        }: ${rps} req/s, p50 ${p50} ms, p99 ${p99} ms, server CPU ${ours} (${perRequest} µs/req), PostgreSQL CPU ${pg}, load generator CPU ${load}`,
       );
       const key = `${server.name}/${max}`;
       runs.set(key, [...runs.get(key) ?? [], run]);
@@ -264,12 +263,12 @@ function results(report: Report, servers: Server[], runs: Map<string, Run[]>): v
         runtime,
         String(max),
         fmt(rps),
-        name === "pgpipe" ? "1.00x" : formatRatio(base / rps),
+        formatRatio(base / rps),
         fmt(med(name, (r) => r.p50Ms), 2),
         fmt(med(name, (r) => r.p99Ms), 2),
         pct(med(name, (r) => r.serverCpu)),
         fmt(cpu),
-        name === "pgpipe" ? "1.00x" : formatRatio(cpu / baseCpu),
+        formatRatio(cpu / baseCpu),
         Number.isFinite(pg) ? pct(pg) : "-",
         pct(med(name, (r) => r.loadCpu)),
         all.map((r) => r.backends).join("/"),

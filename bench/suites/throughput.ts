@@ -8,14 +8,8 @@
 // Bun.sql on Bun, default pools. The TLS twin adds each runtime's raw TLS floor and pipelined
 // TLS as a share of plain TCP, with the CPU each side spent (bench/shared/cpu.ts).
 import postgres from "../../mod.ts";
-import {
-  type Adapter,
-  ask,
-  type Driver,
-  PGPIPE_NATIVE,
-  settleNative,
-  suiteDrivers,
-} from "../peers/drivers.ts";
+import { type Adapter, ask, type Driver, suiteDrivers } from "../peers/drivers.ts";
+import { PGPIPE_NATIVE, settleNative } from "../peers/drivers.ts";
 import { findBun } from "../peers/bun.ts";
 import { libpqPipeline, type LibpqRate, pgbenchPipeline } from "../peers/libpq.ts";
 import { captureSession, openRaws, type RawKind, type Replay } from "../peers/pingpong.ts";
@@ -40,10 +34,8 @@ const tlsPath = (name: string): RawKind => name === PGPIPE_NATIVE ? "native TLS"
 // PING_QUERIES: serial `select 1` per client beside the raw ping-pong, in rotated rounds.
 const [TOTAL, SERIAL, DEADLINE_MS] = quick ? [10_000, 1_000, 15_000] : [100_000, 10_000, 60_000];
 const [WINDOW, PING_ROUNDS, BUN_WINDOW] = [1_000, 4, 500];
-const [PING_QUERIES, BUN_SERIAL, BUN_TOTAL] = quick
-  ? [2_000, 2_000, 20_000]
-  : [20_000, 10_000, 100_000];
-const BUN_ROUNDS = quick ? 1 : 3;
+const [PING_QUERIES, BUN_SERIAL] = quick ? [2_000, 2_000] : [20_000, 10_000];
+const [BUN_TOTAL, BUN_ROUNDS] = quick ? [20_000, 1] : [100_000, 3];
 /** What a table shows for a driver that does not pipeline (Driver.pipelines). */
 const CANNOT = "cannot (no pipelining)";
 const log = (s: string) => console.log(`throughput: ${s}`);
@@ -52,13 +44,14 @@ const report = new Report("throughput");
 /** Result of one pipelined run. */
 type Rate = { queries: number; ms: number; qps: number };
 /** A client some table compares: its name, one run (a round trip, a pipelined run), its end. */
-type Client<T> = { name: string; run(): Promise<T>; close(): Promise<unknown> };
+type Client<T> = { name: string; run(): Promise<T>; close(): unknown };
 type Queries = Pick<Adapter, "selectInt" | "selectOne">;
 
 const checked = (what: string, got: unknown, want: unknown) => {
   if (got !== want) throw new Error(`wrong answer: ${what} gave ${got}, not ${want}`);
 };
-const closeAll = (clients: Client<unknown>[]) => Promise.allSettled(clients.map((c) => c.close()));
+const closeAll = (clients: Client<unknown>[]) =>
+  Promise.allSettled(clients.map(async (c) => await c.close()));
 
 /**
  * Issues `total` queries keeping `window` in flight: `window` lanes each await their query
@@ -91,7 +84,7 @@ async function serial(once: () => Promise<unknown>, count: number, stop = Infini
   return samples;
 }
 
-/** `count` serial `select $1::int` within DEADLINE_MS, each answer checked (µs each), after 100. */
+/** `count` serial `select $1::int` (µs each, answers checked) within DEADLINE_MS, after 100. */
 async function serialInts(a: Adapter, count: number): Promise<number[]> {
   let v = 0;
   const once = async () => checked("select $1::int", await a.selectInt(v), v++);
@@ -109,7 +102,7 @@ async function busy<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/** A pgpipe client of this suite's own (not a driver's adapter): by default one plaintext connection. */
+/** A pgpipe client of the suite's own (not a driver's adapter), by default 1 plaintext link. */
 function pgpipe(target: string, options: Record<string, unknown> = { max: 1, ssl: false }) {
   const sql = postgres(target, { onnotice: () => {}, ...options });
   const first = async (q: PromiseLike<Record<string, unknown>[]>) => Object.values((await q)[0])[0];
@@ -121,10 +114,10 @@ function pgpipe(target: string, options: Record<string, unknown> = { max: 1, ssl
 }
 
 /** Median CPU per query on each side over rounds (NaN where a side could not be read). */
-const middleCpu = (xs: CpuPerQuery[]) => ({
-  client: median(xs.map((x) => x.client)),
-  server: median(xs.map((x) => x.server)),
-});
+const middleCpu = (xs: CpuPerQuery[]) => {
+  const [client, server] = [median(xs.map((x) => x.client)), median(xs.map((x) => x.server))];
+  return { client, server };
+};
 /** A CPU figure in µs, "-" when it could not be read. */
 const fmtCpu = (us: number) => Number.isFinite(us) ? fmt(us, 2) : "-";
 
@@ -156,37 +149,31 @@ const ofPlain = <T>(use: (a: Queries) => Promise<T>) => async () => {
 };
 
 /** Raw replays of pgpipe's session, one per kind, named by `name`; a run is one `use` of it. */
-const ofRaws =
-  <T>(kinds: RawKind[], name: typeof ping, use: (r: Replay) => Promise<T>) => async () =>
-    (await openRaws(url, session, kinds, benchCa())).map((r) => (
-      {
-        name: name(r.kind),
-        run: () => use(r.replay),
-        close: () => Promise.resolve(r.replay.close()),
-      }
-    ));
+function ofRaws<T>(kinds: RawKind[], name: typeof ping, use: (r: Replay) => Promise<T>) {
+  return async () =>
+    (await openRaws(url, session, kinds, benchCa())).map(({ kind, replay }) => ({
+      name: name(kind),
+      run: () => use(replay),
+      close: () => replay.close(),
+    }));
+}
 
 /** Each client's results of `rounds` rounds with the order rotated, by name. */
-async function roundsOf<T, R>(
-  rounds: number,
-  clients: Client<T>[],
-  each: (c: Client<T>) => Promise<R>,
-): Promise<Map<string, R[]>> {
+async function roundsOf<T, R>(n: number, clients: Client<T>[], each: (c: Client<T>) => Promise<R>) {
   const got = new Map(clients.map((c) => [c.name, [] as R[]]));
-  await rotated(rounds, clients, async (c) => void got.get(c.name)!.push(await each(c)));
+  await rotated(n, clients, async (c) => void got.get(c.name)!.push(await each(c)));
   return got;
 }
 
 // ------------------------------------------------------------ rates and serial latency
 
-/** A driver's pipelined runs (null: it sends one query at a time) and serial latencies (µs). */
-interface DriverResult {
+/** A driver's pipelined runs (null: one query at a time), serial µs as is and one core busy. */
+type DriverResult = {
   name: string;
   pipelined: { one: Rate; inTx: Rate; four: Rate; fourBackends: number } | null;
   latency: number[];
-  /** The same serial run with one core kept busy. */
   latencyBusy: number[];
-}
+};
 
 /** One pipelined run after a warm-up (statements prepared, buffers grown). */
 async function warmRate(a: Pick<Adapter, "selectInt">, warmup: number): Promise<Rate> {
@@ -265,23 +252,16 @@ function rates(results: DriverResult[], limit: LibpqRate, same: LibpqRate) {
     return [name, fmt(p.one.qps), vs("one"), fmt(p.inTx.qps), vs("inTx"), ...four];
   });
   const at = (qps: number, libpq: number) => `pgpipe at ${fmt((100 * qps) / libpq)}%`;
+  const libpq = (
+    name: string,
+    qps: number,
+    inTx: string,
+  ) => [name, fmt(qps), at(ours.one.qps, qps), "", inTx];
   if (limit.qps) {
-    const inTx = at(ours.inTx.qps, limit.qps);
-    rows.push([
-      `libpq pipeline (pgbench, ${WINDOW} per pipeline)`,
-      fmt(limit.qps),
-      at(ours.one.qps, limit.qps),
-      "",
-      inTx,
-    ]);
+    const name = `libpq pipeline (pgbench, ${WINDOW} per pipeline)`;
+    rows.push(libpq(name, limit.qps, at(ours.inTx.qps, limit.qps)));
   }
-  if (same.qps) {
-    rows.push([
-      "libpq pipeline (1 Sync per query, pgpipe's shape)",
-      fmt(same.qps),
-      at(ours.one.qps, same.qps),
-    ]);
-  }
+  if (same.qps) rows.push(libpq("libpq pipeline (1 Sync per query, pgpipe's shape)", same.qps, ""));
   report.table(
     `Throughput: select $1::int, ${fmt(TOTAL)} queries, ${fmt(WINDOW)} in flight`,
     "driver | 1 conn q/s | pgpipe vs it | in a transaction q/s | pgpipe vs it | 4 conns q/s | backends | pgpipe vs it",
@@ -289,11 +269,9 @@ function rates(results: DriverResult[], limit: LibpqRate, same: LibpqRate) {
   );
   const latencyRows = (kept: boolean) =>
     results.map((r) => {
-      const [samples, base] = kept
-        ? [r.latencyBusy, results[0].latencyBusy]
-        : [r.latency, results[0].latency];
-      const figures = [mean(samples), percentile(samples, 50), percentile(samples, 99)];
-      const ratio = formatRatio(mean(samples) / mean(base));
+      const of = (x: DriverResult) => kept ? x.latencyBusy : x.latency;
+      const figures = [mean(of(r)), percentile(of(r), 50), percentile(of(r), 99)];
+      const ratio = formatRatio(mean(of(r)) / mean(of(base)));
       return [r.name, kept ? "one kept busy" : "as is", ...figures.map((x) => fmt(x, 1)), ratio];
     });
   report.table(
@@ -363,12 +341,9 @@ function floorOf(name: string): string | undefined {
  */
 async function pingPong(): Promise<void> {
   const selectOne = async (a: Queries) => checked("select 1", await a.selectOne(), 1);
+  const kinds: RawKind[] = tls ? ["socket", "native TLS", "node:tls"] : ["socket"];
   const clients = await openClients<unknown>(
-    ofRaws(
-      tls ? ["socket", "native TLS", "node:tls"] : ["socket"],
-      ping,
-      (r) => r.roundTrip(steady),
-    ),
+    ofRaws(kinds, ping, (r) => r.roundTrip(steady)),
     ...(tls ? [ofPlain(selectOne)] : []),
     ...drivers.map((d) => ofDriver(d, selectOne)),
   );
@@ -412,9 +387,9 @@ async function pingPong(): Promise<void> {
       }
     }
   }
+  const each = fmt(PING_QUERIES);
   report.table(
-    `Serial select 1 beside a raw socket ping-pong of pgpipe's bytes (µs; ${fmt(PING_QUERIES)} ` +
-      `each, ${PING_ROUNDS} rounds, order rotated)`,
+    `Serial select 1 beside a raw socket ping-pong of pgpipe's bytes (µs; ${each} each, ${PING_ROUNDS} rounds, order rotated)`,
     "client | cores | mean | p50 | p99 | over its raw floor (mean) | over it (p50) | queries",
     rows,
   );
@@ -433,12 +408,8 @@ async function pingPong(): Promise<void> {
 
 // ------------------------------------------------------------ Bun.sql and the runtimes
 
-/** What one default-pool round measured: serial µs, q/s in flight, and that run's CPU per query. */
-interface PoolRound {
-  serialUs: number;
-  qps: number;
-  cpu?: CpuPerQuery;
-}
+/** What a default-pool round measured: serial µs, q/s in flight, and that run's CPU per query. */
+type PoolRound = { serialUs: number; qps: number; cpu?: CpuPerQuery };
 
 /** pgpipe with its default pool: serial `select 1` (µs each) and BUN_WINDOW in flight (q/s). */
 async function pgpipeDefaultPool(ssl: unknown): Promise<PoolRound> {
@@ -464,7 +435,7 @@ async function pgpipeDefaultPool(ssl: unknown): Promise<PoolRound> {
 
 const medianOf = (rs: PoolRound[], k: "serialUs" | "qps") => median(rs.map((r) => r[k]));
 
-/** A table row of rounds: median serial µs, q/s, and where any side measured CPU, its CPU cells. */
+/** A row of rounds: median serial µs and q/s, and where any side measured CPU, its CPU cells. */
 function poolRow(name: string, rounds: PoolRound[], withCpu: boolean): string[] {
   const c = middleCpu(rounds.flatMap((r) => r.cpu ? [r.cpu] : []));
   const cpu = withCpu ? [fmtCpu(c.client), fmtCpu(c.server)] : [];
@@ -552,7 +523,7 @@ async function runtimeFloors(): Promise<void> {
       const samples = await serial(() => r.roundTrip(steady), BUN_SERIAL);
       return [mean(samples), percentile(samples, 50)];
     }),
-    () => Promise.resolve([{ name: bunName, run: inBun, close: () => Promise.resolve() }]),
+    () => Promise.resolve([{ name: bunName, run: inBun, close: () => {} }]),
   );
   let got: Map<string, number[][]>;
   try {
