@@ -16,7 +16,7 @@ import { PGLUE, POSTGRES_JS } from "./specifiers.ts";
  * (int4, timestamptz, float8, bool, date) and checks the last; the insert statements use the temp
  * table `bench_insert (a text, b boolean, c integer)`.
  */
-export interface Adapter {
+export interface Adapter extends AsyncDisposable {
   selectInt(x: number): Promise<number>;
   /** `select 1`: no parameter, the smallest query. */
   selectOne(): Promise<number>;
@@ -30,7 +30,7 @@ export interface Adapter {
   close(): Promise<void>;
 }
 /** The statements inside a rolled-back transaction. */
-export type Tx = Omit<Adapter, "rolledBack" | "close">;
+export type Tx = Omit<Adapter, "rolledBack" | "close" | typeof Symbol.asyncDispose>;
 
 /** How many connections (default 1), and an application_name to count this client's backends by. */
 export type ConnectOptions = { connections?: number; applicationName?: string };
@@ -44,9 +44,8 @@ export interface Driver {
   /** The module specifier it was loaded from, for probes that import it in a fresh process. */
   specifier: string;
   /**
-   * Whether it sends a query while others are unanswered. deno-postgres does not (a client
-   * queues its queries and sends the next once the last is answered): the pipelining tables
-   * say so instead of timing a queue.
+   * Whether it sends a query while others are unanswered: deno-postgres does not (a client queues
+   * its queries), and the pipelining tables say so instead of timing a queue.
    */
   pipelines: boolean;
   /** Opens a client and runs one warm-up query, so suites never time connection set-up. */
@@ -146,7 +145,8 @@ async function adapter(name: string, s: Session, float8AsText: boolean): Promise
       return result.length;
     },
   });
-  return { ...tx(s.run), rolledBack: (fn) => s.inTx((run) => fn(tx(run))), close: s.close };
+  const rolledBack = (fn: (tx: Tx) => Promise<void>) => s.inTx((run) => fn(tx(run)));
+  return { ...tx(s.run), rolledBack, close: s.close, [Symbol.asyncDispose]: s.close };
 }
 
 // ------------------------------------------- pgpipe and postgres.js (the same API)
@@ -167,9 +167,8 @@ class Rollback extends Error {}
 export const PGPIPE_NATIVE = "pgpipe (CA: native TLS)";
 
 /**
- * A driver of the postgres.js API. Its `ssl` over plain TCP is none (the URL says
- * sslmode=disable); in a TLS variant `require`, encrypting without verifying, as a new user's
- * `sslmode=require` does, or for PGPIPE_NATIVE the server's CA.
+ * A driver of the postgres.js API: `ssl` none over plain TCP (sslmode=disable), in a TLS variant
+ * `require`, unverified as a new user's `sslmode=require`, or for PGPIPE_NATIVE the CA.
  */
 function postgresJsApi(name: string, source: string, specifier: string, make: PgJsFactory): Driver {
   const native = name === PGPIPE_NATIVE;
@@ -209,9 +208,8 @@ const pgpipeNative = postgresJsApi(PGPIPE_NATIVE, "mod.ts, given the CA", MOD, p
 
 const settled = new Set<string>();
 /**
- * A process's first connection to a server takes node:tls (its start is a round trip shorter on
- * PostgreSQL 17 and older), later ones native TLS: so before the first native client of a URL,
- * one throwaway connection takes that first turn.
+ * A process's first connection to a server takes node:tls (a round trip shorter on PostgreSQL 17
+ * and older), later ones native TLS: a throwaway connection takes that first turn.
  */
 export async function settleNative(url: string, ssl: unknown): Promise<void> {
   if (settled.has(url)) return;
@@ -399,10 +397,8 @@ export async function loadDrivers(names: readonly string[] = DRIVER_NAMES) {
 }
 
 /**
- * The drivers a suite should run (of those named `only`, if given): those bench/run.ts found
- * loadable (PGPIPE_BENCH_DRIVERS), or, when a suite runs on its own, every driver that loads
- * (printing the skip lines itself). A driver that run.ts found loadable but that fails here is
- * an error, not a silent skip.
+ * The drivers a suite runs (of those named `only`): those bench/run.ts found loadable
+ * (PGPIPE_BENCH_DRIVERS), failing here an error, or run on its own every one that loads.
  */
 export async function suiteDrivers(only?: string[]): Promise<Driver[]> {
   const listed = Deno.env.get("PGPIPE_BENCH_DRIVERS");
@@ -413,9 +409,8 @@ export async function suiteDrivers(only?: string[]): Promise<Driver[]> {
 }
 
 /**
- * The first value of the first row `text` answers, asked on a fresh plaintext pgpipe connection
- * (the suites' own questions to the server: how many pg_type rows, which version), given to
- * `use` while the connection is still open (its backend still runs).
+ * The first value `text` answers on a fresh plaintext pgpipe connection (the suites' own
+ * questions), given to `use` while the connection (its backend) is still open.
  */
 export async function ask<T>(
   url: string,
@@ -423,13 +418,9 @@ export async function ask<T>(
   params: unknown[] = [],
   use = (v: any): T => v,
 ) {
-  const sql = postgres(url, { max: 1, ssl: false, onnotice: () => {} });
-  try {
-    const [row] = await sql.unsafe(text, params as never[]);
-    return use(Object.values(row)[0]);
-  } finally {
-    await sql.end();
-  }
+  await using sql = postgres(url, { max: 1, ssl: false, onnotice: () => {} });
+  const [row] = await sql.unsafe(text, params as never[]);
+  return use(Object.values(row)[0]);
 }
 
 if (import.meta.main) {

@@ -71,9 +71,8 @@ export function splitSession(stream: Uint8Array): WireSession {
 }
 
 /**
- * Records the session a driver opens while `run` uses it through a recording proxy
- * (test/harness/flights.ts): run gets the URL to connect to and must close its client before
- * resolving, so the stream is complete.
+ * Records the session a driver opens while `run` uses it through a recorder
+ * (test/harness/flights.ts): run gets the URL and must close its client before resolving.
  */
 export async function captureSession(url: string, run: (proxyUrl: string) => Promise<void>) {
   const recorder = flightRecorder(hostPort(url));

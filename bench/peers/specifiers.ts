@@ -5,9 +5,8 @@
 export const POSTGRES_JS = "npm:postgres@3.4.9";
 export const DENO_POSTGRES = "jsr:@db/postgres@0.19.5";
 /**
- * The variable naming a local copy of deno-postgres (the path of its mod.ts, relative to the
- * working directory), loaded before JSR: where JSR is unreachable, a copy with its imports
- * rewritten to relative paths stands in.
+ * The variable naming a local copy of deno-postgres's mod.ts (relative to the working directory),
+ * loaded before JSR: where JSR is unreachable, a copy with relative imports stands in.
  */
 export const DENO_POSTGRES_COPY_ENV = "PGPIPE_BENCH_DENO_POSTGRES";
 export function denoPostgresCopy(): string | undefined {

@@ -104,3 +104,12 @@ export async function probe<T>(
     : denoArgs(file, args, opts.flags);
   return lastJson<T>(await run(runtime, argv, opts));
 }
+
+/** A temporary directory, removed with everything in it by `await using`. */
+export async function tempDir(prefix: string): Promise<{ path: string } & AsyncDisposable> {
+  const path = await Deno.makeTempDir({ prefix });
+  return {
+    path,
+    [Symbol.asyncDispose]: () => Deno.remove(path, { recursive: true }).catch(() => {}),
+  };
+}

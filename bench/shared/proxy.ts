@@ -7,8 +7,8 @@
 // thread they would wait behind a driver decoding a large result and add delay that depends on
 // the driver, not on the simulated network.
 
-/** A running proxy: the port on 127.0.0.1 to connect to instead of the server, and its end. */
-export type DelayProxy = { port: number; close(): Promise<void> };
+/** A running proxy: the port on 127.0.0.1 to connect to instead of the server (`await using`). */
+export type DelayProxy = { port: number; close(): Promise<void> } & AsyncDisposable;
 type Target = { hostname: string; port: number };
 
 /** Closes a connection or listener, quietly if it is closed already. */
@@ -74,15 +74,13 @@ function startDelayProxy(target: Target, delayMs: number): DelayProxy {
       }
     } catch { /* listener closed */ }
   })();
-  return {
-    port: (listener.addr as Deno.NetAddr).port,
-    async close() {
-      closeQuietly(listener);
-      open.forEach(closeQuietly);
-      await accepting;
-      await Promise.allSettled([...sessions]);
-    },
+  const close = async () => {
+    closeQuietly(listener);
+    open.forEach(closeQuietly);
+    await accepting;
+    await Promise.allSettled([...sessions]);
   };
+  return { port: (listener.addr as Deno.NetAddr).port, close, [Symbol.asyncDispose]: close };
 }
 
 /** Runs the proxy in a worker; the worker answers each message: the port, then 0 once closed. */
@@ -107,7 +105,7 @@ export async function startDelayProxyWorker(target: Target, delayMs: number): Pr
     worker.postMessage(null);
     await closed.finally(() => worker.terminate());
   };
-  return { port, close };
+  return { port, close, [Symbol.asyncDispose]: close };
 }
 
 // In the worker: given a target, start a proxy and answer its port; given null, close it.

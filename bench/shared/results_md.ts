@@ -11,9 +11,8 @@ import { targetTexts } from "./targets.ts";
 export type Section = { run: string; title: string; report: SuiteReport };
 
 /**
- * Everything RESULTS.md is written from: the command line that produced the run, each driver
- * that ran and what was loaded for it, and whether bench/run.ts started its own throwaway server
- * (else DATABASE_URL).
+ * Everything RESULTS.md is written from: the command line, each driver and what was loaded for it,
+ * and whether bench/run.ts started its own server (else DATABASE_URL).
  */
 export interface Run {
   command: string;

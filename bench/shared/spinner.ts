@@ -19,8 +19,8 @@ self.onmessage = (e) => {
 };
 `;
 
-/** Starts spinning one core for at most maxMs; resolves once the worker spins, to its stop(). */
-export async function startSpinner(maxMs: number): Promise<{ stop(): Promise<void> }> {
+/** Starts spinning one core for at most maxMs; resolves once the worker spins (`await using`). */
+export async function startSpinner(maxMs: number): Promise<AsyncDisposable> {
   const url = URL.createObjectURL(new Blob([SOURCE], { type: "text/javascript" }));
   const worker = new Worker(url, { type: "module" });
   const flag = new SharedArrayBuffer(4);
@@ -31,7 +31,7 @@ export async function startSpinner(maxMs: number): Promise<{ stop(): Promise<voi
   worker.postMessage({ flag, maxMs });
   await started;
   return {
-    async stop() {
+    async [Symbol.asyncDispose]() {
       Atomics.store(new Int32Array(flag), 0, 1);
       await ended;
       worker.terminate();

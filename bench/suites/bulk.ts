@@ -18,7 +18,7 @@ import { BULK_TABLES, type BulkTable, CODEC_TYPES } from "../shared/bulk_tables.
 import { BACKEND_SCHEDSTAT, type CpuTimes, minus, parseSchedstat } from "../shared/cpu.ts";
 import type { ThreadCpu } from "../shared/cpu.ts";
 import { benchUrl, isQuick } from "../shared/env.ts";
-import { probe, run } from "../shared/probe.ts";
+import { probe, run, tempDir } from "../shared/probe.ts";
 import { fmt, formatRatio, mib, Report } from "../shared/report.ts";
 
 const url = benchUrl();
@@ -88,12 +88,12 @@ class Method {
   }
 }
 
-const sql = postgres(url, { max: 1, onnotice: () => {} });
+await using sql = postgres(url, { max: 1, onnotice: () => {} });
+await using temp = await tempDir("pgpipe-bulk-");
 const psql = findPgBin() === null ? null : clientTool(findPgBin(), "psql");
 const report = new Report("bulk");
 const notes: string[] = [];
 const versions: string[] = [];
-const temp: string[] = [];
 const pyReady = await run("python3", ["-c", "import asyncpg"]).then(() => true, () => false);
 if (!pyReady) {
   notes.push("asyncpg skipped: python3 or its asyncpg package is missing (pip3 install asyncpg)");
@@ -106,10 +106,8 @@ for (let i = 0; i < 3; i++) {
 }
 const rate = (m: Method) => ROWS / (m.ms / 1000);
 const cpuMs = (t: CpuTimes | undefined | null) => (t == null ? "-" : fmt(t.cpu));
-const tempFile = async (suffix: string) => {
-  temp.push(await Deno.makeTempFile({ prefix: "pgpipe-bulk-", suffix }));
-  return temp[temp.length - 1];
-};
+let files = 0;
+const tempFile = (suffix: string) => `${temp.path}/${files++}${suffix}`;
 const freshTable = (table: string, columns: string) =>
   sql.unsafe(`drop table if exists ${table}; create unlogged table ${table} (${columns})`);
 function* generated<T>(n: number, row: (i: number) => T) {
@@ -121,9 +119,8 @@ const isPsql = (m: Method, format = "") => m.driver.startsWith("psql") && m.meth
 let readable: Promise<boolean> | null = null;
 
 /**
- * psql's \copy in `format`, timed around the whole psql process; with `cpu`, the backend's own
- * CPU time across the \copy too (read by the backend before and after it in the same session;
- * null where it may not read /proc).
+ * psql's \copy in `format`, timed around the whole process; with `cpu`, the backend's CPU across it
+ * too (read by the backend in the same session; null where it may not).
  */
 async function psqlCopy(to: boolean, table: string, file: string, format = "binary", cpu = false) {
   const copy = `\\copy ${table} ${to ? "to" : "from"} '${file}' (format ${format})`;
@@ -199,7 +196,7 @@ async function methods(spec: BulkTable, source: string): Promise<[Method[], Meth
   const target = `bulk_psql_${spec.name}`;
   await freshTable(target, spec.columns);
   for (const format of ["binary", "text"]) {
-    const file = await tempFile(`.${format}`);
+    const file = tempFile(`.${format}`);
     await psqlCopy(true, source, file, format); // the pre-encoded file (not timed)
     const label = format === "binary"
       ? "\\copy of a pre-encoded binary file (no client work: the server's pace) | psql (libpq)"
@@ -362,11 +359,11 @@ function cpuNote(spec: BulkTable, loads: Method[]): void {
 async function perType(): Promise<void> {
   type Cost = { type: string; encodeNs: number; decodeNs: number };
   const costs = new Map((await probe<Cost[]>("bulk_codecs.ts", [20000])).map((c) => [c.type, c]));
-  const file = await tempFile(".bin");
+  const file = tempFile(".bin");
   let overhead = Infinity;
   if (psql !== null) {
     await freshTable("bulk_type", "v int4");
-    const empty = await tempFile(".bin");
+    const empty = tempFile(".bin");
     await psqlCopy(true, "bulk_type", empty);
     for (let r = 0; r < 5; r++) {
       overhead = Math.min(overhead, (await psqlCopy(false, "bulk_type", empty)).ms);
@@ -412,14 +409,9 @@ async function serverPerValue(type: string, value: (i: number) => unknown, file:
   return [load, read];
 }
 
-try {
-  await bulkTable(BULK_TABLES.events);
-  await bulkTable(BULK_TABLES.mixed);
-  await perType();
-} finally {
-  await sql.end();
-  for (const file of temp) await Deno.remove(file).catch(() => {});
-}
+await bulkTable(BULK_TABLES.events);
+await bulkTable(BULK_TABLES.mixed);
+await perType();
 for (const peer of peers.filter((p) => NO_COPY[p])) {
   for (const what of ["load", "read"]) {
     report.ratio(`${what}, binary COPY`, peer, NaN, NO_COPY[peer]);

@@ -101,19 +101,15 @@ type Server = { hostname: string; port: number };
 
 /** Runs each start on loopback and through the proxy, alternating, startRuns times. */
 async function starts(base: string, list: Start[], server: Server): Promise<Starts> {
-  const proxy = await startDelayProxyWorker(server, delay);
+  await using proxy = await startDelayProxyWorker(server, delay);
   const [loopback, link] = [new Samples(), new Samples()];
-  try {
-    for (let i = 0; i < startRuns; i++) {
-      for (const [k, s] of list.entries()) {
-        const time = async (port: number) =>
-          (await once(s.client, via(base, port, s.params))).createdToAnswer;
-        loopback.add(String(k), await time(server.port));
-        link.add(String(k), await time(proxy.port));
-      }
+  for (let i = 0; i < startRuns; i++) {
+    for (const [k, s] of list.entries()) {
+      const time = async (port: number) =>
+        (await once(s.client, via(base, port, s.params))).createdToAnswer;
+      loopback.add(String(k), await time(server.port));
+      link.add(String(k), await time(proxy.port));
     }
-  } finally {
-    await proxy.close();
   }
   return new Map(list.map((s, k) => {
     const [l, p] = [loopback.median(String(k)), link.median(String(k))];

@@ -11,11 +11,11 @@ import postgres from "../../mod.ts";
 import { findBun } from "../peers/bun.ts";
 import { suiteDrivers } from "../peers/drivers.ts";
 import { cpuMs } from "../shared/cpu.ts";
-import { type CpuProfile, type ProfileSummary, summarizeProfile } from "../shared/cpu_profile.ts";
+import { type CpuProfile, summarizeProfile } from "../shared/cpu_profile.ts";
 import { benchUrl, isQuick } from "../shared/env.ts";
 import { PAGE, SEED_SQL, USERS_TABLE } from "../shared/http_app.ts";
 import { chooseLoadTool, describeTool, type LoadTool, runLoad } from "../shared/loadgen.ts";
-import { denoArgs, inRepo, kill, probePath } from "../shared/probe.ts";
+import { denoArgs, inRepo, kill, probePath, tempDir } from "../shared/probe.ts";
 import { fmt, formatRatio, pct, Report } from "../shared/report.ts";
 import { median, rotated } from "../shared/stats.ts";
 
@@ -63,7 +63,7 @@ async function startServer(server: Server, max: number, profileDir?: string) {
     })().catch(() => {});
     const port = JSON.parse(text.split("\n")[0]).port;
     if (typeof port !== "number") throw new Error(`no port in ${text}`);
-    return { pid: child.pid, port, stop };
+    return { pid: child.pid, port, [Symbol.asyncDispose]: stop };
   } catch (e) {
     await stop();
     throw new Error(`${server.name}: the server did not start: ${(e as Error).message}`);
@@ -117,38 +117,28 @@ const backendsCpuSeconds = (pids: number[]) => pids.reduce((n, pid) => n + cpuSe
  */
 type Run = Awaited<ReturnType<typeof measure>>;
 
-async function measure(
-  tool: LoadTool,
-  server: Server,
-  max: number,
-  expected: unknown,
-  dir?: string,
-) {
-  const s = await startServer(server, max, dir);
-  try {
-    await checkAnswer(server, s.port, expected);
-    const target = `http://127.0.0.1:${s.port}/users`;
-    const opts = { connections: LOAD_CONNECTIONS, threads: WRK_THREADS };
-    await runLoad(tool, target, { ...opts, seconds: WARMUP_SECONDS });
-    const pids = await handlerBackends(); // every connection has served the handler by now
-    const [cpu0, pg0] = [cpuSeconds(s.pid), backendsCpuSeconds(pids)];
-    const load = await runLoad(tool, target, { ...opts, seconds: MEASURE_SECONDS });
-    const [cpu1, pg1] = [cpuSeconds(s.pid), backendsCpuSeconds(pids)];
-    return {
-      rps: load.requests / load.seconds,
-      p50Ms: load.p50Ms,
-      p99Ms: load.p99Ms,
-      serverCpu: (cpu1 - cpu0) / load.seconds,
-      serverCpuPerRequestUs: ((cpu1 - cpu0) * 1e6) / load.requests,
-      postgresCpu: (pg1 - pg0) / load.seconds,
-      loadCpu: load.cpuSeconds / load.seconds,
-      errors: load.errors,
-      backends: (await handlerBackends()).length,
-      cpuSinceStart: cpuSeconds(s.pid),
-    };
-  } finally {
-    await s.stop();
-  }
+async function measure(tool: LoadTool, server: Server, max: number, page: unknown, dir?: string) {
+  await using s = await startServer(server, max, dir);
+  await checkAnswer(server, s.port, page);
+  const target = `http://127.0.0.1:${s.port}/users`;
+  const opts = { connections: LOAD_CONNECTIONS, threads: WRK_THREADS };
+  await runLoad(tool, target, { ...opts, seconds: WARMUP_SECONDS });
+  const pids = await handlerBackends(); // every connection has served the handler by now
+  const [cpu0, pg0] = [cpuSeconds(s.pid), backendsCpuSeconds(pids)];
+  const load = await runLoad(tool, target, { ...opts, seconds: MEASURE_SECONDS });
+  const [cpu1, pg1] = [cpuSeconds(s.pid), backendsCpuSeconds(pids)];
+  return {
+    rps: load.requests / load.seconds,
+    p50Ms: load.p50Ms,
+    p99Ms: load.p99Ms,
+    serverCpu: (cpu1 - cpu0) / load.seconds,
+    serverCpuPerRequestUs: ((cpu1 - cpu0) * 1e6) / load.requests,
+    postgresCpu: (pg1 - pg0) / load.seconds,
+    loadCpu: load.cpuSeconds / load.seconds,
+    errors: load.errors,
+    backends: (await handlerBackends()).length,
+    cpuSinceStart: cpuSeconds(s.pid),
+  };
 }
 
 // ------------------------------------------------------------------ the CPU profile
@@ -178,18 +168,12 @@ async function profiled(
   page: unknown,
   report: Report,
 ) {
-  const dir = await Deno.makeTempDir({ prefix: "pgpipe-http-prof-" });
-  let run: Run;
-  let s: ProfileSummary;
-  try {
-    run = await measure(tool, pgpipe, max, page, dir);
-    const files = [...Deno.readDirSync(dir)].filter((e) => e.name.endsWith(".cpuprofile"));
-    if (files.length !== 1) throw new Error(`expected one .cpuprofile, found ${files.length}`);
-    const profile = JSON.parse(await Deno.readTextFile(join(dir, files[0].name))) as CpuProfile;
-    s = summarizeProfile(profile, classify, { inclusiveCategory: DRIVER, top: 10, shorten });
-  } finally {
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-  }
+  await using dir = await tempDir("pgpipe-http-prof-");
+  const run = await measure(tool, pgpipe, max, page, dir.path);
+  const files = [...Deno.readDirSync(dir.path)].filter((e) => e.name.endsWith(".cpuprofile"));
+  if (files.length !== 1) throw new Error(`expected one .cpuprofile, found ${files.length}`);
+  const profile = JSON.parse(await Deno.readTextFile(join(dir.path, files[0].name))) as CpuProfile;
+  const s = summarizeProfile(profile, classify, { inclusiveCategory: DRIVER, top: 10, shorten });
   const share = (ms: number) => pct(ms, s.busyMs);
   const [rps, busy, total, used] = [run.rps, s.busyMs, s.totalMs, run.cpuSinceStart * 1000].map(
     fmt,

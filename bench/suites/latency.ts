@@ -57,34 +57,25 @@ async function time([, run]: Case, a: Adapter, driver: string): Promise<number> 
 
 /** Each case's median ms on `driver` connected to `target`, in CASES' order. */
 async function medians(driver: Driver, target: string, cases = CASES): Promise<number[]> {
-  const a = await driver.connect(target);
-  try {
-    const out: number[] = [];
-    for (const c of cases) {
-      out.push(await time(c, a, driver.name));
-      if (target !== url) {
-        console.log(`latency: ${driver.name}: ${c[0]}: ${fmt(out.at(-1)!, 1)} ms`);
-      }
-    }
-    return out;
-  } finally {
-    await a.close();
+  await using a = await driver.connect(target);
+  const out: number[] = [];
+  for (const c of cases) {
+    out.push(await time(c, a, driver.name));
+    if (target !== url) console.log(`latency: ${driver.name}: ${c[0]}: ${fmt(out.at(-1)!, 1)} ms`);
   }
+  return out;
 }
 
 const drivers = await suiteDrivers();
-const proxy = await startDelayProxyWorker(hostPort(url), delayMs);
 /** Per driver, each case's median through the proxy. */
 const ms: number[][] = [];
-/** pgpipe's insert n=1 and n=FLOOR_ROWS straight to the server (no proxy), for the floor below. */
-let direct: number[];
-try {
+{
+  await using proxy = await startDelayProxyWorker(hostPort(url), delayMs);
   for (const d of drivers) ms.push(await medians(d, via(url, proxy.port)));
-  const inserts = [1, FLOOR_ROWS].map((n) => CASES.find(([label]) => label === `insert n=${n}`)!);
-  direct = await medians(drivers[0], url, inserts);
-} finally {
-  await proxy.close();
 }
+/** pgpipe's insert n=1 and n=FLOOR_ROWS straight to the server (no proxy), for the floor below. */
+const inserts = [1, FLOOR_ROWS].map((n) => CASES.find(([label]) => label === `insert n=${n}`)!);
+const direct = await medians(drivers[0], url, inserts);
 
 const report = new Report("latency");
 const peers = drivers.slice(1);

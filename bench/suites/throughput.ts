@@ -16,7 +16,7 @@ import { captureSession, openRaws, type RawKind, type Replay } from "../peers/pi
 import type { WireSession } from "../peers/pingpong.ts";
 import { type CpuPerQuery, cpuPerQuery, localPostmaster } from "../shared/cpu.ts";
 import { benchCa, benchUrl, isQuick, isTls, plainBenchUrl } from "../shared/env.ts";
-import { probe } from "../shared/probe.ts";
+import { probe, tempDir } from "../shared/probe.ts";
 import { fmt, formatRatio, Report } from "../shared/report.ts";
 import { startSpinner } from "../shared/spinner.ts";
 import { mean, median, percentile, rotated, Samples } from "../shared/stats.ts";
@@ -94,12 +94,8 @@ async function serialInts(a: Adapter, count: number): Promise<number[]> {
 
 /** Runs `fn` with one core kept busy (long enough for deno-postgres's warm-up and run). */
 async function busy<T>(fn: () => Promise<T>): Promise<T> {
-  const spinner = await startSpinner(DEADLINE_MS * 2);
-  try {
-    return await fn();
-  } finally {
-    await spinner.stop();
-  }
+  await using _spinner = await startSpinner(DEADLINE_MS * 2);
+  return await fn();
 }
 
 /** A pgpipe client of the suite's own (not a driver's adapter), by default 1 plaintext link. */
@@ -110,6 +106,7 @@ function pgpipe(target: string, options: Record<string, unknown> = { max: 1, ssl
     sql,
     selectOne: () => first(sql`select 1`) as Promise<number>,
     selectInt: (v: number) => first(sql`select ${v}::int as x`) as Promise<number>,
+    [Symbol.asyncDispose]: () => sql.end(),
   };
 }
 
@@ -123,9 +120,11 @@ const fmtCpu = (us: number) => Number.isFinite(us) ? fmt(us, 2) : "-";
 
 // ------------------------------------------------------------ clients and rounds
 
-/** Opens each group of clients in turn; if one fails, closes those already open. */
-async function openClients<T>(...groups: (() => Promise<Client<T>[]>)[]): Promise<Client<T>[]> {
-  const clients: Client<T>[] = [];
+/** Opens each group of clients in turn (`await using` closes them all; a failure, those open). */
+async function openClients<T>(...groups: (() => Promise<Client<T>[]>)[]) {
+  const clients: Client<T>[] & AsyncDisposable = Object.assign([], {
+    [Symbol.asyncDispose]: async () => void await closeAll(clients),
+  });
   try {
     for (const group of groups) clients.push(...await group());
     return clients;
@@ -187,12 +186,12 @@ async function warmRate(a: Pick<Adapter, "selectInt">, warmup: number): Promise<
  */
 async function measure(driver: Driver): Promise<DriverResult> {
   const say = (s: string) => log(`${driver.name}: ${s}`);
-  const one = await driver.connect(url);
   let r1: Rate | undefined;
   let inTx: Rate | undefined;
   let latency: number[];
   let latencyBusy: number[];
-  try {
+  {
+    await using one = await driver.connect(url);
     if (driver.pipelines) {
       r1 = await warmRate(one, WINDOW * 2);
       say(`1 connection: ${fmt(r1.qps)} q/s`);
@@ -203,22 +202,16 @@ async function measure(driver: Driver): Promise<DriverResult> {
     say(`serial: mean ${fmt(mean(latency), 1)} µs`);
     latencyBusy = await busy(() => serialInts(one, SERIAL));
     say(`serial, one core kept busy: mean ${fmt(mean(latencyBusy), 1)} µs`);
-  } finally {
-    await one.close();
   }
   const result = { name: driver.name, pipelined: null, latency, latencyBusy };
   if (!r1 || !inTx) return result;
   const app = `pgpipe_bench_${driver.name.replace(/\W/g, "_")}_4`;
-  const four = await driver.connect(url, { connections: 4, applicationName: app });
-  try {
-    const r4 = await warmRate(four, WINDOW * 4);
-    const open = "select count(*)::int from pg_stat_activity where application_name = $1";
-    const n = await ask(url, open, [app]) as number;
-    say(`4 connections (${n} open): ${fmt(r4.qps)} q/s`);
-    return { ...result, pipelined: { one: r1, inTx, four: r4, fourBackends: n } };
-  } finally {
-    await four.close();
-  }
+  await using four = await driver.connect(url, { connections: 4, applicationName: app });
+  const r4 = await warmRate(four, WINDOW * 4);
+  const open = "select count(*)::int from pg_stat_activity where application_name = $1";
+  const n = await ask(url, open, [app]) as number;
+  say(`4 connections (${n} open): ${fmt(r4.qps)} q/s`);
+  return { ...result, pipelined: { one: r1, inTx, four: r4, fourBackends: n } };
 }
 
 /**
@@ -304,12 +297,8 @@ function rates(results: DriverResult[], limit: LibpqRate, same: LibpqRate) {
 async function captureSelectOne(): Promise<WireSession> {
   // Over plain TCP (the proxy must read the bytes): TLS changes how they travel, not what they are.
   const session = await captureSession(plainBenchUrl(), async (via) => {
-    const p = pgpipe(via);
-    try {
-      for (let i = 0; i < 3; i++) checked("select 1", await p.selectOne(), 1);
-    } finally {
-      await p.sql.end();
-    }
+    await using p = pgpipe(via);
+    for (let i = 0; i < 3; i++) checked("select 1", await p.selectOne(), 1);
   });
   const [before, last] = session.requests.slice(-2);
   if (!before || !last || before.bytes.join() !== last.bytes.join()) {
@@ -335,25 +324,20 @@ function floorOf(name: string): string | undefined {
 }
 
 /**
- * Serial `select 1` for the raw ping-pong (in a TLS variant both TLS paths too, and pgpipe over
- * plain TCP) and each driver, as is and with one core kept busy: the table, and pgpipe's
- * overheads (in a TLS variant, TLS's cost) as measures.
+ * Serial `select 1` for the raw ping-pong (TLS: both paths, and pgpipe over plain TCP) and each
+ * driver, as is and one core busy: the table, pgpipe's overheads (TLS: its cost) as measures.
  */
 async function pingPong(): Promise<void> {
   const selectOne = async (a: Queries) => checked("select 1", await a.selectOne(), 1);
   const kinds: RawKind[] = tls ? ["socket", "native TLS", "node:tls"] : ["socket"];
-  const clients = await openClients<unknown>(
+  await using clients = await openClients<unknown>(
     ofRaws(kinds, ping, (r) => r.roundTrip(steady)),
     ...(tls ? [ofPlain(selectOne)] : []),
     ...drivers.map((d) => ofDriver(d, selectOne)),
   );
   const runs = new Map<string, Samples>();
-  try {
-    runs.set("as is", await pingRounds(clients));
-    runs.set("one kept busy", await busy(() => pingRounds(clients)));
-  } finally {
-    await closeAll(clients);
-  }
+  runs.set("as is", await pingRounds(clients));
+  runs.set("one kept busy", await busy(() => pingRounds(clients)));
   const rows: string[][] = [];
   for (const [cores, samples] of runs) {
     const busyLabel = cores === "as is" ? "" : ", one core kept busy";
@@ -413,24 +397,20 @@ type PoolRound = { serialUs: number; qps: number; cpu?: CpuPerQuery };
 
 /** pgpipe with its default pool: serial `select 1` (µs each) and BUN_WINDOW in flight (q/s). */
 async function pgpipeDefaultPool(ssl: unknown): Promise<PoolRound> {
-  const p = pgpipe(url, { ssl });
-  try {
-    await Promise.all(Array.from({ length: 100 }, (_, i) => p.selectInt(i)));
-    for (let i = 0; i < 200; i++) await p.selectOne();
-    const path = (await p.sql`select 1`).state?.tls;
-    if (typeof ssl === "object" && path !== "native") {
-      throw new Error(`pgpipe given the CA ran on ${path}, not native TLS`);
-    }
-    // Timed as bench/probes/bun_sql.ts times Bun.sql: the whole loop, divided.
-    const t0 = performance.now();
-    for (let i = 0; i < BUN_SERIAL; i++) checked("select 1", await p.selectOne(), 1);
-    const serialUs = (performance.now() - t0) * 1000 / BUN_SERIAL;
-    const run = () => pipelined(p, BUN_TOTAL, BUN_WINDOW);
-    const { result, cpu } = await cpuPerQuery(postmaster, run, (done) => done.queries);
-    return { serialUs, qps: result.qps, cpu };
-  } finally {
-    await p.sql.end();
+  await using p = pgpipe(url, { ssl });
+  await Promise.all(Array.from({ length: 100 }, (_, i) => p.selectInt(i)));
+  for (let i = 0; i < 200; i++) await p.selectOne();
+  const path = (await p.sql`select 1`).state?.tls;
+  if (typeof ssl === "object" && path !== "native") {
+    throw new Error(`pgpipe given the CA ran on ${path}, not native TLS`);
   }
+  // Timed as bench/probes/bun_sql.ts times Bun.sql: the whole loop, divided.
+  const t0 = performance.now();
+  for (let i = 0; i < BUN_SERIAL; i++) checked("select 1", await p.selectOne(), 1);
+  const serialUs = (performance.now() - t0) * 1000 / BUN_SERIAL;
+  const run = () => pipelined(p, BUN_TOTAL, BUN_WINDOW);
+  const { result, cpu } = await cpuPerQuery(postmaster, run, (done) => done.queries);
+  return { serialUs, qps: result.qps, cpu };
 }
 
 const medianOf = (rs: PoolRound[], k: "serialUs" | "qps") => median(rs.map((r) => r[k]));
@@ -506,8 +486,8 @@ async function runtimeFloors(): Promise<void> {
   const bun = await findBun(log);
   if ("skip" in bun) return;
   const { hostname, port } = new URL(url);
-  const dir = await Deno.makeTempDir({ prefix: "pgpipe-floors-" });
-  const file = `${dir}/session.json`;
+  await using dir = await tempDir("pgpipe-floors-");
+  const file = `${dir.path}/session.json`;
   const requests = session.requests.map((r) => ({ bytes: [...r.bytes], types: r.types }));
   await Deno.writeTextFile(file, JSON.stringify({ startup: [...session.startup], requests }));
   const inDeno = (kind: RawKind) => `${ping(kind)}, Deno ${Deno.version.deno}`;
@@ -517,7 +497,7 @@ async function runtimeFloors(): Promise<void> {
     return [r.meanUs, r.p50Us];
   };
   const bunName = `${ping("node:tls")}, Bun ${bun.version}`;
-  const clients = await openClients<number[]>(
+  await using clients = await openClients<number[]>(
     ofRaws(["node:tls", "native TLS"], inDeno, async (r) => {
       for (let i = 0; i < 500; i++) await r.roundTrip(steady); // warm-up, as the Bun probe does
       const samples = await serial(() => r.roundTrip(steady), BUN_SERIAL);
@@ -525,13 +505,7 @@ async function runtimeFloors(): Promise<void> {
     }),
     () => Promise.resolve([{ name: bunName, run: inBun, close: () => {} }]),
   );
-  let got: Map<string, number[][]>;
-  try {
-    got = await roundsOf(BUN_ROUNDS, clients, (c) => c.run());
-  } finally {
-    await closeAll(clients);
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-  }
+  const got = await roundsOf(BUN_ROUNDS, clients, (c) => c.run());
   const middle = (xs: number[][], i: number) => fmt(median(xs.map((x) => x[i])), 1);
   report.table(
     `Serial TLS round trip on raw sockets, by runtime: pgpipe's select 1 replayed ` +
@@ -555,7 +529,7 @@ async function runtimeFloors(): Promise<void> {
 async function tlsShare() {
   const half = TOTAL / 2;
   const ours = drivers.filter((d) => d.name === "pgpipe" || d.name === PGPIPE_NATIVE);
-  const clients = await openClients<Rate>(
+  await using clients = await openClients<Rate>(
     ofPlain((p) => pipelined(p, half, WINDOW)),
     ...ours.map((d) => ofDriver(d, (a) => pipelined(a, half, WINDOW))),
     // pgpipe's steady serial request pipelined on raw sockets, each run timed like a driver's.
@@ -566,12 +540,7 @@ async function tlsShare() {
       return { queries: half, ms, qps: half / (ms / 1000) };
     }),
   );
-  let runs: Map<string, { result: Rate; cpu?: CpuPerQuery }[]>;
-  try {
-    runs = await roundsOf(3, clients, (c) => cpuPerQuery(postmaster, c.run, (r) => r.queries));
-  } finally {
-    await closeAll(clients);
-  }
+  const runs = await roundsOf(3, clients, (c) => cpuPerQuery(postmaster, c.run, (r) => r.queries));
   const isRaw = (name: string) => name.startsWith("raw ");
   const plainOf = (name: string) => isRaw(name) ? rawPipeline("socket") : PLAIN_PGPIPE;
   const qps = (name: string) => median(runs.get(name)!.map((r) => r.result.qps));
