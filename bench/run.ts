@@ -48,9 +48,8 @@ const RUNS = SUITES.flatMap((s) => s.tls ? [s.name, `${s.name}-tls`] : [s.name])
 const suiteOf = (run: string) => SUITES.find((s) => s.name === run.replace(/-tls$/, ""))!;
 const here = new URL(".", import.meta.url).pathname;
 
-const USAGE = `usage: deno task bench [--quick] [--only=${
-  SUITES.map((s) => s.name)
-}] [--delay=MS] [--out=FILE]
+const NAMES = SUITES.map((s) => s.name);
+const USAGE = `usage: deno task bench [--quick] [--only=${NAMES}] [--delay=MS] [--out=FILE]
   --quick   fewer iterations (smoke run, under 2 minutes)
   --only    run only these suites (comma-separated); a loopback suite's TLS twin is NAME-tls
   --delay   one-way delay of the latency suite's proxy, in ms (default 5)
@@ -143,9 +142,8 @@ async function server(starting: (c: Promise<Cluster>) => void): Promise<Record<s
     const at = `@127.0.0.1:${c.port}/${c.database}`;
     url = `postgres://${trust.user}${at}`;
     env.PGPIPE_BENCH_CA = c.caCertPath!;
-    env.PGPIPE_BENCH_SCRAM_URL = `postgres://${scram.user}:${
-      encodeURIComponent(scram.password)
-    }${at}`;
+    const secret = encodeURIComponent(scram.password);
+    env.PGPIPE_BENCH_SCRAM_URL = `postgres://${scram.user}:${secret}${at}`;
   }
   // The plaintext suites say sslmode=disable, their -tls twins require.
   const [plain, tls] = [via(url, 0, { sslmode: "disable" }), via(url, 0, { sslmode: "require" })];

@@ -1,10 +1,8 @@
-// Bun's floor for a serial TLS round trip, run by bun: `bun bench/probes/bun_pingpong.ts SESSION
-// HOST PORT COUNT` replays the captured session in the JSON file SESSION (what
-// bench/peers/pingpong.ts captured from pgpipe: its startup, set-up requests and, last, the
-// steady `select 1`) over node:tls in Bun, exactly as NodeTlsPingPong does in Deno, then times
-// COUNT serial round trips of the last request and prints `{"meanUs":…,"p50Us":…}`. Beside the
-// same replay in Deno it tells how much of a serial gap between Bun.sql and pgpipe is the
-// runtimes' own.
+// Bun's floor for a serial TLS round trip: `bun bench/probes/bun_pingpong.ts SESSION HOST PORT
+// COUNT` replays pgpipe's session captured by bench/peers/pingpong.ts (JSON: startup, set-up
+// requests, last the steady `select 1`) over node:tls as NodeTlsPingPong does in Deno, times COUNT
+// round trips of the last and prints `{"meanUs":…,"p50Us":…}`. Beside the same replay in Deno it
+// tells how much of a serial gap between Bun.sql and pgpipe is the runtimes' own.
 import { NodeTlsPingPong } from "../peers/pingpong.ts";
 import { mean, percentile } from "../shared/stats.ts";
 import type { BunApi } from "./bun_api.ts";

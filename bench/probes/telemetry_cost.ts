@@ -1,10 +1,7 @@
-// What telemetry costs per query: one process runs `select $1::int` pipelined (a window of 1,000
-// in flight on one connection) and serially, and prints the rate and the process CPU per query
-// (every thread's, so the exporter's own threads count too: bench/shared/cpu.ts) as JSON.
-// bench/suites/telemetry.ts starts it for the driver with telemetry off and on, and for another
-// checkout (`--mod=`) to compare.
-//
-//   deno run -A bench/probes/telemetry_cost.ts --mod=../../mod.ts [--quick]
+// What telemetry costs per query (`deno run -A bench/probes/telemetry_cost.ts --mod=../../mod.ts
+// [--quick]`): `select $1::int` pipelined (1,000 in flight on one connection) and serially; prints
+// the rate and the process CPU per query (every thread's, the exporter's too: bench/shared/cpu.ts)
+// as JSON. bench/suites/telemetry.ts runs it with telemetry off and on, and on another checkout.
 import { cpuMs } from "../shared/cpu.ts";
 import { benchUrl, isQuick } from "../shared/env.ts";
 

@@ -24,11 +24,8 @@ export function driverReport(json: { benches: Bench[] }): Report {
       const m = ok(b);
       if (!m) {
         const r = b.results[0];
-        report.note(
-          `${group}, ${b.name}: FAILED: ${
-            (r && "failed" in r ? r.failed : "no result").split("\n")[0]
-          }`,
-        );
+        const why = (r && "failed" in r ? r.failed : "no result").split("\n")[0];
+        report.note(`${group}, ${b.name}: FAILED: ${why}`);
         return [b.name, "FAILED", "", "", "", ""];
       }
       const speedup = base ? m.avg / base.avg : NaN;

@@ -38,7 +38,7 @@ async function delayedPipe(from: Deno.Conn, to: Deno.Conn, delayMs: number): Pro
 }
 
 /** Starts a proxy to `target` that adds `delayMs` to every chunk in each direction. */
-function startDelayProxy(target: Target, delayMs: number): DelayProxy {
+export function startDelayProxy(target: Target, delayMs: number): DelayProxy {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const open = new Set<Deno.Conn>();
   const sessions = new Set<Promise<void>>();

@@ -70,7 +70,8 @@ class Method {
   best: Measured = { ms: Infinity, peakRss: null };
   /** Where the memory was in the round with the highest peak. */
   memory: Measured["memory"];
-  constructor(row: string, readonly run: () => Promise<Measured>) {
+  /** `key`: the probe's method name, or psql's (`psql-binary`, `psql-text`, `psql-read`), asyncpg's. */
+  constructor(readonly key: string, row: string, readonly run: () => Promise<Measured>) {
     [this.method, this.driver] = row.split(" | ");
   }
   get ms() {
@@ -113,7 +114,8 @@ const freshTable = (table: string, columns: string) =>
 function* generated<T>(n: number, row: (i: number) => T) {
   for (let i = 0; i < n; i++) yield row(i);
 }
-const isPsql = (m: Method, format = "") => m.driver.startsWith("psql") && m.method.includes(format);
+/** One table's method by its key. */
+type Get = (key: string) => Method | undefined;
 
 /** Whether the backend may read its own CPU times (tried once: a refusal must not fail a \copy). */
 let readable: Promise<boolean> | null = null;
@@ -171,7 +173,7 @@ async function asyncpg(mode: "load" | "read"): Promise<Measured> {
 async function methods(spec: BulkTable, source: string): Promise<[Method[], Method[]]> {
   const events = spec.name === "events";
   const by = (name: string, row = ROW[name]) =>
-    new Method(row, () => probe<Measured>("bulk.ts", [name, url, spec.name, ROWS, 1]));
+    new Method(name, row, () => probe<Measured>("bulk.ts", [name, url, spec.name, ROWS, 1]));
   const from = `sql.copyFrom(table, asyncGenerator) (${events ? "arrays" : "objects"})`;
   const loads = [
     by("pgpipe-copy-generator", `binary COPY, ${from} | pgpipe`),
@@ -186,13 +188,17 @@ async function methods(spec: BulkTable, source: string): Promise<[Method[], Meth
   }
   if (pyReady && events) {
     const row = (what: string) => `${what} (Python) | asyncpg`;
-    loads.push(new Method(row("copy_records_to_table(generator)"), () => asyncpg("load")));
-    reads.push(new Method(row("cursor(prefetch=1000) in a transaction"), () => asyncpg("read")));
+    const [load, read] = [
+      "copy_records_to_table(generator)",
+      "cursor(prefetch=1000) in a transaction",
+    ];
+    loads.push(new Method("asyncpg-load", row(load), () => asyncpg("load")));
+    reads.push(new Method("asyncpg-read", row(read), () => asyncpg("read")));
   }
   if (psql === null) return [loads, reads];
   const toNull = () => psqlCopy(true, source, "/dev/null", "binary", true);
   const server = "(nothing decoded: the server's pace) | psql (libpq)";
-  reads.push(new Method(`\\copy to /dev/null, binary ${server}`, toNull));
+  reads.push(new Method("psql-read", `\\copy to /dev/null, binary ${server}`, toNull));
   const target = `bulk_psql_${spec.name}`;
   await freshTable(target, spec.columns);
   for (const format of ["binary", "text"]) {
@@ -202,7 +208,7 @@ async function methods(spec: BulkTable, source: string): Promise<[Method[], Meth
       ? "\\copy of a pre-encoded binary file (no client work: the server's pace) | psql (libpq)"
       : "\\copy of a pre-encoded COPY text file (the server's pace for text) | psql (libpq)";
     loads.push(
-      new Method(label, async () => {
+      new Method(`psql-${format}`, label, async () => {
         await sql.unsafe(`truncate ${target}`);
         const r = await psqlCopy(false, target, file, format, true);
         const [{ n }] = await sql.unsafe(`select count(*)::int as n from ${target}`);
@@ -235,7 +241,8 @@ async function bulkTable(spec: BulkTable): Promise<void> {
   await sql.unsafe(`drop table if exists bulk_psql_${spec.name}; drop table ${source}`);
   methodTable(`Bulk load: ${fmt(ROWS)} rows of ${spec.title} into an unlogged table`, loads);
   methodTable(`Bulk read: the same ${fmt(ROWS)} rows back`, reads);
-  bulkRatios(spec, loads, reads);
+  const get: Get = (key) => [...loads, ...reads].find((m) => m.key === key);
+  bulkRatios(spec, loads, reads, get);
   const memory = ([["copyTo", reads[0]], ["copyFrom", loads[0]]] as const).map(([what, m]) => {
     const r = m.memory;
     const parts = r
@@ -248,42 +255,31 @@ async function bulkTable(spec: BulkTable): Promise<void> {
     "method | Deno alone | + modules | + connected | young gen | old gen | other heap | external | peak RSS",
     memory,
   );
-  paceNote(spec, loads, reads);
-  cpuNote(spec, loads);
+  paceNote(spec, loads, reads, get);
+  cpuNote(spec, loads, get);
 }
 
 /** The ratios of one table's methods to pgpipe's, and its peak RSS against the limit. */
-function bulkRatios(spec: BulkTable, loads: Method[], reads: Method[]): void {
+function bulkRatios(spec: BulkTable, loads: Method[], reads: Method[], get: Get): void {
   const [ourLoad, ourRead] = [loads[0], reads[0]];
   const rows = `${fmt(ROWS)} rows (${spec.name})`;
   const add = (vs: string, peer: string, theirs: Method | undefined, ours = ourLoad) => {
     const what = ours === ourRead ? "read" : "load";
     if (theirs !== undefined) report.ratio(`${what} ${rows}, ${vs}`, peer, theirs.ms / ours.ms);
   };
-  const server = loads.find((m) => isPsql(m));
-  const prepared = loads.find((m) => m.method.includes("prepared rows"))!;
+  const [server, prepared] = [get("psql-binary"), get("pgpipe-copy-cycled")!];
   add("binary COPY vs psql's binary \\copy (the server's pace)", "psql", server);
-  add(
-    "1,000 prepared rows in turn (the driver's own pace) vs psql's \\copy",
-    "psql",
-    server,
-    prepared,
-  );
-  add(
-    "binary COPY vs COPY text",
-    "postgres.js",
-    loads.find((m) => m.method.startsWith("COPY text")),
-  );
+  const driverPace = "1,000 prepared rows in turn (the driver's own pace) vs psql's \\copy";
+  add(driverPace, "psql", server, prepared);
+  add("binary COPY vs COPY text", "postgres.js", get("postgresjs-copy-text"));
   const jsLoads = loads.filter((m) => m.driver === "postgres.js");
   if (spec.name === "events" && jsLoads.length > 0) {
     const best = jsLoads.reduce((a, b) => (a.ms <= b.ms ? a : b));
     add(`binary COPY vs the best other way (${best.method.split(",")[0]})`, "postgres.js", best);
   }
-  const py = (list: Method[]) => list.find((m) => m.driver === "asyncpg");
-  add("binary COPY vs copy_records_to_table", "asyncpg", py(loads));
-  const jsRead = reads.find((m) => m.driver === "postgres.js");
-  add("copyTo vs cursor(1000)", "postgres.js", jsRead, ourRead);
-  add("copyTo vs cursor(prefetch=1000)", "asyncpg", py(reads), ourRead);
+  add("binary COPY vs copy_records_to_table", "asyncpg", get("asyncpg-load"));
+  add("copyTo vs cursor(1000)", "postgres.js", get("postgresjs-cursor"), ourRead);
+  add("copyTo vs cursor(prefetch=1000)", "asyncpg", get("asyncpg-read"), ourRead);
   for (
     const [what, m] of [["copyFrom from an async generator", ourLoad], ["copyTo", ourRead]] as const
   ) {
@@ -295,21 +291,18 @@ function bulkRatios(spec: BulkTable, loads: Method[], reads: Method[]): void {
 }
 
 /** How pgpipe's load and read compare with the server's own pace (psql's \copy). */
-function paceNote(spec: BulkTable, loads: Method[], reads: Method[]): void {
-  const [server, serverRead] = [loads.find((m) => isPsql(m)), reads.find((m) => isPsql(m))];
+function paceNote(spec: BulkTable, loads: Method[], reads: Method[], get: Get): void {
+  const [server, serverRead] = [get("psql-binary"), get("psql-read")];
   if (!server || !serverRead) return;
   const share = (a: number, b: number | undefined) => fmt(100 * a / (b ?? NaN));
+  const [loadRate, readRate] = [fmt(rate(server)), fmt(rate(serverRead))];
   const ofLoad = share(server.ms, loads[0].ms);
-  const ofPrepared = share(server.ms, loads.find((m) => m.method.includes("prepared rows"))?.ms);
+  const ofPrepared = share(server.ms, get("pgpipe-copy-cycled")?.ms);
   const ofRead = share(serverRead.ms, reads[0].ms);
   const generator = spec.name === "events" ? "generator" : "generator of objects";
-  const alone = fmt(100 * (loads.find((m) => m.driver === "-")?.ms ?? NaN) / server.ms);
+  const alone = fmt(100 * (get("rows-alone")?.ms ?? NaN) / server.ms);
   notes.push(
-    `${spec.name}: the server alone (psql's \\copy, no client work) loads ${
-      fmt(rate(server))
-    } rows/s and reads ${
-      fmt(rate(serverRead))
-    } rows/s here; pgpipe loads at ${ofLoad}% of that pace (with rows that cost nothing to make: ${ofPrepared}%) and reads at ${ofRead}%; the ${generator} alone takes ${alone}% of the server's time.`,
+    `${spec.name}: the server alone (psql's \\copy, no client work) loads ${loadRate} rows/s and reads ${readRate} rows/s here; pgpipe loads at ${ofLoad}% of that pace (with rows that cost nothing to make: ${ofPrepared}%) and reads at ${ofRead}%; the ${generator} alone takes ${alone}% of the server's time.`,
   );
 }
 
@@ -319,35 +312,25 @@ function paceNote(spec: BulkTable, loads: Method[], reads: Method[]): void {
  * the two; this says which one held pgpipe's load, and what the server's own pace is for
  * binary and text COPY (no COPY of one connection can beat the server's binary pace).
  */
-function cpuNote(spec: BulkTable, loads: Method[]): void {
+function cpuNote(spec: BulkTable, loads: Method[], get: Get): void {
   const ours = loads[0].best;
   const [main, backend] = [ours.cpu?.client?.main.cpu, ours.cpu?.server?.cpu];
   if (main === undefined || backend === undefined) return;
-  const alone = loads.find((m) => m.driver === "-")?.best.cpu?.client?.main.cpu;
   const part = (label: string, m: Method | undefined) =>
     m?.best.cpu?.server
       ? `; ${label}: ${fmt(m.ms)} ms, backend ${fmt(m.best.cpu.server.cpu)} ms CPU`
       : "";
-  const others = [
-    part("psql's binary \\copy", loads.find((m) => isPsql(m, "binary"))),
-    part("psql's text \\copy", loads.find((m) => isPsql(m, "text"))),
-    part("postgres.js COPY text", loads.find((m) => m.method.startsWith("COPY text"))),
-  ].join("");
-  const [aloneMs, othersMs] = [
-    alone === undefined ? "-" : fmt(alone),
-    fmt(ours.cpu?.client?.others.cpu ?? NaN),
-  ];
+  const others = part("psql's binary \\copy", get("psql-binary")) +
+    part("psql's text \\copy", get("psql-text")) +
+    part("postgres.js COPY text", get("postgresjs-copy-text"));
+  const [took, mainMs, backendMs, larger] = [ours.ms, main, backend, Math.max(main, backend)].map((
+    x,
+  ) => fmt(x));
+  const aloneMs = fmt(get("rows-alone")?.best.cpu?.client?.main.cpu ?? NaN);
+  const othersMs = fmt(ours.cpu?.client?.others.cpu ?? NaN);
   const held = main >= backend ? "client's main thread" : "server backend";
   notes.push(
-    `${spec.name}, CPU of each load's best run: pgpipe's copyFrom from the generator took ${
-      fmt(ours.ms)
-    } ms: the client's main thread ${
-      fmt(main)
-    } ms CPU (the generator alone: ${aloneMs} ms), its other threads (V8's GC helpers, I/O) ${othersMs} ms, the server backend ${
-      fmt(backend)
-    } ms. Both run at once on their own threads, so the load takes at least the larger: here the ${held} (${
-      fmt(Math.max(main, backend))
-    } ms)${others}. A single COPY cannot go faster than its backend's CPU for the format.`,
+    `${spec.name}, CPU of each load's best run: pgpipe's copyFrom from the generator took ${took} ms: the client's main thread ${mainMs} ms CPU (the generator alone: ${aloneMs} ms), its other threads (V8's GC helpers, I/O) ${othersMs} ms, the server backend ${backendMs} ms. Both run at once on their own threads, so the load takes at least the larger: here the ${held} (${larger} ms)${others}. A single COPY cannot go faster than its backend's CPU for the format.`,
   );
 }
 
@@ -381,10 +364,9 @@ async function perType(): Promise<void> {
     rows.push([type, en, fmt(load), share(encodeNs, load), de, fmt(read), share(decodeNs, read)]);
   }
   await sql.unsafe("drop table if exists bulk_type");
+  const typeRows = fmt(TYPE_ROWS);
   report.table(
-    `Per type: the client's binary codec cost per value beside the server's (${
-      fmt(TYPE_ROWS)
-    } rows of a one-column table)`,
+    `Per type: the client's binary codec cost per value beside the server's (${typeRows} rows of a one-column table)`,
     "type | encode ns | server load ns | encode / server | decode ns | server read ns | decode / server",
     rows,
   );

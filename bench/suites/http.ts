@@ -22,6 +22,7 @@ import { median, rotated } from "../shared/stats.ts";
 const quick = isQuick();
 const url = benchUrl();
 const [ROUNDS, WARMUP_SECONDS, MEASURE_SECONDS] = quick ? [1, 1, 2] : [3, 3, 10];
+const plural = ROUNDS === 1 ? "" : "s";
 const [LOAD_CONNECTIONS, WRK_THREADS, POOLS, PROFILE_INTERVAL_US] = [50, 1, [1, 4], 500];
 const root = new URL("../..", import.meta.url).href;
 const log = (s: string) => console.log(`http: ${s}`);
@@ -210,10 +211,9 @@ async function rounds(tool: LoadTool, servers: Server[], expected: unknown) {
       const [rps, p50, p99] = [fmt(run.rps), fmt(run.p50Ms, 2), fmt(run.p99Ms, 2)];
       const perRequest = fmt(run.serverCpuPerRequestUs);
       const [ours, pg, load] = [run.serverCpu, run.postgresCpu, run.loadCpu].map((x) => pct(x));
+      const round = `${server.name}, pool ${max}, round ${r + 1}`;
       log(
-        `${server.name}, pool ${max}, round ${
-          r + 1
-        }: ${rps} req/s, p50 ${p50} ms, p99 ${p99} ms, server CPU ${ours} (${perRequest} µs/req), PostgreSQL CPU ${pg}, load generator CPU ${load}`,
+        `${round}: ${rps} req/s, p50 ${p50} ms, p99 ${p99} ms, server CPU ${ours} (${perRequest} µs/req), PostgreSQL CPU ${pg}, load generator CPU ${load}`,
       );
       const key = `${server.name}/${max}`;
       runs.set(key, [...runs.get(key) ?? [], run]);
@@ -261,18 +261,14 @@ function results(report: Report, servers: Server[], runs: Map<string, Run[]>): v
     }
   }
   report.table(
-    `HTTP: GET /users (${PAGE} rows as JSON per request), ${LOAD_CONNECTIONS} keep-alive connections, ${MEASURE_SECONDS} s per run, median of ${ROUNDS} round${
-      ROUNDS === 1 ? "" : "s"
-    }`,
+    `HTTP: GET /users (${PAGE} rows as JSON per request), ${LOAD_CONNECTIONS} keep-alive connections, ${MEASURE_SECONDS} s per run, median of ${ROUNDS} round${plural}`,
     "driver | runtime | pool | req/s | pgpipe vs it | p50 ms | p99 ms | server CPU | server CPU µs/req | pgpipe vs it (CPU/req) | PostgreSQL CPU | load gen CPU | backends | errors",
     rows,
   );
 }
 
-const notesOf = (tool: LoadTool) => [
-  `Load generator: ${
-    describeTool(tool, WRK_THREADS)
-  }, ${LOAD_CONNECTIONS} connections, ${WARMUP_SECONDS} s warm-up then ${MEASURE_SECONDS} s measured, against a fresh server process per run; rounds rotate which driver starts. Server, load generator and PostgreSQL share the machine's ${navigator.hardwareConcurrency} cores.`,
+const notesOf = (tool: string) => [
+  `Load generator: ${tool}, ${LOAD_CONNECTIONS} connections, ${WARMUP_SECONDS} s warm-up then ${MEASURE_SECONDS} s measured, against a fresh server process per run; rounds rotate which driver starts. Server, load generator and PostgreSQL share the machine's ${navigator.hardwareConcurrency} cores.`,
   "Every server runs the same handler (bench/shared/http_app.ts): select 100 users (int, text, timestamptz, bool, numeric, jsonb) by primary key, build an object per row (timestamp to an ISO string, numeric to a number) and answer Response.json. Each server's first answer is checked against the page PostgreSQL itself builds as JSON.",
   "Server CPU, PostgreSQL CPU (the backends serving the handler) and load gen CPU: CPU time per wall second of each during the measured window (100% = one core). Server CPU µs/req is the server process's CPU time per request: on a shared machine it moves less than req/s, which also depends on how much CPU the server got. Backends: connections running the handler's query at the end of each round (the pool really opened).",
   "Bun.sql runs in a bun process (Bun.serve, the same handler module); its row compares runtime and driver together. pgpipe and postgres.js run under Deno.serve.",
@@ -301,7 +297,7 @@ try {
   const pgpipe = servers.find((s) => s.name === "pgpipe");
   results(report, servers, runs);
   for (const max of pgpipe ? POOLS : []) await profiled(tool, pgpipe!, max, expected, report);
-  report.note(...notes, ...notesOf(tool));
+  report.note(...notes, ...notesOf(describeTool(tool, WRK_THREADS)));
   await report.emit();
 } finally {
   await admin.unsafe(`drop table if exists ${USERS_TABLE}`).catch(() => {});

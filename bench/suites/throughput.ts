@@ -558,10 +558,9 @@ async function tlsShare() {
     "client | q/s | share of plain TCP",
     rows,
   );
+  const window = fmt(WINDOW);
   report.note(
-    `Raw pipelines: the bytes pgpipe sends for a serial \`select 1\` (Bind Execute Sync of its prepared statement, one Sync each, as pgpipe's select $1::int) replayed on a raw socket with ${
-      fmt(WINDOW)
-    } in flight, each read answered by as many new copies in one write, decoding nothing: the rate and the TLS share the runtime and the server allow without a driver. Their share is of the raw plain-TCP pipeline.`,
+    `Raw pipelines: the bytes pgpipe sends for a serial \`select 1\` (Bind Execute Sync of its prepared statement, one Sync each, as pgpipe's select $1::int) replayed on a raw socket with ${window} in flight, each read answered by as many new copies in one write, decoding nothing: the rate and the TLS share the runtime and the server allow without a driver. Their share is of the raw plain-TCP pipeline.`,
   );
   if (postmaster === undefined) return;
   // The CPU per query of the same runs, each TLS run against its plain twin.
