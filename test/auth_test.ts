@@ -23,6 +23,7 @@ import {
   SSL_REQUEST,
   withServer,
 } from "./harness/fake_server.ts";
+import { delay, poll } from "./harness/wait.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -119,7 +120,7 @@ for (const method of ["password", "md5", "scram"] as const) {
     let calls = 0;
     const asyncPassword = async () => {
       calls++;
-      await new Promise((r) => setTimeout(r, 5));
+      await delay(5);
       return u.password;
     };
     const s = await session({ ...target(c, "tcp", u.user), password: asyncPassword });
@@ -328,11 +329,8 @@ Deno.test({
         const [, second] = await Promise.all(server.results) as { closed: boolean }[];
         assert.equal(second.closed, true, `ssl=${ssl}: the node:tls attempt left its socket open`);
       });
-      let after = openFds();
-      for (let i = 0; i < 40 && after > before; i++) {
-        await new Promise((r) => setTimeout(r, 50));
-        after = openFds();
-      }
+      await poll(() => openFds() <= before, 2000); // a socket being closed may take a moment
+      const after = openFds();
       assert.ok(after <= before, `ssl=${ssl}: ${after - before} descriptors left open`);
     }
   },
@@ -447,14 +445,18 @@ Deno.test("connect: a server asking for GSSAPI → AUTH_UNSUPPORTED", async () =
   });
 });
 
-Deno.test("connect: a server offering only SCRAM-SHA-256-PLUS → AUTH_UNSUPPORTED", async () => {
+Deno.test("connect: a server offering SCRAM-SHA-256-PLUS without TLS → PROTOCOL_VIOLATION (libpq's rule), nothing sent", async () => {
   await withServer(async (peer) => {
     await peer.startup();
-    await peer.send(auth(10, cstr("SCRAM-SHA-256-PLUS"), cstr("")));
+    await peer.send(auth(10, cstr("SCRAM-SHA-256-PLUS"), cstr("SCRAM-SHA-256"), cstr("")));
     return await peer.closedWithin(3000);
   }, async (server) => {
-    assertConnectionError(await failure(local(server.port)), "AUTH_UNSUPPORTED");
-    assert.equal(await server.results[0], true);
+    const e = assertConnectionError(
+      await failure(local(server.port, { password: "secret" })),
+      "PROTOCOL_VIOLATION",
+    );
+    assert.match(e.message, /SCRAM-SHA-256-PLUS over a connection without TLS/);
+    assert.equal(await server.results[0], true, "the client hung up without answering");
   });
 });
 
@@ -545,7 +547,7 @@ Deno.test("scram: the test's server-side computation reproduces RFC 7677", async
 });
 
 Deno.test("scram: ScramClient follows RFC 7677 (with the empty user name pgpipe sends)", async () => {
-  const client = new ScramClient(RFC.password, RFC.clientNonce);
+  const client = new ScramClient(RFC.password, { nonce: RFC.clientNonce });
   // PostgreSQL takes the user from the startup message; the SCRAM user name is left empty.
   assert.equal(client.start(), `n,,n=,r=${RFC.clientNonce}`);
   const expected = await rfcExpect(`n=,r=${RFC.clientNonce}`);
@@ -559,7 +561,7 @@ Deno.test("scram: ScramClient follows RFC 7677 (with the empty user name pgpipe 
 });
 
 Deno.test("scram: verify() refuses tampered, missing and error server-final messages", async () => {
-  const client = new ScramClient(RFC.password, RFC.clientNonce);
+  const client = new ScramClient(RFC.password, { nonce: RFC.clientNonce });
   assert.throws(() => client.verify(RFC.serverFinal), /signature/, "before respond()");
   await client.respond(RFC.serverFirst);
   const { serverSignature } = await rfcExpect(`n=,r=${RFC.clientNonce}`);
@@ -573,7 +575,7 @@ Deno.test("scram: verify() refuses tampered, missing and error server-final mess
 });
 
 Deno.test("scram: respond() refuses a server nonce that does not extend the client's", async () => {
-  const client = new ScramClient(RFC.password, RFC.clientNonce);
+  const client = new ScramClient(RFC.password, { nonce: RFC.clientNonce });
   await assert.rejects(client.respond("r=somethingElse,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"));
   await assert.rejects(client.respond(`r=${RFC.clientNonce},s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096`));
   await assert.rejects(client.respond(`r=${RFC.clientNonce}x,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=0`));
@@ -586,7 +588,7 @@ interface ScramServerPlan {
   final?: (signature: string) => string;
   /** Replace the server nonce suffix (to break the nonce rule). */
   nonce?: (clientNonce: string) => string;
-  /** Skip SASLFinal and go straight to AuthenticationOk. */
+  /** Skip SASLFinal and go straight to AuthenticationOk (the client's next move is not read). */
   skipFinal?: boolean;
 }
 
@@ -629,7 +631,11 @@ function scramServer(plan: ScramServerPlan) {
         : `v=${expected.serverSignature}`;
       await peer.send(auth(12, encoder.encode(text)));
     }
-    const hungUp = await peer.closedWithin(300);
+    // What the client does next tells: having accepted the signature it sends its queries
+    // (they wait for no ReadyForQuery); having refused it, it closes the connection.
+    const hungUp = plan.skipFinal
+      ? false
+      : await peer.segment().then((r) => r === null, () => true);
     if (!hungUp) {
       await peer.send(concat(auth(0), errorResponse("XX999", "the client accepted the server")));
     }

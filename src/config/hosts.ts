@@ -76,7 +76,7 @@ function describeKind(kind: SessionKind): string {
  * The session's kind: from the parameters reported at startup when they say
  * enough for `target`, else from a query.
  */
-export async function sessionKind(
+async function sessionKind(
   conn: Connection,
   target: TargetSessionAttrs = "read-write",
 ): Promise<SessionKind> {
@@ -125,7 +125,7 @@ function forHost(options: HostOptions, target: HostTarget): ConnectionOptions {
   const { hosts: _hosts, ...base } = options;
   return {
     ...base,
-    endpoint: { ...base.endpoint, host: target.host, port: target.port },
+    endpoint: { ...base.endpoint, host: target.host, port: target.port, address: target.address },
     password: target.password,
   };
 }

@@ -1,9 +1,11 @@
 // Starts a throwaway PostgreSQL cluster (initdb + pg_ctl) for the test suite.
 // Everything lives in one temp dir that stop() deletes; every external command is time-bounded.
 import { join } from "node:path";
-import { clientTool, findPgBin, pgBin } from "./server_bin.ts";
+import postgres, { type Sql } from "../../mod.ts";
+import { makeTestCerts } from "./cluster_certs.ts";
+import { findPgBin, pgBin, serverUser } from "./server_bin.ts";
 
-export { findPgBin };
+export { findPgBin, serverUser };
 
 export interface TestUser {
   user: string;
@@ -18,8 +20,23 @@ export interface ClusterInfo {
   ssl: boolean;
   caCertPath?: string;
   caCert?: string;
+  /** The folder of the TLS cluster's certificates (server.crt, server.key: what a pooler may reuse). */
+  certDir?: string;
   otherCaCert?: string;
-  users: { trust: TestUser; password: TestUser; md5: TestUser; scram: TestUser; sslonly: TestUser };
+  /**
+   * Client certificates the server's CA signed (TLS clusters): for `users.cert` (pg_hba `cert`),
+   * for `users.certfull` (SCRAM with `clientcert=verify-full`), and one whose CN names no user.
+   */
+  clientCerts?: Record<"cert" | "certfull" | "nobody", { certPath: string; keyPath: string }>;
+  users: {
+    trust: TestUser;
+    password: TestUser;
+    md5: TestUser;
+    scram: TestUser;
+    sslonly: TestUser;
+    cert: TestUser;
+    certfull: TestUser;
+  };
   version: number;
 }
 
@@ -40,11 +57,11 @@ interface RunOptions {
   env?: Record<string, string>;
   stdin?: string;
   timeoutMs?: number;
-  /** initdb/postgres refuse to run as root, so when root run via `runuser -u postgres`. */
+  /** initdb/postgres refuse to run as root, so when root run via `runuser -u <serverUser()>`. */
   asServerUser?: boolean;
 }
 
-/** Whether we run as root (then servers run as the `postgres` OS user). */
+/** Whether we run as root (then servers run as `serverUser()`). */
 export const isRoot = (): boolean => Deno.uid() === 0;
 
 /** Runs a command with a deadline; resolves to stdout, throws with stderr on failure. */
@@ -55,7 +72,7 @@ export async function run(cmd: string, args: string[], opts: RunOptions = {}): P
     Object.entries(Deno.env.toObject()).filter(([k]) => !k.startsWith("PG")),
   );
   const child = new Deno.Command(asPg ? "runuser" : cmd, {
-    args: asPg ? ["-u", "postgres", "--", cmd, ...args] : args,
+    args: asPg ? ["-u", serverUser(), "--", cmd, ...args] : args,
     cwd: opts.cwd,
     clearEnv: true,
     env: { ...env, ...opts.env },
@@ -111,49 +128,30 @@ export function freePort(): number {
   return port;
 }
 
-// Minimal openssl config so the system openssl.cnf cannot add surprising extensions.
-const CA_CNF = `[req]
-distinguished_name = dn
-x509_extensions = v3_ca
-prompt = no
-[dn]
-CN = pgpipe test CA
-[v3_ca]
-basicConstraints = critical,CA:TRUE
-keyUsage = critical,keyCertSign,cRLSign
-subjectKeyIdentifier = hash
-`;
+/** The client certificates made for a TLS cluster: file stem and the CN (the user) it names. */
+const CLIENT_CERTS = {
+  cert: "pgpipe_cert",
+  certfull: "pgpipe_certfull",
+  nobody: "pgpipe_nobody",
+} as const;
 
-// rustls rejects a self-signed leaf (CaUsedAsEndEntity), so the server cert is a CA-signed leaf.
-const SERVER_EXT = `basicConstraints = critical,CA:FALSE
-keyUsage = critical,digitalSignature
-extendedKeyUsage = serverAuth
-subjectAltName = DNS:localhost,IP:127.0.0.1
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid
-`;
-
-/** Writes ca.crt, server.crt, server.key and other-ca.crt into dir (ECDSA P-256: fast). */
-async function makeCerts(dir: string): Promise<void> {
-  const ssl = (...args: string[]) => run("openssl", args, { cwd: dir });
-  const newKey = (name: string, cn: string) => [
-    ...["-config", "ca.cnf", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"],
-    ...["-nodes", "-subj", `/CN=${cn}`, "-keyout", `${name}.key`],
-  ];
-  await Deno.writeTextFile(join(dir, "ca.cnf"), CA_CNF);
-  await Deno.writeTextFile(join(dir, "server.ext"), SERVER_EXT);
-  const days = ["-days", "3650"];
-  await Promise.all([
-    ssl("req", "-x509", ...newKey("ca", "pgpipe test CA"), ...days, "-out", "ca.crt"),
-    ssl("req", "-x509", ...newKey("other-ca", "pgpipe other CA"), ...days, "-out", "other-ca.crt"),
-    ssl("req", "-new", ...newKey("server", "localhost"), "-out", "server.csr"),
-  ]);
-  const serial = ["-set_serial", `0x1${randomHex(8)}`];
-  const signer = ["-CA", "ca.crt", "-CAkey", "ca.key", "-extfile", "server.ext"];
-  const csr = ["-req", "-in", "server.csr", "-out", "server.crt"];
-  await ssl("x509", ...csr, ...signer, ...serial, ...days);
-  // The server refuses a key file readable by group/others.
-  await Deno.chmod(join(dir, "server.key"), 0o600);
+/**
+ * Writes ca.crt, server.crt, server.key, other-ca.crt and a client certificate and key per
+ * CLIENT_CERTS (client-<name>.crt/.key) into dir.
+ */
+async function writeCerts(dir: string): Promise<void> {
+  const certs = await makeTestCerts(CLIENT_CERTS);
+  // The server refuses a key file readable by group/others; libpq's rule for a client key,
+  // which pgpipe keeps, is the same.
+  const key = { mode: 0o600 };
+  await Deno.writeTextFile(join(dir, "ca.crt"), certs.ca);
+  await Deno.writeTextFile(join(dir, "other-ca.crt"), certs.otherCa);
+  await Deno.writeTextFile(join(dir, "server.crt"), certs.serverCert);
+  await Deno.writeTextFile(join(dir, "server.key"), certs.serverKey, key);
+  for (const [name, client] of Object.entries(certs.clients)) {
+    await Deno.writeTextFile(join(dir, `client-${name}.crt`), client.cert);
+    await Deno.writeTextFile(join(dir, `client-${name}.key`), client.key, key);
+  }
 }
 
 const USER_NAMES = {
@@ -162,6 +160,8 @@ const USER_NAMES = {
   md5: "pgpipe_md5",
   scram: "pgpipe_scram",
   sslonly: "pgpipe_sslonly",
+  cert: CLIENT_CERTS.cert,
+  certfull: CLIENT_CERTS.certfull,
 } as const;
 
 type Users = ClusterInfo["users"];
@@ -175,6 +175,8 @@ function makeUsers(): Users {
     md5: mk(USER_NAMES.md5),
     scram: mk(USER_NAMES.scram),
     sslonly: mk(USER_NAMES.sslonly),
+    cert: mk(USER_NAMES.cert),
+    certfull: mk(USER_NAMES.certfull),
   };
 }
 
@@ -196,7 +198,8 @@ function setupSql(u: Users): string {
     "SET password_encryption = 'scram-sha-256';",
     role(u.scram, "CREATEDB"),
     role(u.sslonly, "CREATEDB"),
-    "SELECT current_setting('server_version_num');",
+    role(u.cert, "CREATEDB"),
+    role(u.certfull, "CREATEDB"),
   ].join("\n");
 }
 
@@ -214,6 +217,16 @@ function hbaConf(ssl: boolean, replication: boolean): string {
   add("local", USER_NAMES.sslonly, "reject");
   add("hostnossl", USER_NAMES.sslonly, "reject");
   if (ssl) add("hostssl", USER_NAMES.sslonly, "scram-sha-256");
+  // Client certificates: the certificate alone (its CN is the user), or SCRAM and a certificate
+  // whose CN is the user (clientcert=verify-full).
+  for (const user of [USER_NAMES.cert, USER_NAMES.certfull]) {
+    add("local", user, "reject");
+    add("hostnossl", user, "reject");
+  }
+  if (ssl) {
+    add("hostssl", USER_NAMES.cert, "cert");
+    add("hostssl", USER_NAMES.certfull, "scram-sha-256 clientcert=verify-full");
+  }
   const methods: [string, string][] = [
     [USER_NAMES.password, "password"],
     [USER_NAMES.md5, "md5"],
@@ -255,6 +268,8 @@ function serverConf(
   if (ssl) {
     conf.ssl_cert_file = join(certDir, "server.crt");
     conf.ssl_key_file = join(certDir, "server.key");
+    // The CA that signs client certificates (pg_hba `cert`, `clientcert=`).
+    conf.ssl_ca_file = join(certDir, "ca.crt");
   }
   const lines = Object.entries(conf).map(([k, v]) =>
     `${k} = ${typeof v === "number" ? v : lit(v)}`
@@ -319,6 +334,28 @@ export async function killPostmaster(dataDir: string): Promise<void> {
   }
 }
 
+/**
+ * Runs `fn` with a client connected to the server on `port` as its superuser `postgres` (trust,
+ * plain TCP): pgpipe itself, so setting a cluster up needs no psql (the npm builds have none).
+ */
+export async function asSuperuser<T>(port: number, fn: (sql: Sql) => Promise<T>): Promise<T> {
+  const sql = postgres({
+    host: "127.0.0.1",
+    port,
+    user: "postgres",
+    database: "postgres",
+    ssl: false,
+    max: 1,
+    connect_timeout: 30,
+    onnotice: () => {},
+  });
+  try {
+    return await fn(sql);
+  } finally {
+    await sql.end();
+  }
+}
+
 /** What kind of cluster `startCluster` starts. */
 export interface ClusterOptions {
   /** TLS on (a test CA, a server certificate for localhost and 127.0.0.1). Default false. */
@@ -365,13 +402,13 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   try {
     if (ssl) {
       await Deno.mkdir(certDir);
-      await makeCerts(certDir);
+      await writeCerts(certDir);
     }
-    // The server runs as `postgres` when we are root, so it must own everything in tmp.
-    if (isRoot()) await run("chown", ["-R", "postgres:", tmp]);
+    // The server runs as serverUser() when we are root, so it must own everything in tmp.
+    if (isRoot()) await run("chown", ["-R", `${serverUser()}:`, tmp]);
     const initArgs = ["-D", dataDir, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"];
     await run(join(bin, "initdb"), [...initArgs, "--locale=C"], { ...asServer, timeoutMs: 60_000 });
-    // Overwriting/appending keeps the files' owner (postgres) and mode (0600).
+    // Overwriting/appending keeps the files' owner (the server's user) and mode (0600).
     await Deno.writeTextFile(join(dataDir, "pg_hba.conf"), hbaConf(ssl, replication));
 
     // Appended: the last setting wins.
@@ -384,13 +421,11 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     );
 
     const users = makeUsers();
-    const psqlPath = clientTool(bin, "psql");
-    const psqlArgs = ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", tmp, "-p", `${port}`];
-    const out = await run(psqlPath, [...psqlArgs, "-U", "postgres", "-d", "postgres", "-f", "-"], {
-      stdin: setupSql(users),
-      env: { PGCLIENTENCODING: "UTF8" }, // passwords contain é
+    const version = await asSuperuser(port, async (sql) => {
+      await sql.unsafe(setupSql(users));
+      const [{ v }] = await sql`select current_setting('server_version_num')::int as v`;
+      return v as number;
     });
-    const version = parseInt(out.trim().split("\n").pop() ?? "", 10);
 
     const info: ClusterInfo = {
       host: "127.0.0.1",
@@ -403,8 +438,15 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     };
     if (ssl) {
       info.caCertPath = join(certDir, "ca.crt");
+      info.certDir = certDir;
       info.caCert = await Deno.readTextFile(info.caCertPath);
       info.otherCaCert = await Deno.readTextFile(join(certDir, "other-ca.crt"));
+      info.clientCerts = Object.fromEntries(
+        Object.keys(CLIENT_CERTS).map((name) => [name, {
+          certPath: join(certDir, `client-${name}.crt`),
+          keyPath: join(certDir, `client-${name}.key`),
+        }]),
+      ) as ClusterInfo["clientCerts"];
     }
     const halt = async () => {
       await run(pgCtl, ["-D", dataDir, "-m", "fast", "-w", "-t", "30", "stop"], {

@@ -3,8 +3,9 @@
 // `postgres` OS user when we are root: PgBouncer refuses to run as root), from a generated ini
 // in a temp dir that stop() deletes.
 import { join } from "node:path";
-import { freePort, isRoot, run } from "./cluster.ts";
+import { freePort, isRoot, run, serverUser } from "./cluster.ts";
 import { isFile } from "./server_bin.ts";
+import { poll, within } from "./wait.ts";
 
 export interface Bouncer {
   host: string;
@@ -29,6 +30,16 @@ export interface BouncerOptions {
   users: string[];
   /** Server connections per database/user pair. Default 4. */
   poolSize?: number;
+  /**
+   * Clients must use TLS with this certificate and key (files PgBouncer can read), as a managed
+   * pooler does (Supabase's, Neon's); PgBouncer terminates TLS, so it offers no SCRAM-PLUS.
+   */
+  tls?: { certFile: string; keyFile: string };
+  /**
+   * Clients authenticate with SCRAM-SHA-256 against these passwords (PgBouncer uses them to log in
+   * to the server too); default: trust.
+   */
+  passwords?: Record<string, string>;
 }
 
 const quote = (s: string) => `"${s.replaceAll('"', '""')}"`;
@@ -46,7 +57,14 @@ export async function startPgbouncer(opts: BouncerOptions): Promise<Bouncer> {
     "listen_addr = 127.0.0.1",
     `listen_port = ${port}`,
     "unix_socket_dir =",
-    "auth_type = trust",
+    `auth_type = ${opts.passwords ? "scram-sha-256" : "trust"}`,
+    ...(opts.tls
+      ? [
+        "client_tls_sslmode = require",
+        `client_tls_cert_file = ${opts.tls.certFile}`,
+        `client_tls_key_file = ${opts.tls.keyFile}`,
+      ]
+      : []),
     `auth_file = ${join(tmp, "userlist.txt")}`,
     "pool_mode = transaction",
     `default_pool_size = ${opts.poolSize ?? 4}`,
@@ -61,14 +79,14 @@ export async function startPgbouncer(opts: BouncerOptions): Promise<Bouncer> {
   await Deno.writeTextFile(join(tmp, "pgbouncer.ini"), ini);
   await Deno.writeTextFile(
     join(tmp, "userlist.txt"),
-    opts.users.map((u) => `${quote(u)} ""`).join("\n") + "\n",
+    opts.users.map((u) => `${quote(u)} ${quote(opts.passwords?.[u] ?? "")}`).join("\n") + "\n",
   );
-  if (isRoot()) await run("chown", ["-R", "postgres:", tmp]);
+  if (isRoot()) await run("chown", ["-R", `${serverUser()}:`, tmp]);
 
   const asPg = isRoot();
   const args = [join(tmp, "pgbouncer.ini")];
   const child = new Deno.Command(asPg ? "runuser" : bin, {
-    args: asPg ? ["-u", "postgres", "--", bin, ...args] : args,
+    args: asPg ? ["-u", serverUser(), "--", bin, ...args] : args,
     cwd: tmp,
     stdin: "null",
     stdout: "null",
@@ -105,35 +123,35 @@ export async function startPgbouncer(opts: BouncerOptions): Promise<Bouncer> {
           kill("SIGTERM");
         }
       } else kill("SIGTERM");
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const late = new Promise<"late">((r) => timer = setTimeout(() => r("late"), 5_000));
-      if (await Promise.race([exited, late]) === "late") {
+      if (await within(exited, 5_000, "pgbouncer's exit").then(() => false, () => true)) {
         signal("SIGKILL");
         await exited;
       }
-      clearTimeout(timer);
       await Deno.remove(tmp, { recursive: true }).catch(() => {});
     })();
 
   try {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      try {
-        const conn = await Deno.connect({ hostname: "127.0.0.1", port });
-        conn.close();
-        break;
-      } catch {
-        let log = "";
+    const accepting = await poll(
+      async () => {
+        if (gone) return "gone";
         try {
-          log = await Deno.readTextFile(join(tmp, "pgbouncer.log"));
-        } catch { /* not written yet */ }
-        if (gone || Date.now() > deadline) {
-          throw new Error(
-            `pgbouncer did not start on port ${port}${gone ? " (it exited)" : ""}\n${log}`,
-          );
+          (await Deno.connect({ hostname: "127.0.0.1", port })).close();
+          return "accepting";
+        } catch {
+          return null; // not listening yet
         }
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      },
+      10_000,
+      50,
+    );
+    if (accepting !== "accepting") {
+      let log = "";
+      try {
+        log = await Deno.readTextFile(join(tmp, "pgbouncer.log"));
+      } catch { /* not written yet */ }
+      throw new Error(
+        `pgbouncer did not start on port ${port}${gone ? " (it exited)" : ""}\n${log}`,
+      );
     }
     return { host: "127.0.0.1", port, stop };
   } catch (e) {
