@@ -185,9 +185,8 @@ async function main(): Promise<number> {
   try {
     const env = await server((c) => cluster = c);
     const machine = await describeMachine(env.PGPIPE_BENCH_URL);
-    console.log(
-      `bench: ${machine.server}; ${machine.cpu}, ${machine.cores} cores; Deno ${machine.deno}`,
-    );
+    const { server: version, cpu, cores, deno } = machine;
+    console.log(`bench: ${version}; ${cpu}, ${cores} cores; Deno ${deno}`);
     const quick = args.quick ? " (quick)" : "";
     console.log(`bench: drivers ${names.join(", ")}; suites ${args.only.join(", ")}${quick}`);
     Object.assign(env, {
@@ -212,11 +211,8 @@ async function main(): Promise<number> {
     }
     if (interrupted) return 130; // the signal handler is stopping everything
 
-    const reports = sections.map((s) => s.report);
-    const summary = summaryTable(
-      reports.flatMap((r) => r.ratios),
-      reports.flatMap((r) => r.measures ?? []),
-    );
+    const ratios = sections.flatMap((s) => s.report.ratios);
+    const summary = summaryTable(ratios, sections.flatMap((s) => s.report.measures ?? []));
     console.log("\n" + renderTable(summary));
     console.log("\nSpeed targets (reported, not enforced): " + targetTexts().join("; "));
     const seconds = (performance.now() - t0) / 1000;
@@ -224,25 +220,11 @@ async function main(): Promise<number> {
     const out = args.out ?? (full ? `${here}RESULTS.md` : undefined);
     if (out) {
       // The command as a reader would type it: --out names a file of this machine.
-      const given = Deno.args.filter((a, i, all) =>
-        !a.startsWith("--out") && all[i - 1] !== "--out"
-      );
+      const given = Deno.args.filter((a, i, x) => !a.startsWith("--out") && x[i - 1] !== "--out");
       const command = ["deno task bench", ...given].join(" ");
-      const { skipped, drivers } = probe;
+      const run = { command, machine, sections, failures, summary, startedAt, seconds };
       const ownServer = cluster !== undefined;
-      const quick = args.quick;
-      const run = {
-        command,
-        quick,
-        machine,
-        sections,
-        failures,
-        skipped,
-        drivers,
-        ownServer,
-        summary,
-      };
-      const md = resultsMarkdown({ ...run, startedAt, seconds });
+      const md = resultsMarkdown({ ...run, ...probe, quick: args.quick, ownServer });
       await Deno.writeTextFile(out, md);
       // The file lives in the repository, whose check runs `deno fmt --check`: leave it formatted.
       const fmt = await spawn(Deno.execPath(), ["fmt", "--quiet", out], { timeoutMs: 60_000 });

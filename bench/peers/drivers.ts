@@ -173,32 +173,27 @@ export const PGPIPE_NATIVE = "pgpipe (CA: native TLS)";
 function postgresJsApi(name: string, source: string, specifier: string, make: PgJsFactory): Driver {
   const native = name === PGPIPE_NATIVE;
   const ssl = () => native ? { mode: "require", ca: benchCa() } : isTls() ? "require" : false;
-  return {
-    name,
-    source,
-    specifier,
-    pipelines: true,
-    async connect(url, options = {}) {
-      if (native) await settleNative(url, ssl());
-      const { connections: max = 1, applicationName: app } = options;
-      const connection = app && { application_name: app };
-      const sql = make(url, { max, ssl: ssl(), onnotice: () => {}, connection });
-      if (native) {
-        const path = ((await sql`select 1`) as { state?: { tls?: unknown } }).state?.tls;
-        check(path === "native", `${name} connected on ${String(path)}, not native TLS`);
-      }
-      // sql.begin pins the transaction to one connection; throwing from the callback rolls it back.
-      const inTx = async (fn: (run: Run) => Promise<void>) => {
-        await sql.begin(async (t) => {
-          await fn(t);
-          throw new Rollback();
-        }).catch((e) => {
-          if (!(e instanceof Rollback)) throw e;
-        });
-      };
-      return adapter(name, { run: sql, inTx, close: () => sql.end({ timeout: 5 }) }, false);
-    },
-  };
+  return { name, source, specifier, pipelines: true, connect };
+  async function connect(url: string, options: ConnectOptions = {}): Promise<Adapter> {
+    if (native) await settleNative(url, ssl());
+    const { connections: max = 1, applicationName: app } = options;
+    const connection = app && { application_name: app };
+    const sql = make(url, { max, ssl: ssl(), onnotice: () => {}, connection });
+    if (native) {
+      const path = ((await sql`select 1`) as { state?: { tls?: unknown } }).state?.tls;
+      check(path === "native", `${name} connected on ${String(path)}, not native TLS`);
+    }
+    // sql.begin pins the transaction to one connection; throwing from the callback rolls it back.
+    const inTx = async (fn: (run: Run) => Promise<void>) => {
+      await sql.begin(async (t) => {
+        await fn(t);
+        throw new Rollback();
+      }).catch((e) => {
+        if (!(e instanceof Rollback)) throw e;
+      });
+    };
+    return adapter(name, { run: sql, inTx, close: () => sql.end({ timeout: 5 }) }, false);
+  }
 }
 
 const MOD = new URL("../../mod.ts", import.meta.url).href;
@@ -412,14 +407,9 @@ export async function suiteDrivers(only?: string[]): Promise<Driver[]> {
  * The first value `text` answers on a fresh plaintext pgpipe connection (the suites' own
  * questions), given to `use` while the connection (its backend) is still open.
  */
-export async function ask<T>(
-  url: string,
-  text: string,
-  params: unknown[] = [],
-  use = (v: any): T => v,
-) {
+export async function ask<T>(url: string, text: string, use = (v: any): T => v) {
   await using sql = postgres(url, { max: 1, ssl: false, onnotice: () => {} });
-  const [row] = await sql.unsafe(text, params as never[]);
+  const [row] = await sql.unsafe(text);
   return use(Object.values(row)[0]);
 }
 

@@ -17,11 +17,7 @@ export interface LibpqRate {
  * Runs `pgbench -n -M prepared -c 1 -j 1 -T seconds` on a script of `lines` queries in one
  * pipeline against url (pgbench takes a connection URI as its database name); q/s = tps x lines.
  */
-export async function pgbenchPipeline(
-  url: string,
-  seconds: number,
-  lines: number,
-): Promise<LibpqRate> {
+export async function pgbenchPipeline(url: string, seconds: number, lines: number) {
   const pgbench = clientTool(findPgBin(), "pgbench");
   if (!pgbench.includes("/")) return { note: "pgbench not found: no libpq pipeline limit." };
   await using dir = await tempDir("pgpipe-pgbench-");
@@ -43,11 +39,7 @@ export async function pgbenchPipeline(
 }
 
 /** libpq_pipeline.c with a Sync every query: `total` queries, `window` in flight. */
-export async function libpqPipeline(
-  url: string,
-  total: number,
-  window: number,
-): Promise<LibpqRate> {
+export async function libpqPipeline(url: string, total: number, window: number) {
   await using dir = await tempDir("pgpipe-libpq-");
   const what = "libpq pipeline, 1 Sync per query (pgpipe's shape)";
   const exe = join(dir.path, "libpq_pipeline");

@@ -7,21 +7,19 @@ export interface BunSql {
   close(options?: { timeout?: number }): Promise<void>;
 }
 
+/** Bun.serve's options. */
+type ServeOptions = {
+  hostname: string;
+  port: number;
+  development: boolean;
+  fetch(req: Request): Promise<Response>;
+};
+
 /** The global `Bun`. */
 export interface BunApi {
   argv: string[];
   SQL: new (url: string, options?: { max: number }) => BunSql;
   file(path: string): Blob;
-  serve(
-    options: {
-      hostname: string;
-      port: number;
-      development: boolean;
-      fetch(req: Request): Promise<Response>;
-    },
-  ): {
-    port: number;
-    stop(closeActiveConnections?: boolean): Promise<void> | void;
-  };
+  serve(options: ServeOptions): { port: number; stop(): Promise<void> | void };
   stdin: { stream(): ReadableStream<Uint8Array> };
 }

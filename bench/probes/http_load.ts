@@ -15,12 +15,12 @@ export type LoadResult = {
 };
 
 if (import.meta.main) {
-  const [url, connections, seconds] = Deno.args;
+  const [url, connections, duration] = Deno.args;
   const latencies: number[] = [];
   let errors = 0;
   const t0 = performance.now();
   const loop = async () => {
-    while (performance.now() < t0 + Number(seconds) * 1000) {
+    while (performance.now() < t0 + Number(duration) * 1000) {
       const start = performance.now();
       try {
         const res = await fetch(url);
@@ -34,12 +34,7 @@ if (import.meta.main) {
   };
   await Promise.all(Array.from({ length: Number(connections) }, loop));
   const [p50Ms, p99Ms] = [percentile(latencies, 50), percentile(latencies, 99)];
-  const result: LoadResult = {
-    requests: latencies.length,
-    seconds: (performance.now() - t0) / 1000,
-    p50Ms,
-    p99Ms,
-    errors,
-  };
+  const seconds = (performance.now() - t0) / 1000;
+  const result: LoadResult = { requests: latencies.length, seconds, p50Ms, p99Ms, errors };
   console.log(JSON.stringify(result));
 }

@@ -10,11 +10,8 @@ import { sslOf } from "../shared/env.ts";
 const [driver, max, url] = Deno.args;
 if (driver !== "pgpipe" && driver !== "postgres.js") throw new Error(`unknown driver ${driver}`);
 const specifier = driver === "pgpipe" ? new URL("../../mod.ts", import.meta.url).href : POSTGRES_JS;
-const sql = (await import(specifier)).default(url, {
-  max: Number(max),
-  ssl: sslOf(url),
-  onnotice: () => {},
-});
+const options = { max: Number(max), ssl: sslOf(url), onnotice: () => {} };
+const sql = (await import(specifier)).default(url, options);
 // Opens every connection before the load starts, so no run times connection set-up.
 await Promise.all(Array.from({ length: Number(max) * 4 }, () => sql`select pg_sleep(0.01)`));
 const onListen = ({ port }: { port: number }) => console.log(JSON.stringify({ port }));

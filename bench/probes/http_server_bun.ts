@@ -9,12 +9,8 @@ const [max, url] = Bun.argv.slice(2);
 const sql = new Bun.SQL(url, { max: Number(max) });
 // Opens every connection before the load starts, as http_server.ts does.
 await Promise.all(Array.from({ length: Number(max) * 4 }, () => sql`select pg_sleep(0.01)`));
-const server = Bun.serve({
-  hostname: "127.0.0.1",
-  port: 0,
-  development: false,
-  fetch: makeHandler(sql),
-});
+const fetch = makeHandler(sql);
+const server = Bun.serve({ hostname: "127.0.0.1", port: 0, development: false, fetch });
 console.log(JSON.stringify({ port: server.port }));
 for await (const _ of Bun.stdin.stream()) {
   /* nothing is sent: end of input is the signal to stop */

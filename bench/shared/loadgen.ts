@@ -70,12 +70,9 @@ const STAT_MARK = "LOADGEN-STAT ";
 export async function runLoad(
   tool: LoadTool,
   url: string,
-  { connections: c, seconds: s, threads: t }: {
-    connections: number;
-    seconds: number;
-    threads: number;
-  },
-): Promise<LoadResult & { cpuSeconds: number }> {
+  opts: Record<"connections" | "seconds" | "threads", number>,
+) {
+  const { connections: c, seconds: s, threads: t } = opts;
   const command = tool.kind === "wrk"
     ? [tool.path, `-t${t}`, `-c${c}`, `-d${s}s`, "--latency", url]
     : [Deno.execPath(), ...denoArgs("http_load.ts", [url, c, s])];

@@ -54,10 +54,6 @@ export async function seenStart(
     ? `HelloRetryRequest (wants ${answer.group})`
     : `ServerHello (${answer.group})`;
   const connections = rec.connections.length > 1 ? ` (${rec.connections.length} connections)` : "";
-  return [
-    offer?.shares.join(", ") ?? "-",
-    reply,
-    `${trips.length}${connections}`,
-    trips.join(" · "),
-  ];
+  const shares = offer?.shares.join(", ") ?? "-";
+  return [shares, reply, `${trips.length}${connections}`, trips.join(" · ")];
 }

@@ -67,13 +67,8 @@ export function resultsMarkdown(run: Run): string {
     lines.push("## Failures", "", ...run.failures.map((f) => `- ${inRepo(f)}`), "");
   }
   for (const { run, title, report } of sections) {
-    lines.push(
-      `## ${title}`,
-      "",
-      `Alone: \`deno task bench --only=${run}\`.`,
-      renderSuite(report),
-      "",
-    );
+    const alone = `Alone: \`deno task bench --only=${run}\`.`;
+    lines.push(`## ${title}`, "", alone, renderSuite(report), "");
   }
   return lines.join("\n");
 }

@@ -16,7 +16,7 @@ export const mean = (samples: readonly number[]) =>
 export async function rotated<T>(
   rounds: number,
   items: readonly T[],
-  run: (item: T, round: number) => Promise<void>,
+  run: (item: T, r: number) => Promise<void>,
 ) {
   for (let r = 0; r < rounds; r++) {
     for (let k = 0; k < items.length; k++) await run(items[(k + r) % items.length], r);

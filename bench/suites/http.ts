@@ -26,6 +26,7 @@ const plural = ROUNDS === 1 ? "" : "s";
 const [LOAD_CONNECTIONS, WRK_THREADS, POOLS, PROFILE_INTERVAL_US] = [50, 1, [1, 4], 500];
 const root = new URL("../..", import.meta.url).href;
 const log = (s: string) => console.log(`http: ${s}`);
+const report = new Report("http");
 
 /** How to start a driver's server: its command for a pool of `max`, under `--cpu-prof` into dir. */
 type Server = { name: string; runtime: string; command(max: number, dir?: string): string[] };
@@ -162,13 +163,7 @@ const shorten = (u: string) =>
   u.startsWith("file:") && !u.startsWith(root) ? "(outside the repository)" : inRepo(u);
 
 /** One extra pgpipe round under --cpu-prof, reported apart (profiling slows it): two tables. */
-async function profiled(
-  tool: LoadTool,
-  pgpipe: Server,
-  max: number,
-  page: unknown,
-  report: Report,
-) {
+async function profiled(tool: LoadTool, pgpipe: Server, max: number, page: unknown) {
   await using dir = await tempDir("pgpipe-http-prof-");
   const run = await measure(tool, pgpipe, max, page, dir.path);
   const files = [...Deno.readDirSync(dir.path)].filter((e) => e.name.endsWith(".cpuprofile"));
@@ -223,7 +218,7 @@ async function rounds(tool: LoadTool, servers: Server[], expected: unknown) {
 }
 
 /** The results table (medians per driver and pool) and pgpipe's ratios to each peer. */
-function results(report: Report, servers: Server[], runs: Map<string, Run[]>): void {
+function results(servers: Server[], runs: Map<string, Run[]>): void {
   const rows: string[][] = [];
   for (const max of POOLS) {
     const conns = `${max} connection${max === 1 ? "" : "s"}`;
@@ -293,10 +288,9 @@ try {
   for (const q of SEED_SQL) await admin.unsafe(q);
   const expected = await expectedPage();
   const runs = await rounds(tool, servers, expected);
-  const report = new Report("http");
   const pgpipe = servers.find((s) => s.name === "pgpipe");
-  results(report, servers, runs);
-  for (const max of pgpipe ? POOLS : []) await profiled(tool, pgpipe!, max, expected, report);
+  results(servers, runs);
+  for (const max of pgpipe ? POOLS : []) await profiled(tool, pgpipe!, max, expected);
   report.note(...notes, ...notesOf(describeTool(tool, WRK_THREADS)));
   await report.emit();
 } finally {

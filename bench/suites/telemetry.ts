@@ -54,23 +54,17 @@ const med = (name: string, pick: (r: Run) => number) => median(results.get(name)
 const extra = (pick: (r: Run) => number) =>
   med(variants[1].name, pick) - med(variants[0].name, pick);
 const report = new Report("telemetry");
+const KINDS = ["pipelined", "serial"] as const;
+const cells = (
+  name: string,
+  k: typeof KINDS[number],
+) => [fmt(med(name, (r) => r[k].qps), 0), fmt(med(name, (r) => r[k].cpuUs), 2)];
 report.table(
   `OpenTelemetry's cost: select $1::int on one connection, fresh process per run (median of ${rounds} rotated rounds; CPU is the whole process's, exporter threads included)`,
   "pgpipe | pipelined q/s | µs CPU / query | serial q/s | µs CPU / query",
-  variants.map((
-    { name },
-  ) => [
-    name,
-    ...(["pipelined", "serial"] as const).flatMap((k) => [
-      fmt(med(name, (r) => r[k].qps), 0),
-      fmt(
-        med(name, (r) => r[k].cpuUs),
-        2,
-      ),
-    ]),
-  ]),
+  variants.map(({ name }) => [name, ...KINDS.flatMap((k) => cells(name, k))]),
 );
-for (const k of ["pipelined", "serial"] as const) {
+for (const k of KINDS) {
   const label = `telemetry on: extra CPU per ${k} query (spans, metrics, export)`;
   report.measure(label, "telemetry off", extra((r) => r[k].cpuUs), "µs");
 }

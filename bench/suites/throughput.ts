@@ -208,8 +208,8 @@ async function measure(driver: Driver): Promise<DriverResult> {
   const app = `pgpipe_bench_${driver.name.replace(/\W/g, "_")}_4`;
   await using four = await driver.connect(url, { connections: 4, applicationName: app });
   const r4 = await warmRate(four, WINDOW * 4);
-  const open = "select count(*)::int from pg_stat_activity where application_name = $1";
-  const n = await ask(url, open, [app]) as number;
+  const open = `select count(*)::int from pg_stat_activity where application_name = '${app}'`;
+  const n = await ask(url, open) as number;
   say(`4 connections (${n} open): ${fmt(r4.qps)} q/s`);
   return { ...result, pipelined: { one: r1, inTx, four: r4, fourBackends: n } };
 }
@@ -602,7 +602,7 @@ const session = await captureSelectOne();
 const steady = session.requests[session.requests.length - 1].bytes;
 await pingPong();
 // The server's postmaster, found from a backend while that backend lives (undefined if remote).
-const postmaster = await ask(plainBenchUrl(), "select pg_backend_pid()", [], localPostmaster);
+const postmaster = await ask(plainBenchUrl(), "select pg_backend_pid()", localPostmaster);
 await versusBun();
 if (tls) {
   await runtimeFloors();
