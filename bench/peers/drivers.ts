@@ -57,14 +57,11 @@ export type Skipped = { name: string; source: string; reason: string };
 
 /** Where a workload's timed part starts and ends: deno bench's `b`, or a stopwatch (`ms`). */
 export type Timer = { start(): void; end(): void };
-export function stopwatch(): Timer & { ms: number } {
-  let t0 = 0;
-  const w = {
-    ms: 0,
-    start: () => void (t0 = performance.now()),
-    end: () => void (w.ms = performance.now() - t0),
-  };
-  return w;
+export class Stopwatch implements Timer {
+  ms = 0;
+  #t0 = 0;
+  start = () => void (this.#t0 = performance.now());
+  end = () => void (this.ms = performance.now() - this.#t0);
 }
 
 /** `n` `select * from pg_type` at once, timed; each answer must have `types` rows. */

@@ -8,10 +8,7 @@ import { clientTool, findPgBin } from "../../test/harness/server_bin.ts";
 import { run, tempDir } from "../shared/probe.ts";
 
 /** Queries per second through libpq, or a note saying why there is no number. */
-export interface LibpqRate {
-  qps?: number;
-  note: string;
-}
+export type LibpqRate = { qps?: number; note: string };
 
 /**
  * Runs `pgbench -n -M prepared -c 1 -j 1 -T seconds` on a script of `lines` queries in one

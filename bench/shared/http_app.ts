@@ -17,15 +17,9 @@ export type SqlTag = (
 /** Creates and fills the table (text, timestamptz, bool, numeric and jsonb columns). */
 export const SEED_SQL = [
   `drop table if exists ${USERS_TABLE}`,
-  `create table ${USERS_TABLE} (
-    id int primary key,
-    name text not null,
-    email text not null,
-    created_at timestamptz not null,
-    active boolean not null,
-    score numeric(10, 2) not null,
-    data jsonb not null
-  )`,
+  `create table ${USERS_TABLE} (id int primary key, name text not null, email text not null,
+    created_at timestamptz not null, active boolean not null, score numeric(10, 2) not null,
+    data jsonb not null)`,
   `insert into ${USERS_TABLE}
     select i, 'User ' || i, 'user' || i || '@example.com',
       timestamptz '2024-01-01 00:00:00+00' + i * interval '7 minutes 13 seconds',

@@ -36,10 +36,7 @@ const bun = await findBun((line) => console.log(`cold: ${line}`));
 const psqlPath = clientTool(null, "psql");
 const psql = await run(psqlPath, ["--version"]).then(() => psqlPath, () => null);
 
-/**
- * A start's ms to the answer: from process start (Deno's start-up excluded), from creating the
- * client, and the whole process.
- */
+/** A start in ms: process start (Deno's own excluded) or client creation to answer; the process. */
 type Sample = { importToAnswer: number; createdToAnswer: number; wall: number };
 
 /**
@@ -64,8 +61,7 @@ async function once(client: string, target: string): Promise<Sample> {
   return { ...r, wall: performance.now() - t0 };
 }
 
-// ---------------------------------------------------------------------------------------------
-// 1. Default options, plain URL
+// ------------------------------------------------------ 1. Default options, plain URL
 
 const wall = new Samples(names.map((n) => [n, []]));
 const inner = new Samples(names.map((n) => [n, []]));
@@ -90,8 +86,7 @@ report.table(
   names.map((n) => [n, fmt(inner.median(n), 1), fmt(wall.median(n), 1)]),
 );
 
-// ---------------------------------------------------------------------------------------------
-// 2. SCRAM, plaintext and TLS, loopback and through the proxy
+// -------------------------------- 2. SCRAM, plaintext and TLS, loopback and through the proxy
 
 /** A start: which client, the scenario a table names, the URL's parameters. */
 type Start = { client: string; scenario: string; params: Record<string, string> };
@@ -193,8 +188,7 @@ async function scramStarts(scramUrl: string): Promise<void> {
   );
 }
 
-// ---------------------------------------------------------------------------------------------
-// 3. PostgreSQL 18: direct TLS, and the same starts against a server that offers X25519
+// ------- 3. PostgreSQL 18: direct TLS, and the same starts against a server that offers X25519
 
 async function directOn18(): Promise<void> {
   const pg18 = await startCluster({ ssl: true, name: "bench18", pg: "18" });

@@ -3,7 +3,7 @@
 // across regions it costs milliseconds, and a driver that sends n queries one round trip at a
 // time pays n of them where a pipelining driver pays about one.
 import { type Adapter, ask, type Driver, insertMany, selectMany } from "../peers/drivers.ts";
-import { stopwatch, suiteDrivers, type Timer } from "../peers/drivers.ts";
+import { Stopwatch, suiteDrivers, type Timer } from "../peers/drivers.ts";
 import { benchUrl, hostPort, isQuick, proxyDelay, via } from "../shared/env.ts";
 import { startDelayProxyWorker } from "../shared/proxy.ts";
 import { fmt, formatRatio, Report } from "../shared/report.ts";
@@ -42,7 +42,7 @@ const CASES: Case[] = [
 /** One warm-up run (statements get prepared), then the median ms of up to ITERATIONS runs. */
 async function time([, run]: Case, a: Adapter, driver: string): Promise<number> {
   const once = async () => {
-    const t = stopwatch();
+    const t = new Stopwatch();
     await run(a, driver, t);
     return t.ms;
   };

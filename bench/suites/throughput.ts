@@ -466,14 +466,12 @@ async function versusBun(): Promise<void> {
   const how = tls
     ? " (sslmode=require: Bun encrypts without verifying, as pgpipe's node:tls path does)"
     : "";
+  const cpu =
+    `CPU per query of the ${BUN_WINDOW}-in-flight run: the run time Linux counts (/proc/<pid>/task/*/schedstat) for the client's process (this one for pgpipe, bun's for Bun.sql) and for every process the postmaster started, read around that run only.`;
   report.note(
     `Bun.sql runs in a bun process (bench/probes/bun_sql.ts) with the same URL${how}; each side warms its pool first.`,
+    ...(withCpu ? [cpu] : []),
   );
-  if (withCpu) {
-    report.note(
-      `CPU per query of the ${BUN_WINDOW}-in-flight run: the run time Linux counts (/proc/<pid>/task/*/schedstat) for the client's process (this one for pgpipe, bun's for Bun.sql) and for every process the postmaster started, read around that run only.`,
-    );
-  }
 }
 
 /**
