@@ -1,11 +1,9 @@
-// One bulk load or read method in a fresh process (so peak RSS is this method's alone):
-// `deno run -A bench/probes/bulk.ts <method> <url> <table> <rows> <runs>`. Loads <rows> rows of
-// one of the suite's tables (bench/shared/bulk_tables.ts: `events` or `mixed`) into its own
-// unlogged table, or reads the suite's `bulk_source_<table>`, <runs> times; checks the result
-// each time and prints one JSON line: the best time, what each run cost in CPU (this process's
-// main thread and its other threads, and the server backend's, read by the backend itself), the
-// rows, the process's peak RSS (VmHWM) and where the memory is (`memory`: RSS once the modules are
-// loaded and once connected, V8's young and old generations at the end, external memory).
+// One bulk load or read method in a fresh process, its peak RSS its own: `deno run -A
+// bench/probes/bulk.ts <method> <url> <table> <rows> <runs>` loads <rows> rows of a suite table
+// (bench/shared/bulk_tables.ts) into its own unlogged table, or reads `bulk_source_<table>`, <runs>
+// times, checked each time; prints one JSON line: the best time, each run's CPU (this process's
+// main thread and other threads, the server backend's read by itself), the rows, the peak RSS
+// (VmHWM) and where the memory is (RSS once loaded and once connected, V8's heap at the end).
 import v8 from "node:v8";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";

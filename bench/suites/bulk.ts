@@ -1,16 +1,15 @@
-// Suite 7: bulk load and bulk read, of two tables (bench/shared/bulk_tables.ts): `events`
-// (int8, text, timestamptz, float8, bool, jsonb) and `mixed` (int8, numeric, uuid, bytea, text[],
-// int4[], date, varchar, and text with 10% NULLs), 500,000 rows each into an unlogged table and
-// back. Each method runs in a fresh process (probes/bulk.ts) so its peak RSS is its own, in
-// rounds with the methods rotated: pgpipe's binary COPY (sql.copyFrom / sql.copyTo), multi-row
-// inserts of 1,000 rows with pgpipe and postgres.js (events), postgres.js writing COPY text to its
-// writable(), asyncpg's copy_records_to_table (Python, events, when installed) and psql's \copy
-// of a pre-encoded binary file, which costs the client nothing and so shows the server's own
-// pace (and of a COPY text file: the server's pace for text). Each load and read also says what
-// it cost in CPU: the client's main thread, its other threads, and the server backend, which
-// shows which of them held it. Then a per-type view: for every type with a binary codec, the
-// client's encode and decode cost per value (probes/bulk_codecs.ts) beside the server's pace
-// for a one-column table of it.
+// Suite 7: bulk load and bulk read of two tables (bench/shared/bulk_tables.ts), `events` (int8,
+// text, timestamptz, float8, bool, jsonb) and `mixed` (int8, numeric, uuid, bytea, text[], int4[],
+// date, varchar, text with 10% NULLs), 500,000 rows each into an unlogged table and back. Each
+// method runs in a fresh process (probes/bulk.ts, its peak RSS its own), in rounds with the
+// methods rotated: pgpipe's binary COPY (sql.copyFrom / sql.copyTo), multi-row inserts of 1,000
+// rows with pgpipe and postgres.js (events), postgres.js writing COPY text to its writable(),
+// asyncpg's copy_records_to_table (Python, events, when installed) and psql's \copy of a
+// pre-encoded binary file, which costs the client nothing and so shows the server's own pace
+// (and of a COPY text file: its pace for text). Each also says what it cost in CPU: the client's
+// main thread, its other threads, and the server backend, which shows which held it. Then per
+// type: for every type with a binary codec, the client's encode and decode cost per value
+// (probes/bulk_codecs.ts) beside the server's pace for a one-column table of it.
 import postgres from "../../mod.ts";
 import { clientTool, findPgBin } from "../../test/harness/server_bin.ts";
 import { suiteDrivers } from "../peers/drivers.ts";

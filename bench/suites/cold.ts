@@ -1,18 +1,15 @@
 // Suite 5: cold start, as a Deno Deploy isolate sees it: a fresh process imports the driver,
-// creates a client and runs its first query. Each driver runs in alternation, many times, and
-// the medians are compared.
-//
-// First as before: pgpipe and postgres.js, default options, the plain URL (trust). Then where
-// users live: SCRAM, plaintext and TLS (sslmode=require), on loopback and through the latency
-// proxy (5 ms each way by default), for pgpipe (without the CA, and a first start with it:
-// node:tls; direct TLS with the CA: native), postgres.js and Bun.sql. A figure is the time from
-// creating the client to the first answer; the proxy's extra time over loopback, divided by its
-// round trip, is the round trips the start costs on a real link. psql (libpq) is timed the same
-// way, as the reference: its whole process is timed, and its start on loopback subtracted like
-// pgpipe's. Each TLS start also runs once through a flight recorder, which shows the key shares
-// each client's ClientHello carries, whether the server answered with a HelloRetryRequest, and
-// what each round trip carries. Last, on PostgreSQL 18 (from the test harness's server
-// packages), the same starts, and sslnegotiation=direct against the SSLRequest.
+// creates a client and runs its first query; each driver in alternation, many times, medians
+// compared. First with default options and the plain URL (trust); then where users live: SCRAM,
+// plaintext and TLS (sslmode=require), on loopback and through the latency proxy (5 ms each way
+// by default), for pgpipe (without the CA, and a first start with it: node:tls; direct TLS with
+// the CA: native), postgres.js and Bun.sql. A figure is the time from creating the client to the
+// first answer; the proxy's extra time over loopback, divided by its round trip, is the round
+// trips the start costs on a real link. psql (libpq), the reference, is timed as a whole process,
+// its start on loopback subtracted like pgpipe's. Each TLS start also runs once through a flight
+// recorder, which shows the key shares each ClientHello carries, whether the server answered
+// with a HelloRetryRequest, and what each round trip carries. Last, on PostgreSQL 18 (from the
+// test harness's server packages), the same starts, and sslnegotiation=direct against SSLRequest.
 import { startCluster } from "../../test/harness/cluster.ts";
 import { clientTool } from "../../test/harness/server_bin.ts";
 import { findBun } from "../peers/bun.ts";

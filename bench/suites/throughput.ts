@@ -1,12 +1,11 @@
-// Suite 2: queries per second for a tiny query (`select $1::int`) with a window of queries in
-// flight, on one and on four connections, then strictly serial latency. With a tiny query the
-// driver's per-query cost dominates, so this shows client overhead rather than server work.
-// libpq's own pipeline mode runs the same query as the physical limit (bench/peers/libpq.ts).
-// Serial latency is also taken with one core kept busy (spinner.ts explains why). Then serial
-// `select 1` beside a raw socket ping-pong of the very bytes pgpipe sends for it (pingpong.ts):
-// the difference is what the driver costs per query over the physical limit; and pgpipe against
-// Bun.sql on Bun, default pools. The TLS twin adds each runtime's raw TLS floor and pipelined
-// TLS as a share of plain TCP, with the CPU each side spent (bench/shared/cpu.ts).
+// Suite 2: queries per second for a tiny query (`select $1::int`) with a window in flight, on one
+// and four connections, then strictly serial latency: the driver's per-query cost dominates, so
+// this shows client overhead rather than server work. libpq's pipeline mode runs the same query
+// as the physical limit (bench/peers/libpq.ts). Serial latency is also taken with one core kept
+// busy (spinner.ts says why). Then serial `select 1` beside a raw socket ping-pong of the very
+// bytes pgpipe sends for it (pingpong.ts): the difference is what the driver costs per query over
+// the physical limit; and pgpipe against Bun.sql on Bun, default pools. The TLS twin adds each
+// runtime's raw TLS floor and pipelined TLS as a share of plain TCP, with the CPU each side spent.
 import postgres from "../../mod.ts";
 import { type Adapter, ask, type Driver, suiteDrivers } from "../peers/drivers.ts";
 import { PGPIPE_NATIVE, settleNative } from "../peers/drivers.ts";
