@@ -5,9 +5,10 @@
  * transaction-mode pooler moving the session) turns it off for the client.
  */
 import assert from "node:assert/strict";
-import postgres from "../mod.ts";
+import postgres from "./harness/postgres.ts";
 import { databaseUrl, plainCluster, tlsCluster } from "./harness/env.ts";
 import { findPgbouncer, startPgbouncer } from "./harness/pgbouncer.ts";
+import { serverTest, SEVERAL_SESSIONS } from "./harness/pglite_mode.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -18,36 +19,44 @@ function statementName(result: unknown): string {
   return (result as { statement: { name: string } }).statement.name;
 }
 
-Deno.test("force_prepare: unsafe queries and prepare: false get named, cached statements", async () => {
-  await using sql = postgres(url, { ...quiet, max: 1, force_prepare: true });
-  assert.equal(sql.options.force_prepare, true);
-  const a = await sql.unsafe(TEXT, [2], { prepare: false });
-  const b = await sql.unsafe(TEXT, [3]);
-  assert.deepEqual([a[0].doubled, b[0].doubled], [4, 6]);
-  assert.notEqual(statementName(a), "");
-  assert.equal(statementName(a), statementName(b), "the same statement, cached");
-  const [{ n }] = await sql`select count(*)::int as n from pg_prepared_statements
+serverTest(
+  SEVERAL_SESSIONS,
+  "force_prepare: unsafe queries and prepare: false get named, cached statements",
+  async () => {
+    await using sql = postgres(url, { ...quiet, max: 1, force_prepare: true });
+    assert.equal(sql.options.force_prepare, true);
+    const a = await sql.unsafe(TEXT, [2], { prepare: false });
+    const b = await sql.unsafe(TEXT, [3]);
+    assert.deepEqual([a[0].doubled, b[0].doubled], [4, 6]);
+    assert.notEqual(statementName(a), "");
+    assert.equal(statementName(a), statementName(b), "the same statement, cached");
+    const [{ n }] = await sql`select count(*)::int as n from pg_prepared_statements
     where statement = ${TEXT}`;
-  assert.equal(n, 1);
-  // Without arguments sql.unsafe stays on the simple protocol: several statements still run.
-  const both = await sql.unsafe<Record<string, unknown>[][]>("select 1 as one; select 2 as two");
-  assert.deepEqual(both.map((r) => ({ ...r[0] })), [{ one: 1 }, { two: 2 }]);
+    assert.equal(n, 1);
+    // Without arguments sql.unsafe stays on the simple protocol: several statements still run.
+    const both = await sql.unsafe<Record<string, unknown>[][]>("select 1 as one; select 2 as two");
+    assert.deepEqual(both.map((r) => ({ ...r[0] })), [{ one: 1 }, { two: 2 }]);
 
-  await using plain = postgres(url, { ...quiet, max: 1 });
-  assert.equal(plain.options.force_prepare, false);
-  assert.equal(statementName(await plain.unsafe(TEXT, [2])), "", "off by default");
-});
+    await using plain = postgres(url, { ...quiet, max: 1 });
+    assert.equal(plain.options.force_prepare, false);
+    assert.equal(statementName(await plain.unsafe(TEXT, [2])), "", "off by default");
+  },
+);
 
-Deno.test("force_prepare: no effect with prepare: false; read from the URL too", async () => {
-  await using sql = postgres(url, { ...quiet, max: 1, prepare: false, force_prepare: true });
-  assert.equal(sql.options.force_prepare, false);
-  assert.equal(statementName(await sql.unsafe(TEXT, [2])), "");
-  assert.equal(statementName(await sql`select ${1}::int as one`), "");
-  const withQuery = url + (url.includes("?") ? "&" : "?") + "force_prepare=true";
-  await using fromUrl = postgres(withQuery, { ...quiet, max: 1 });
-  assert.equal(fromUrl.options.force_prepare, true);
-  assert.notEqual(statementName(await fromUrl.unsafe(TEXT, [2])), "");
-});
+serverTest(
+  SEVERAL_SESSIONS,
+  "force_prepare: no effect with prepare: false; read from the URL too",
+  async () => {
+    await using sql = postgres(url, { ...quiet, max: 1, prepare: false, force_prepare: true });
+    assert.equal(sql.options.force_prepare, false);
+    assert.equal(statementName(await sql.unsafe(TEXT, [2])), "");
+    assert.equal(statementName(await sql`select ${1}::int as one`), "");
+    const withQuery = url + (url.includes("?") ? "&" : "?") + "force_prepare=true";
+    await using fromUrl = postgres(withQuery, { ...quiet, max: 1 });
+    assert.equal(fromUrl.options.force_prepare, true);
+    assert.notEqual(statementName(await fromUrl.unsafe(TEXT, [2])), "");
+  },
+);
 
 Deno.test("force_prepare: a statement that vanished turns it off and the query runs unnamed", async () => {
   await using sql = postgres(url, { ...quiet, max: 1, force_prepare: true });
@@ -60,6 +69,14 @@ Deno.test("force_prepare: a statement that vanished turns it off and the query r
   assert.equal(statementName(await sql.unsafe(TEXT, [6])), "");
   // Tagged queries keep their own named statements.
   assert.notEqual(statementName(await sql`select ${1}::int as one`), "");
+});
+
+Deno.test("statement names differ between connections, so a pooler's server never runs another's", async () => {
+  await using a = postgres(url, { ...quiet, max: 1, force_prepare: true });
+  await using b = postgres(url, { ...quiet, max: 1, force_prepare: true });
+  const [ra, rb] = [await a.unsafe(TEXT, [1]), await b.unsafe("select $1::int + 100 as v", [1])];
+  assert.notEqual(statementName(ra), "");
+  assert.notEqual(statementName(ra), statementName(rb), "the first statement of each client");
 });
 
 const bouncerBin = findPgbouncer();
@@ -96,6 +113,45 @@ Deno.test({
         Array.from({ length: 200 }, (_, i) => sql.unsafe(TEXT, [i], { prepare: false })),
       );
       assert.deepEqual(many.map((r) => r[0].doubled), Array.from({ length: 200 }, (_, i) => 2 * i));
+    } finally {
+      await bouncer.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "force_prepare behind PgBouncer: a statement another client prepared on that server is never run",
+  ignore: bouncerBin === null || cluster === undefined,
+  async fn() {
+    const c = cluster!;
+    const user = c.users.trust.user;
+    const bouncer = await startPgbouncer({
+      server: { host: c.host, port: c.port },
+      users: [user],
+      poolSize: 2,
+    });
+    try {
+      const target = { host: bouncer.host, port: bouncer.port, user, database: c.database };
+      await using a = postgres({ ...target, ...quiet, max: 1, force_prepare: true });
+      await using b = postgres({ ...target, ...quiet, max: 1, force_prepare: true });
+      await using other = postgres({ ...target, ...quiet, max: 1, prepare: false });
+      const PLUS = "select $1::int + 100 as doubled";
+      {
+        // `other` holds one server, so `a` prepares its statement on the other one.
+        await using tx = await other.begin();
+        const [{ pid: held }] = await tx`select pg_backend_pid() as pid`;
+        const [first] = await a.unsafe(`${TEXT}, pg_backend_pid() as pid`, [1]);
+        assert.notEqual(first.pid, held);
+        await tx.commit();
+      }
+      // PgBouncer hands out the server used last: the one `a` never prepared on, where `b`
+      // prepares its own first statement now.
+      assert.equal((await b.unsafe(PLUS, [1]))[0].doubled, 101);
+      // `a` binds its statement there: with names of its own, not found (and run again unnamed),
+      // never `b`'s statement under the same name.
+      const [again] = await a.unsafe(`${TEXT}, pg_backend_pid() as pid`, [5]);
+      assert.equal(again.doubled, 10);
     } finally {
       await bouncer.stop();
     }

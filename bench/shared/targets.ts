@@ -27,6 +27,9 @@ bulk | ^load .*binary COPY vs psql's binary \\\\copy | >= 0.9 psql | bulk load o
 bulk | ^load .*binary COPY vs COPY text | >= 2 postgres.js | bulk load of either bench table (binary COPY) >= 2x postgres.js's COPY text
 bulk | ^read .*copyTo vs cursor\\(1000\\) | >= 2 postgres.js | bulk read of either bench table (copyTo) >= 2x postgres.js's cursor(1000)
 bulk | ^load .*copy_records_to_table | >= 1 asyncpg | bulk load at least asyncpg's copy_records_to_table on the same machine
+pglite | ^50 concurrent selects$ | >= 8 PGlite query() | over PGlite, 50 concurrent selects >= 8x PGlite's own query() (one call for them all)
+pglite | ^200 concurrent inserts$ | >= 4 PGlite query() | over PGlite, 200 concurrent inserts >= 4x PGlite's own query()
+pglite | ^10,000 typed rows | >= 1 PGlite query() | over PGlite, a 10,000-row typed result no slower than PGlite's own query()
 cold | SCRAM over TLS: client created to first answer, loopback$ | <= 80 ms | cold start with TLS + SCRAM on loopback <= 80 ms from creating the client to the first answer, Deno's first TLS handshake included
 cold | SCRAM over plaintext: client created to first answer, loopback$ | <= 15 ms | cold start with SCRAM over plain TCP on loopback <= 15 ms
 telemetry | ^telemetry on: extra CPU per pipelined query | <= 2 µs | telemetry on: at most 2 µs of CPU per query in the pipelined case
