@@ -6,6 +6,7 @@
 // To add a suite: write bench/suites/NAME.ts, which runs its cases on the drivers from
 // suiteDrivers() (bench/peers/drivers.ts), starts any fresh process through bench/shared/probe.ts,
 // fills a Report (bench/shared/report.ts) and ends with its emit(); then add its line to SUITES.
+import { parseArgs } from "node:util";
 import { type Cluster, startCluster } from "../test/harness/cluster.ts";
 import { skipLine, type Skipped } from "./peers/drivers.ts";
 import { driverReport } from "./shared/bench_json.ts";
@@ -16,21 +17,14 @@ import { renderSuite, renderTable, type SuiteReport, summaryTable } from "./shar
 import { resultsMarkdown, type Section } from "./shared/results_md.ts";
 import { targetTexts } from "./shared/targets.ts";
 
-/** A suite: bench/suites/NAME.ts, its title in RESULTS.md, the minutes it may take. */
-interface Suite {
-  name: string;
-  title: string;
-  /** Minutes allowed, quick and full: generous, so only a hang hits them (deno-postgres is slow). */
-  minutes: [number, number];
-  /**
-   * Also a `-tls` twin: the same file against the same server with `sslmode=require`
-   * (PGPIPE_BENCH_TLS=1), its rows beside the plaintext ones. The latency suite has none (its
-   * subject is the link); the cold suite measures TLS itself.
-   */
-  tls: boolean;
-}
-
-const suite = (name: string, title: string, quick: number, full: number, tls = false): Suite => ({
+/**
+ * A suite: bench/suites/NAME.ts, its title in RESULTS.md, the minutes it may take (quick and
+ * full: generous, so only a hang hits them; deno-postgres is slow), and whether it has a `-tls`
+ * twin: the same file against the same server with `sslmode=require` (PGPIPE_BENCH_TLS=1), its
+ * rows beside the plaintext ones. The latency suite has none (its subject is the link); the cold
+ * suite measures TLS itself.
+ */
+const suite = (name: string, title: string, quick: number, full: number, tls = false) => ({
   name,
   title,
   minutes: [quick, full],
@@ -38,7 +32,7 @@ const suite = (name: string, title: string, quick: number, full: number, tls = f
 });
 
 /** Every suite, in the order they run and RESULTS.md shows them. */
-const SUITES: Suite[] = [
+const SUITES = [
   suite("driver", "Suite 1: concurrent queries on one connection (deno bench)", 3, 10, true),
   suite("throughput", "Suite 2: throughput and serial latency", 3, 8, true),
   suite("latency", "Suite 3: through a delaying proxy", 3, 8),
@@ -55,9 +49,8 @@ const RUNS = SUITES.flatMap((s) => s.tls ? [s.name, `${s.name}-tls`] : [s.name])
 const suiteOf = (run: string) => SUITES.find((s) => s.name === run.replace(/-tls$/, ""))!;
 const here = new URL(".", import.meta.url).pathname;
 
-const USAGE = `usage: deno task bench [--quick] [--only=${
-  SUITES.map((s) => s.name)
-}] [--delay=MS] [--out=FILE]
+const NAMES = SUITES.map((s) => s.name);
+const USAGE = `usage: deno task bench [--quick] [--only=${NAMES}] [--delay=MS] [--out=FILE]
   --quick   fewer iterations (smoke run, under 2 minutes)
   --only    run only these suites (comma-separated); a loopback suite's TLS twin is NAME-tls
   --delay   one-way delay of the latency suite's proxy, in ms (default 5)
@@ -65,88 +58,61 @@ const USAGE = `usage: deno task bench [--quick] [--only=${
             suite; quick and partial runs write nothing unless --out is given)
 DATABASE_URL: benchmark that server (with sslmode=disable) instead of a throwaway one.`;
 
-/** Parsed command line. */
-interface Args {
-  quick: boolean;
-  only: string[];
-  delay: number;
-  out?: string;
-}
-
-function parseArgs(argv: string[]): Args {
-  const args: Args = { quick: false, only: RUNS, delay: 5 };
-  for (const a of argv) {
-    const [flag, value = ""] = a.split(/=(.*)/s);
-    if (flag === "--quick") args.quick = true;
-    else if (flag === "--only") {
-      const names = value.split(",").filter(Boolean);
-      const bad = names.filter((n) => !RUNS.includes(n));
-      if (bad.length || !names.length) {
-        throw new Error(`--only: unknown suite ${bad.join(",")}\n${USAGE}`);
-      }
-      args.only = RUNS.filter((s) => names.includes(s));
-    } else if (flag === "--delay") {
-      args.delay = Number(value);
-      if (!(args.delay >= 0)) throw new Error(`--delay: not a number of ms: ${value}`);
-    } else if (flag === "--out" && value) args.out = value;
-    else if (flag === "--help" || flag === "-h") {
-      console.log(USAGE);
-      Deno.exit(0);
-    } else throw new Error(`unknown argument ${a}\n${USAGE}`);
+/** The command line: quick, the runs in their order, the latency proxy's delay, where to write. */
+function parseCommand(argv: string[]) {
+  const options = {
+    quick: { type: "boolean" },
+    only: { type: "string" },
+    delay: { type: "string", default: "5" },
+    out: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  } as const;
+  const { values } = (() => {
+    try {
+      return parseArgs({ args: argv, options });
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\n${USAGE}`);
+    }
+  })();
+  if (values.help) {
+    console.log(USAGE);
+    Deno.exit(0);
   }
-  return args;
+  const names = values.only?.split(",").filter(Boolean) ?? RUNS;
+  const bad = names.filter((n) => !RUNS.includes(n));
+  if (bad.length || !names.length) throw new Error(`--only: unknown suite ${bad}\n${USAGE}`);
+  const delay = Number(values.delay);
+  if (!(delay >= 0)) throw new Error(`--delay: not a number of ms: ${values.delay}`);
+  const only = RUNS.filter((s) => names.includes(s));
+  return { quick: values.quick ?? false, only, delay, out: values.out || undefined };
 }
 
 /** A TLS twin's report, its figures labelled so, to sit beside the plaintext ones. */
 function labelTls(report: SuiteReport): SuiteReport {
-  const tag = <T extends { label: string }>(x: T) =>
-    x.label.endsWith(" (TLS)") ? x : { ...x, label: `${x.label} (TLS)` };
-  return {
-    ...report,
-    tables: report.tables.map((t) => ({ ...t, title: `${t.title} — TLS, sslmode=require` })),
-    ratios: report.ratios.map(tag),
-    measures: report.measures?.map(tag),
-  };
+  const tag = <T extends { label: string }>(x: T) => ({ ...x, label: `${x.label} (TLS)` });
+  const tables = report.tables.map((t) => ({ ...t, title: `${t.title} — TLS, sslmode=require` }));
+  return { ...report, tables, ratios: report.ratios.map(tag), measures: report.measures?.map(tag) };
 }
 
 /** After a signal no new suite starts: the handler is stopping the server under them. */
 let interrupted = false;
 
-/** Which peers load here, asked in a child with --no-lock so no deno.lock is written. */
-const probeDrivers = async () =>
-  lastJson<{ drivers: { name: string; source: string }[]; skipped: Skipped[] }>(
-    await run(Deno.execPath(), ["run", "-A", "--no-lock", "--quiet", `${here}peers/drivers.ts`], {
-      timeoutMs: 120_000,
-    }),
-  );
-
 /** Runs one suite in its own process and returns its report. */
-async function runSuite(
-  name: string,
-  args: Args,
-  env: Record<string, string>,
-  dir: string,
-): Promise<SuiteReport> {
+async function runSuite(name: string, quick: boolean, env: Record<string, string>, dir: string) {
   if (interrupted) throw new Error("interrupted");
   const suite = suiteOf(name);
   const reportFile = `${dir}/${name}.json`;
   const tls = name.endsWith("-tls");
-  const suiteEnv = { ...env, PGPIPE_BENCH_REPORT: reportFile, PGPIPE_BENCH_TLS: tls ? "1" : "0" };
-  const timeoutMs = suite.minutes[args.quick ? 0 : 1] * 60_000;
+  const timeoutMs = suite.minutes[quick ? 0 : 1] * 60_000;
   const file = `${here}suites/${suite.name}.ts`;
   const flags = ["-A", "--no-lock", "--quiet"];
   // The driver suite runs under `deno bench`, whose JSON (printed even when a bench failed) is
   // read here; every other suite prints its tables as it goes and writes its report to a file.
   const bench = suite.name === "driver";
-  const r = await spawn(
-    Deno.execPath(),
-    bench ? ["bench", ...flags, "--json", file] : ["run", ...flags, file],
-    {
-      env: suiteEnv,
-      timeoutMs,
-      inherit: bench ? "stderr" : true,
-    },
-  );
+  const args = bench ? ["bench", ...flags, "--json", file] : ["run", ...flags, file];
+  const suiteEnv = { ...env, PGPIPE_BENCH_REPORT: reportFile, PGPIPE_BENCH_TLS: tls ? "1" : "0" };
+  const inherit = bench ? "stderr" : true;
+  const r = await spawn(Deno.execPath(), args, { env: suiteEnv, timeoutMs, inherit });
   if (r.timedOut) throw new Error(`${name} suite did not finish within ${timeoutMs / 1000} s`);
   let report: SuiteReport;
   try {
@@ -157,11 +123,11 @@ async function runSuite(
     throw new Error(`${name} suite failed (exit code ${r.code}) before reporting`);
   }
   if (tls) report = labelTls(report);
-  if (bench) {
-    console.log(renderSuite(report));
-    if (r.code !== 0) throw new Error(`${name} suite failed:\n${report.notes.join("\n")}`);
-  } else if (r.code !== 0) throw new Error(`${name} suite failed (exit code ${r.code})`);
-  return report;
+  if (bench) console.log(renderSuite(report));
+  if (r.code === 0) return report;
+  throw new Error(
+    `${name} suite failed${bench ? `:\n${report.notes.join("\n")}` : ` (exit code ${r.code})`}`,
+  );
 }
 
 /** Starts the throwaway cluster (TLS on) unless DATABASE_URL names a server; the suites' env. */
@@ -177,9 +143,8 @@ async function server(starting: (c: Promise<Cluster>) => void): Promise<Record<s
     const at = `@127.0.0.1:${c.port}/${c.database}`;
     url = `postgres://${trust.user}${at}`;
     env.PGPIPE_BENCH_CA = c.caCertPath!;
-    env.PGPIPE_BENCH_SCRAM_URL = `postgres://${scram.user}:${
-      encodeURIComponent(scram.password)
-    }${at}`;
+    const secret = encodeURIComponent(scram.password);
+    env.PGPIPE_BENCH_SCRAM_URL = `postgres://${scram.user}:${secret}${at}`;
   }
   // The plaintext suites say sslmode=disable, their -tls twins require.
   const [plain, tls] = [via(url, 0, { sslmode: "disable" }), via(url, 0, { sslmode: "require" })];
@@ -187,10 +152,15 @@ async function server(starting: (c: Promise<Cluster>) => void): Promise<Record<s
 }
 
 async function main(): Promise<number> {
-  const args = parseArgs(Deno.args);
+  const args = parseCommand(Deno.args);
   const startedAt = new Date();
   const t0 = performance.now();
-  const probe = await probeDrivers();
+  // Which peers load here, asked in a child with --no-lock so no deno.lock is written.
+  const probe = lastJson<{ drivers: { name: string; source: string }[]; skipped: Skipped[] }>(
+    await run(Deno.execPath(), ["run", "-A", "--no-lock", "--quiet", `${here}peers/drivers.ts`], {
+      timeoutMs: 120_000,
+    }),
+  );
   for (const s of probe.skipped) console.log(skipLine(s));
   const names = probe.drivers.map((d) => d.name);
 
@@ -198,15 +168,17 @@ async function main(): Promise<number> {
   const dir = await Deno.makeTempDir({ prefix: "pgpipe-reports-" });
   let cluster: Promise<Cluster> | undefined;
   let stopping: Promise<void> | undefined;
-  const stop = () =>
+  const stop = async () => {
     stopping ??= (cluster ?? Promise.resolve(undefined)).then((c) => c?.stop(), () => {});
+    await stopping;
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  };
   for (const [sig, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
     Deno.addSignalListener(sig, async () => {
       console.error(`bench: ${sig}: stopping`);
       interrupted = true;
       running.forEach(kill);
       await stop();
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
       Deno.exit(code);
     });
   }
@@ -214,14 +186,10 @@ async function main(): Promise<number> {
   try {
     const env = await server((c) => cluster = c);
     const machine = await describeMachine(env.PGPIPE_BENCH_URL);
-    console.log(
-      `bench: ${machine.server}; ${machine.cpu}, ${machine.cores} cores; Deno ${machine.deno}`,
-    );
-    console.log(
-      `bench: drivers ${names.join(", ")}; suites ${args.only.join(", ")}${
-        args.quick ? " (quick)" : ""
-      }`,
-    );
+    const { server: version, cpu, cores, deno } = machine;
+    console.log(`bench: ${version}; ${cpu}, ${cores} cores; Deno ${deno}`);
+    const quick = args.quick ? " (quick)" : "";
+    console.log(`bench: drivers ${names.join(", ")}; suites ${args.only.join(", ")}${quick}`);
     Object.assign(env, {
       PGPIPE_BENCH_DRIVERS: names.join(","),
       PGPIPE_BENCH_QUICK: args.quick ? "1" : "0",
@@ -234,7 +202,7 @@ async function main(): Promise<number> {
       console.log(`\nbench: suite ${name}...`);
       const s0 = performance.now();
       try {
-        const report = await runSuite(name, args, env, dir);
+        const report = await runSuite(name, args.quick, env, dir);
         sections.push({ run: name, title: suiteOf(name).title, report });
       } catch (e) {
         failures.push((e as Error).message);
@@ -244,11 +212,8 @@ async function main(): Promise<number> {
     }
     if (interrupted) return 130; // the signal handler is stopping everything
 
-    const reports = sections.map((s) => s.report);
-    const summary = summaryTable(
-      reports.flatMap((r) => r.ratios),
-      reports.flatMap((r) => r.measures ?? []),
-    );
+    const ratios = sections.flatMap((s) => s.report.ratios);
+    const summary = summaryTable(ratios, sections.flatMap((s) => s.report.measures ?? []));
     console.log("\n" + renderTable(summary));
     console.log("\nSpeed targets (reported, not enforced): " + targetTexts().join("; "));
     const seconds = (performance.now() - t0) / 1000;
@@ -256,21 +221,11 @@ async function main(): Promise<number> {
     const out = args.out ?? (full ? `${here}RESULTS.md` : undefined);
     if (out) {
       // The command as a reader would type it: --out names a file of this machine.
-      const command = ["deno task bench", ...Deno.args.filter((a) => !a.startsWith("--out="))].join(
-        " ",
-      );
-      const md = resultsMarkdown({
-        command,
-        quick: args.quick,
-        machine,
-        sections,
-        failures,
-        skipped: probe.skipped,
-        drivers: probe.drivers,
-        ownServer: cluster !== undefined,
-        startedAt,
-        seconds,
-      });
+      const given = Deno.args.filter((a, i, x) => !a.startsWith("--out") && x[i - 1] !== "--out");
+      const command = ["deno task bench", ...given].join(" ");
+      const run = { command, machine, sections, failures, summary, startedAt, seconds };
+      const ownServer = cluster !== undefined;
+      const md = resultsMarkdown({ ...run, ...probe, quick: args.quick, ownServer });
       await Deno.writeTextFile(out, md);
       // The file lives in the repository, whose check runs `deno fmt --check`: leave it formatted.
       const fmt = await spawn(Deno.execPath(), ["fmt", "--quiet", out], { timeoutMs: 60_000 });
@@ -282,7 +237,6 @@ async function main(): Promise<number> {
     return failures.length ? 1 : 0;
   } finally {
     await stop();
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 }
 

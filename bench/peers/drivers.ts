@@ -7,52 +7,33 @@
 // bench/run.ts asks in a child process so its own process never writes a deno.lock.
 import postgres from "../../mod.ts";
 import { benchCa, isTls, via } from "../shared/env.ts";
-import {
-  DENO_POSTGRES,
-  DENO_POSTGRES_COPY_ENV,
-  denoPostgresCopy,
-  PGLUE,
-  POSTGRES_JS,
-} from "./specifiers.ts";
+import { DENO_POSTGRES, DENO_POSTGRES_COPY_ENV, denoPostgresCopy } from "./specifiers.ts";
+import { PGLUE, POSTGRES_JS } from "./specifiers.ts";
 
-export { DENO_POSTGRES, PGLUE, POSTGRES_JS };
-
-/** Statements run inside a transaction (which the adapter always rolls back). */
-export interface Tx {
-  /** Creates the temp table `bench_insert (a text, b boolean, c integer)`. */
-  createInsertTable(): Promise<void>;
-  /** Inserts one row with three parameters. */
-  insertRow(a: string, b: boolean, c: number): Promise<void>;
-  /** `select count(*) from bench_insert`, as seen inside the transaction. */
-  countInserted(): Promise<number>;
-  /** `select $1::int`; resolves to the value the server sent back. */
+/**
+ * An open client of one driver, its statements written once (`adapter`), resolving to the rows
+ * received or the value the server sent back: `selectTyped` reads rows of everyday column types
+ * (int4, timestamptz, float8, bool, date) and checks the last; the insert statements use the temp
+ * table `bench_insert (a text, b boolean, c integer)`.
+ */
+export interface Adapter extends AsyncDisposable {
   selectInt(x: number): Promise<number>;
-}
-
-/** An open client of one driver (its Tx statements run outside a transaction too). */
-export interface Adapter extends Tx {
-  /** `select * from pg_type`; resolves to the number of rows received. */
-  selectPgType(): Promise<number>;
-  /**
-   * `rows` rows of everyday column types (int4, timestamptz, float8, bool, date); resolves to
-   * the rows received after checking the last one decoded to the right types and values.
-   */
-  selectTyped(rows: number): Promise<number>;
-  /** `select 1` (no parameter, the smallest query); resolves to the value the server sent back. */
+  /** `select 1`: no parameter, the smallest query. */
   selectOne(): Promise<number>;
+  selectPgType(): Promise<number>;
+  selectTyped(rows: number): Promise<number>;
+  createInsertTable(): Promise<void>;
+  insertRow(a: string, b: boolean, c: number): Promise<void>;
+  countInserted(): Promise<number>;
   /** Runs fn in a transaction on one session, then rolls it back (also when fn throws). */
   rolledBack(fn: (tx: Tx) => Promise<void>): Promise<void>;
-  /** Closes every connection of this client. */
   close(): Promise<void>;
 }
+/** The statements inside a rolled-back transaction. */
+export type Tx = Omit<Adapter, "rolledBack" | "close" | typeof Symbol.asyncDispose>;
 
-/** How to connect: the bench always wants a known number of connections. */
-export interface ConnectOptions {
-  /** Connections behind the client (default 1). */
-  connections?: number;
-  /** application_name, so a suite can count this client's backends in pg_stat_activity. */
-  applicationName?: string;
-}
+/** How many connections (default 1), and an application_name to count this client's backends by. */
+export type ConnectOptions = { connections?: number; applicationName?: string };
 
 /** A driver the suites can run. */
 export interface Driver {
@@ -63,9 +44,8 @@ export interface Driver {
   /** The module specifier it was loaded from, for probes that import it in a fresh process. */
   specifier: string;
   /**
-   * Whether it sends a query while others are unanswered. deno-postgres does not (a client
-   * queues its queries and sends the next once the last is answered): the pipelining tables
-   * say so instead of timing a queue.
+   * Whether it sends a query while others are unanswered: deno-postgres does not (a client queues
+   * its queries), and the pipelining tables say so instead of timing a queue.
    */
   pipelines: boolean;
   /** Opens a client and runs one warm-up query, so suites never time connection set-up. */
@@ -73,27 +53,15 @@ export interface Driver {
 }
 
 /** A peer that could not be loaded, and why. */
-export interface Skipped {
-  name: string;
-  source: string;
-  reason: string;
-}
+export type Skipped = { name: string; source: string; reason: string };
 
-/** Where a workload's timed part starts and ends: deno bench's `b`, or a stopwatch. */
-export interface Timer {
-  start(): void;
-  end(): void;
-}
-
-/** A Timer that keeps the ms between start() and end(). */
-export function stopwatch(): Timer & { ms: number } {
-  let t0 = 0;
-  const w = {
-    ms: 0,
-    start: () => void (t0 = performance.now()),
-    end: () => void (w.ms = performance.now() - t0),
-  };
-  return w;
+/** Where a workload's timed part starts and ends: deno bench's `b`, or a stopwatch (`ms`). */
+export type Timer = { start(): void; end(): void };
+export class Stopwatch implements Timer {
+  ms = 0;
+  #t0 = 0;
+  start = () => void (this.#t0 = performance.now());
+  end = () => void (this.ms = performance.now() - this.#t0);
 }
 
 /** `n` `select * from pg_type` at once, timed; each answer must have `types` rows. */
@@ -102,9 +70,7 @@ export async function selectMany(a: Adapter, name: string, n: number, types: num
   const counts = await Promise.all(Array.from({ length: n }, () => a.selectPgType()));
   t.end();
   const wrong = counts.find((c) => c !== types);
-  if (wrong !== undefined) {
-    throw new Error(`${name}: select * from pg_type gave ${wrong} rows, not ${types}`);
-  }
+  check(wrong === undefined, `${name}: select * from pg_type gave ${wrong} rows, not ${types}`);
 }
 
 /** `n` inserts at once in a transaction (begin, create, count and rollback not timed). */
@@ -112,25 +78,23 @@ export async function insertMany(a: Adapter, name: string, n: number, t: Timer) 
   await a.rolledBack(async (tx) => {
     await tx.createInsertTable();
     t.start();
-    await Promise.all(
-      Array.from({ length: n }, (_, k) => tx.insertRow(`row ${k}`, k % 2 === 0, k)),
-    );
+    const row = (k: number) => tx.insertRow(`row ${k}`, k % 2 === 0, k);
+    await Promise.all(Array.from({ length: n }, (_, k) => row(k)));
     t.end();
     const count = await tx.countInserted();
-    if (count !== n) throw new Error(`${name}: ${n} inserts left ${count} rows`);
+    check(count === n, `${name}: ${n} inserts left ${count} rows`);
   });
 }
 
 /** Runs a tagged template; resolves to the rows, as objects or as arrays of values. */
 type Run = (strings: TemplateStringsArray, ...values: unknown[]) => PromiseLike<readonly unknown[]>;
 
-/** What a driver gives the adapter. */
-interface Session {
+/** What a driver gives the adapter: a tag, a rolled-back transaction on one connection, an end. */
+type Session = {
   run: Run;
-  /** Runs fn in a transaction on one connection and rolls it back. */
   inTx(fn: (run: Run) => Promise<void>): Promise<void>;
   close(): Promise<void>;
-}
+};
 
 /** A template's strings, kept as one object: every driver gets the very same one each time. */
 const tpl = (strings: TemplateStringsArray, ..._: unknown[]) => strings;
@@ -151,9 +115,9 @@ const Q = {
 const values = (row: unknown): unknown[] => Array.isArray(row) ? row : Object.values(row as object);
 const first = (rows: readonly unknown[]) => values(rows[0])[0] as number;
 
-function check(ok: boolean, what: string): void {
+const check = (ok: boolean, what: string) => {
   if (!ok) throw new Error(`wrong answer: ${what}`);
-}
+};
 
 /** The adapter over a driver's session: the same statements and checks for every driver. */
 async function adapter(name: string, s: Session, float8AsText: boolean): Promise<Adapter> {
@@ -164,12 +128,10 @@ async function adapter(name: string, s: Session, float8AsText: boolean): Promise
     insertRow: async (a, b, c) => void await run(Q.insert, a, b, c),
     countInserted: async () => first(await run(Q.count)),
     selectInt: async (x) => first(await run(Q.int, x)),
-  });
-  return {
-    ...tx(s.run),
-    selectPgType: async () => (await s.run(Q.pgType)).length,
+    selectOne: async () => first(await run(Q.one)),
+    selectPgType: async () => (await run(Q.pgType)).length,
     async selectTyped(rows) {
-      const result = await s.run(Q.typed, rows);
+      const result = await run(Q.typed, rows);
       const [i, ts, f, b, d] = values(result[result.length - 1]);
       // deno-postgres leaves float8 as its text (a string), by design: its number is compared.
       const ok = i === rows && ts instanceof Date &&
@@ -179,10 +141,9 @@ async function adapter(name: string, s: Session, float8AsText: boolean): Promise
       check(ok, `${name} typed row ${rows}: ${JSON.stringify([i, ts, f, b, d])}`);
       return result.length;
     },
-    selectOne: async () => first(await s.run(Q.one)),
-    rolledBack: (fn) => s.inTx((run) => fn(tx(run))),
-    close: () => s.close(),
-  };
+  });
+  const rolledBack = (fn: (tx: Tx) => Promise<void>) => s.inTx((run) => fn(tx(run)));
+  return { ...tx(s.run), rolledBack, close: s.close, [Symbol.asyncDispose]: s.close };
 }
 
 // ------------------------------------------- pgpipe and postgres.js (the same API)
@@ -199,75 +160,48 @@ type PgJsFactory = (url: string, options: Record<string, unknown>) => PgJsSql;
 /** Thrown from postgres.js's sql.begin callback to make it roll back. */
 class Rollback extends Error {}
 
-/**
- * The `ssl` option the bench gives: none over plain TCP (the URL says sslmode=disable), and in a
- * TLS variant `require`, encrypting without verifying, as a new user's `sslmode=require` does.
- */
-const benchSsl = (): unknown => isTls() ? "require" : false;
-
 /** In a TLS variant: pgpipe given the server's CA, so it verifies and runs on Deno's native TLS. */
 export const PGPIPE_NATIVE = "pgpipe (CA: native TLS)";
 
-function postgresJsApi(
-  name: string,
-  source: string,
-  specifier: string,
-  factory: PgJsFactory,
-  ssl: () => unknown = benchSsl,
-): Driver {
-  return {
-    name,
-    source,
-    specifier,
-    pipelines: true,
-    async connect(url, options = {}) {
-      const native = name === PGPIPE_NATIVE;
-      if (native) await settleNative(url, ssl());
-      const sql = factory(url, {
-        max: options.connections ?? 1,
-        ssl: ssl(),
-        onnotice: () => {},
-        connection: options.applicationName && { application_name: options.applicationName },
+/**
+ * A driver of the postgres.js API: `ssl` none over plain TCP (sslmode=disable), in a TLS variant
+ * `require`, unverified as a new user's `sslmode=require`, or for PGPIPE_NATIVE the CA.
+ */
+function postgresJsApi(name: string, source: string, specifier: string, make: PgJsFactory): Driver {
+  const native = name === PGPIPE_NATIVE;
+  const ssl = () => native ? { mode: "require", ca: benchCa() } : isTls() ? "require" : false;
+  return { name, source, specifier, pipelines: true, connect };
+  async function connect(url: string, options: ConnectOptions = {}): Promise<Adapter> {
+    if (native) await settleNative(url, ssl());
+    const { connections: max = 1, applicationName: app } = options;
+    const connection = app && { application_name: app };
+    const sql = make(url, { max, ssl: ssl(), onnotice: () => {}, connection });
+    if (native) {
+      const path = ((await sql`select 1`) as { state?: { tls?: unknown } }).state?.tls;
+      check(path === "native", `${name} connected on ${String(path)}, not native TLS`);
+    }
+    // sql.begin pins the transaction to one connection; throwing from the callback rolls it back.
+    const inTx = async (fn: (run: Run) => Promise<void>) => {
+      await sql.begin(async (t) => {
+        await fn(t);
+        throw new Rollback();
+      }).catch((e) => {
+        if (!(e instanceof Rollback)) throw e;
       });
-      if (native) {
-        const path = ((await sql`select 1`) as { state?: { tls?: unknown } }).state?.tls;
-        check(path === "native", `${name} connected on ${String(path)}, not native TLS`);
-      }
-      return adapter(name, {
-        run: sql,
-        async inTx(fn) {
-          // sql.begin pins the transaction to one connection; throwing from the callback is how
-          // it is told to roll back.
-          try {
-            await sql.begin(async (t) => {
-              await fn(t);
-              throw new Rollback();
-            });
-          } catch (e) {
-            if (!(e instanceof Rollback)) throw e;
-          }
-        },
-        close: () => sql.end({ timeout: 5 }),
-      }, false);
-    },
-  };
+    };
+    return adapter(name, { run: sql, inTx, close: () => sql.end({ timeout: 5 }) }, false);
+  }
 }
 
 const MOD = new URL("../../mod.ts", import.meta.url).href;
 const pgpipeApi = postgres as unknown as PgJsFactory;
 const pgpipe = postgresJsApi("pgpipe", "mod.ts (this repository)", MOD, pgpipeApi);
-const pgpipeNative = postgresJsApi(PGPIPE_NATIVE, "mod.ts, given the CA", MOD, pgpipeApi, () => ({
-  mode: "require",
-  ca: benchCa(),
-}));
+const pgpipeNative = postgresJsApi(PGPIPE_NATIVE, "mod.ts, given the CA", MOD, pgpipeApi);
 
-/** The URLs whose first connection settleNative made. */
 const settled = new Set<string>();
-
 /**
- * A process's first connection to a server takes node:tls (its start is a round trip shorter on
- * PostgreSQL 17 and older), later ones native TLS: so before the first native client of a URL,
- * one throwaway connection takes that first turn.
+ * A process's first connection to a server takes node:tls (a round trip shorter on PostgreSQL 17
+ * and older), later ones native TLS: a throwaway connection takes that first turn.
  */
 export async function settleNative(url: string, ssl: unknown): Promise<void> {
   if (settled.has(url)) return;
@@ -289,22 +223,19 @@ interface OneConnection<C> {
 }
 
 /** A Driver over one-connection clients: a transaction runs on the first connection. */
-function oneConnection<C>(
-  meta: Omit<Driver, "connect">,
-  c: OneConnection<C>,
-  float8AsText = false,
-) {
+function oneConnection<C>(meta: Omit<Driver, "connect">, c: OneConnection<C>, f8 = false) {
   return {
     ...meta,
     async connect(url: string, options: ConnectOptions = {}) {
-      const named = options.applicationName
-        ? via(url, 0, { application_name: options.applicationName })
-        : url;
+      const name = options.applicationName;
+      const named = name ? via(url, 0, { application_name: name }) : url;
       const all: C[] = [];
+      const close = async () =>
+        void await Promise.allSettled(all.map(async (x) => await c.close(x)));
       try {
         for (let i = 0; i < (options.connections ?? 1); i++) all.push(await c.open(named));
       } catch (e) {
-        await Promise.allSettled(all.map(async (x) => await c.close(x)));
+        await close();
         throw e;
       }
       let turn = 0;
@@ -318,8 +249,8 @@ function oneConnection<C>(
             await rollback();
           }
         },
-        close: async () => void await Promise.allSettled(all.map(async (x) => await c.close(x))),
-      }, float8AsText);
+        close,
+      }, f8);
     },
   };
 }
@@ -377,13 +308,11 @@ function pglue(connect: (url: string) => Promise<PgWire>): Driver {
 // ---------------------------------------------------------------- loading
 
 /** Every driver the bench knows, in report order (pgpipe first: it is the baseline). */
-export const DRIVER_NAMES = ["pgpipe", "postgres.js", "deno-postgres", "pglue"] as const;
+const DRIVER_NAMES = ["pgpipe", "postgres.js", "deno-postgres", "pglue"];
 
 /** How the report names a specifier: the local copy by its variable, never by its path. */
-const named = (specifier: string) =>
-  specifier === denoPostgresCopy()
-    ? `${DENO_POSTGRES} (a local copy, ${DENO_POSTGRES_COPY_ENV})`
-    : specifier;
+const COPY = `${DENO_POSTGRES} (a local copy, ${DENO_POSTGRES_COPY_ENV})`;
+const named = (specifier: string) => specifier === denoPostgresCopy() ? COPY : specifier;
 
 /** Each peer: where it may load from, in order, and how its module becomes a Driver. */
 const PEERS: Record<string, { from(): string[]; make(mod: any, specifier: string): Driver }> = {
@@ -436,13 +365,8 @@ export function skipLine(s: Skipped): string {
   return `skipped ${s.name}: ${s.source} could not be loaded${hint}: ${s.reason}`;
 }
 
-/**
- * Loads the named drivers (default: all). A peer that fails to load is returned in `skipped`;
- * pgpipe is imported statically and always loads.
- */
-export async function loadDrivers(
-  names: readonly string[] = DRIVER_NAMES,
-): Promise<{ drivers: Driver[]; skipped: Skipped[] }> {
+/** Loads the named drivers (default: all); a peer that fails is `skipped`; pgpipe always loads. */
+export async function loadDrivers(names: readonly string[] = DRIVER_NAMES) {
   const drivers: Driver[] = [];
   const skipped: Skipped[] = [];
   for (const name of DRIVER_NAMES.filter((n) => names.includes(n))) {
@@ -465,42 +389,29 @@ export async function loadDrivers(
 }
 
 /**
- * The drivers a suite should run: those bench/run.ts found loadable (PGPIPE_BENCH_DRIVERS), or,
- * when a suite runs on its own, every driver that loads (printing the skip lines itself).
- * A driver that run.ts found loadable but that fails here is an error, not a silent skip.
+ * The drivers a suite runs (of those named `only`): those bench/run.ts found loadable
+ * (PGPIPE_BENCH_DRIVERS), failing here an error, or run on its own every one that loads.
  */
-export async function suiteDrivers(): Promise<Driver[]> {
+export async function suiteDrivers(only?: string[]): Promise<Driver[]> {
   const listed = Deno.env.get("PGPIPE_BENCH_DRIVERS");
   const { drivers, skipped } = await loadDrivers(listed?.split(","));
   if (listed && skipped.length) throw new Error(skipped.map(skipLine).join("\n"));
   for (const s of skipped) console.error(skipLine(s));
-  return drivers;
+  return only ? drivers.filter((d) => only.includes(d.name)) : drivers;
 }
 
 /**
- * The first value of the first row `text` answers, asked on a fresh plaintext pgpipe connection
- * (the suites' own questions to the server: how many pg_type rows, which version), given to
- * `use` while the connection is still open (its backend still runs).
+ * The first value `text` answers on a fresh plaintext pgpipe connection (the suites' own
+ * questions), given to `use` while the connection (its backend) is still open.
  */
-export async function ask<T = unknown>(
-  url: string,
-  text: string,
-  params: unknown[] = [],
-  use: (value: any) => T = (value) => value,
-): Promise<T> {
-  const sql = postgres(url, { max: 1, ssl: false, onnotice: () => {} });
-  try {
-    const [row] = await sql.unsafe(text, params as never[]);
-    return use(Object.values(row)[0]);
-  } finally {
-    await sql.end();
-  }
+export async function ask<T>(url: string, text: string, use = (v: any): T => v) {
+  await using sql = postgres(url, { max: 1, ssl: false, onnotice: () => {} });
+  const [row] = await sql.unsafe(text);
+  return use(Object.values(row)[0]);
 }
 
 if (import.meta.main) {
   const { drivers, skipped } = await loadDrivers();
-  console.log(JSON.stringify({
-    drivers: drivers.map((d) => ({ name: d.name, source: d.source })),
-    skipped,
-  }));
+  const loaded = drivers.map(({ name, source }) => ({ name, source }));
+  console.log(JSON.stringify({ drivers: loaded, skipped }));
 }

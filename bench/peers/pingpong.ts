@@ -5,35 +5,26 @@
 // set-up requests once, its last request (the steady state, e.g. Bind/Execute/Sync of a prepared
 // `select 1`) in a loop. A driver's serial latency minus this is what the driver itself costs.
 import type { TLSSocket } from "node:tls";
+import { flightRecorder } from "../../test/harness/flights.ts";
 import { hostPort, via } from "../shared/env.ts";
-import { closeQuietly, startDelayProxy } from "../shared/proxy.ts";
+import { closeQuietly } from "../shared/proxy.ts";
 
-/** A client→server request: the bytes up to a point where the server answers ReadyForQuery. */
-export interface WireRequest {
-  bytes: Uint8Array;
-  /** The frontend message types it holds, e.g. "BES" (Bind, Execute, Sync). */
-  types: string;
-}
-
-/** A frontend session: its startup message, then each request up to a Sync or simple Query. */
-export interface WireSession {
-  /** The startup message (length-prefixed, no type byte). */
-  startup: Uint8Array;
-  /** Every request after startup, in order; trailing messages without a Sync (Terminate) dropped. */
-  requests: WireRequest[];
-}
+/**
+ * A frontend session: its startup message (length-prefixed, no type byte), then each request up
+ * to a Sync or simple Query, where the server answers ReadyForQuery, with the message types it
+ * holds, e.g. "BES" (Bind, Execute, Sync); trailing messages without a Sync (Terminate) dropped.
+ */
+export type WireSession = { startup: Uint8Array; requests: { bytes: Uint8Array; types: string }[] };
 
 const SSL_REQUEST = new Uint8Array([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]);
 const int32 = (b: Uint8Array, at: number) =>
   ((b[at] << 24) | (b[at + 1] << 16) | (b[at + 2] << 8) | b[at + 3]) >>> 0;
-
-/** `count` copies of `bytes`, back to back (`bytes` itself for one). */
-function repeated(bytes: Uint8Array, count: number): Uint8Array {
-  if (count === 1) return bytes;
-  const out = new Uint8Array(bytes.length * count);
-  for (let i = 0; i < count; i++) out.set(bytes, i * bytes.length);
+const concat = (chunks: Uint8Array[]) => {
+  if (chunks.length === 1) return chunks[0];
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  chunks.reduce((at, c) => (out.set(c, at), at + c.length), 0);
   return out;
-}
+};
 
 /**
  * Walks the complete backend messages in `buf` up to `end`: where the incomplete rest starts and
@@ -41,8 +32,7 @@ function repeated(bytes: Uint8Array, count: number): Uint8Array {
  * replay cannot answer one) throws.
  */
 function scanAnswers(buf: Uint8Array, end: number): { at: number; ready: number } {
-  let at = 0;
-  let ready = 0;
+  let [at, ready] = [0, 0];
   while (at + 5 <= end && at + 1 + int32(buf, at + 1) <= end) {
     const type = buf[at];
     if (type === 0x5a) ready++; // 'Z' ReadyForQuery
@@ -64,7 +54,7 @@ export function splitSession(stream: Uint8Array): WireSession {
     );
   }
   const startup = stream.slice(0, int32(stream, 0));
-  const requests: WireRequest[] = [];
+  const requests: WireSession["requests"] = [];
   let [start, at, types] = [startup.length, startup.length, ""];
   while (at < stream.length) {
     if (at + 5 > stream.length) throw new Error(`truncated message header at byte ${at}`);
@@ -81,40 +71,35 @@ export function splitSession(stream: Uint8Array): WireSession {
 }
 
 /**
- * Records the session a driver opens while `run` uses it through a recording proxy: run gets
- * the URL to connect to and must close its client before resolving, so the stream is complete.
+ * Records the session a driver opens while `run` uses it through a recorder
+ * (test/harness/flights.ts): run gets the URL and must close its client before resolving.
  */
-export async function captureSession(
-  url: string,
-  run: (proxyUrl: string) => Promise<void>,
-): Promise<WireSession> {
-  const chunks: Uint8Array[] = [];
-  const proxy = startDelayProxy(hostPort(url), 0, chunks);
+export async function captureSession(url: string, run: (proxyUrl: string) => Promise<void>) {
+  const recorder = flightRecorder(hostPort(url));
   try {
-    await run(via(url, proxy.port));
+    await run(via(url, recorder.port));
   } finally {
-    await proxy.close();
+    await recorder.close();
   }
-  const stream = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  chunks.reduce((at, c) => (stream.set(c, at), at + c.length), 0);
-  return splitSession(stream);
+  const sent = (recorder.connections[0] ?? []).filter((f) => f.from === "client");
+  return splitSession(concat(sent.map((f) => f.bytes)));
 }
 
-async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
-  for (let off = 0; off < bytes.length;) off += await conn.write(bytes.subarray(off));
-}
-
-/** A raw replay: startup and set-up once, then round trips and pipelines of one request. */
-interface Replay {
-  /**
-   * Pipelines `total` copies of one request keeping `window` in flight, the way a pipelining
-   * driver does at best: on each read, as many new copies as answers arrived, in one write.
-   * With one copy, one round trip: write it, read until its ReadyForQuery.
-   */
+/**
+ * A raw replay: startup and set-up once, then round trips and pipelines of one request.
+ * `pipeline` sends `total` copies of one request keeping `window` in flight, the way a
+ * pipelining driver does at best: on each read, as many new copies as answers arrived, in one
+ * write. A round trip is a pipeline of one: write it, read until its ReadyForQuery.
+ */
+export interface Replay {
   pipeline(bytes: Uint8Array, total: number, window: number): Promise<void>;
   roundTrip(bytes: Uint8Array): Promise<void>;
   close(): void;
 }
+
+/** `window` copies of `bytes` back to back (`bytes` itself for one): a pipeline's first write. */
+const burstOf = (bytes: Uint8Array, total: number, window: number) =>
+  concat(Array(Math.min(window, total)).fill(bytes));
 
 /** Replays the session's startup and set-up requests on a fresh replay. */
 async function setUp<R extends Replay>(replay: R, session: WireSession): Promise<R> {
@@ -128,9 +113,13 @@ async function setUp<R extends Replay>(replay: R, session: WireSession): Promise
   }
 }
 
+async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
+  for (let off = 0; off < bytes.length;) off += await conn.write(bytes.subarray(off));
+}
+
 /** A raw Deno socket (plain TCP, or Deno's native TLS given a CA) that awaits its reads. */
 export class PingPong implements Replay {
-  #buf = new Uint8Array(64 * 1024);
+  #buf: Uint8Array = new Uint8Array(64 * 1024);
   /** Bytes of an incomplete backend message kept from the last read. */
   #have = 0;
   private constructor(private conn: Deno.Conn) {}
@@ -153,7 +142,7 @@ export class PingPong implements Replay {
   roundTrip = (bytes: Uint8Array) => this.pipeline(bytes, 1, 1);
 
   async pipeline(bytes: Uint8Array, total: number, window: number): Promise<void> {
-    const burst = repeated(bytes, Math.min(window, total));
+    const burst = burstOf(bytes, total, window);
     let sent = Math.min(window, total);
     await writeAll(this.conn, burst);
     for (let answered = 0; answered < total;) {
@@ -169,11 +158,7 @@ export class PingPong implements Replay {
 
   /** Reads once and counts the ReadyForQuery messages that completed (an error rejects). */
   async #readAnswers(): Promise<number> {
-    if (this.#have === this.#buf.length) {
-      const bigger = new Uint8Array(this.#buf.length * 2);
-      bigger.set(this.#buf);
-      this.#buf = bigger;
-    }
+    if (this.#have === this.#buf.length) this.#buf = concat([this.#buf, this.#buf]);
     const n = await this.conn.read(this.#buf.subarray(this.#have));
     if (n === null) throw new Error("server closed the ping-pong connection");
     const end = this.#have + n;
@@ -186,10 +171,7 @@ export class PingPong implements Replay {
   close = () => closeQuietly(this.conn);
 }
 
-/**
- * The same replay over `node:tls` with no certificate check (`sslmode=require`), driven by its
- * own events: the floor for a driver on node:tls.
- */
+/** The same replay over node:tls, unverified (`sslmode=require`), driven by its own events. */
 export class NodeTlsPingPong implements Replay {
   #pending: Uint8Array = new Uint8Array(0);
   /** Told how many answers (ReadyForQuery) a chunk completed, or the error that ended it. */
@@ -198,10 +180,8 @@ export class NodeTlsPingPong implements Replay {
   private constructor(private socket: TLSSocket) {
     socket.on("data", (chunk: Uint8Array) => this.#data(chunk));
     socket.on("error", (e: Error) => this.#answered?.(0, e));
-    socket.on(
-      "close",
-      () => this.#answered?.(0, new Error("server closed the ping-pong connection")),
-    );
+    const closed = new Error("server closed the ping-pong connection");
+    socket.on("close", () => this.#answered?.(0, closed));
   }
 
   /** Connects, asks for TLS on a node:net socket, then replays startup and set-up. */
@@ -214,19 +194,12 @@ export class NodeTlsPingPong implements Replay {
     const answer = await new Promise<Uint8Array>((resolve) => raw.once("data", resolve));
     if (answer[0] !== 0x53) throw new Error("the server refused TLS");
     const socket = tls.connect({ socket: raw, rejectUnauthorized: false });
-    await new Promise((resolve, reject) =>
-      socket.once("secureConnect", resolve).once("error", reject)
-    );
+    await new Promise((ok, reject) => socket.once("secureConnect", ok).once("error", reject));
     return await setUp(new NodeTlsPingPong(socket), session);
   }
 
   #data(chunk: Uint8Array): void {
-    let buf = chunk;
-    if (this.#pending.length > 0) {
-      buf = new Uint8Array(this.#pending.length + chunk.length);
-      buf.set(this.#pending);
-      buf.set(chunk, this.#pending.length);
-    }
+    const buf = this.#pending.length > 0 ? concat([this.#pending, chunk]) : chunk;
     let scanned;
     try {
       scanned = scanAnswers(buf, buf.length);
@@ -240,9 +213,8 @@ export class NodeTlsPingPong implements Replay {
   roundTrip = (bytes: Uint8Array) => this.pipeline(bytes, 1, 1);
 
   pipeline(bytes: Uint8Array, total: number, window: number): Promise<void> {
-    const burst = repeated(bytes, Math.min(window, total));
-    let sent = Math.min(window, total);
-    let answered = 0;
+    const burst = burstOf(bytes, total, window);
+    let [sent, answered] = [Math.min(window, total), 0];
     return new Promise((resolve, reject) => {
       this.#answered = (n, e) => {
         answered += n;

@@ -1,12 +1,9 @@
-// One bulk load or read method in a fresh process (so peak RSS is this method's alone):
-// `deno run -A bench/probes/bulk.ts <method> <url> <table> <rows> <runs>`. Loads <rows> rows of
-// one of the suite's tables (bench/shared/bulk_tables.ts: `events` or `mixed`) into its own
-// unlogged table, or reads the suite's `bulk_source_<table>`, <runs> times; checks the result
-// each time and prints one JSON line: the best time, what each run cost in CPU (this process's
-// main thread and its other threads, and the server backend's, read by the backend itself), the
-// rows, the process's peak RSS (VmHWM) and where the memory is (`memory`: RSS once the modules are
-// loaded and once connected, V8's young and old generations at the end, external memory).
-// bench/suites/bulk.ts runs it.
+// One bulk load or read method in a fresh process, its peak RSS its own: `deno run -A
+// bench/probes/bulk.ts <method> <url> <table> <rows> <runs>` loads <rows> rows of a suite table
+// (bench/shared/bulk_tables.ts) into its own unlogged table, or reads `bulk_source_<table>`, <runs>
+// times, checked each time; prints one JSON line: the best time, each run's CPU (this process's
+// main thread and other threads, the server backend's read by itself), the rows, the peak RSS
+// (VmHWM) and where the memory is (RSS once loaded and once connected, V8's heap at the end).
 import v8 from "node:v8";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -14,30 +11,22 @@ import postgres from "../../mod.ts";
 import { POSTGRES_JS } from "../peers/specifiers.ts";
 import { sslOf } from "../shared/env.ts";
 import { BULK_TABLES, type BulkTable } from "../shared/bulk_tables.ts";
-import {
-  BACKEND_SCHEDSTAT,
-  type CpuTimes,
-  minus,
-  parseSchedstat,
-  type ThreadCpu,
-  threadCpu,
-  threadCpuSince,
-} from "../shared/cpu.ts";
+import { BACKEND_SCHEDSTAT, type CpuTimes, minus, parseSchedstat } from "../shared/cpu.ts";
+import { type ThreadCpu, threadCpu, threadCpuSince } from "../shared/cpu.ts";
 
 const [method, url, tableName, rowsText, runsText] = Deno.args;
-const spec: BulkTable | undefined = BULK_TABLES[tableName as BulkTable["name"]];
+const spec: BulkTable = BULK_TABLES[tableName as BulkTable["name"]];
 if (spec === undefined) throw new Error(`unknown table ${tableName}`);
-const total = Number(rowsText);
-const runs = Number(runsText);
+const [total, runs] = [Number(rowsText), Number(runsText)];
 /** The table read methods read (filled by bench/suites/bulk.ts before they run). */
 const SOURCE_TABLE = `bulk_source_${spec.name}`;
 
-/**
- * The rows, made one at a time as the consumer asks (the same for every method): arrays for
- * `events`, objects for `mixed` (as issue 20's user wrote them).
- */
-async function* rows(n: number) {
-  for (let i = 0; i < n; i++) yield rows1(i);
+/** Row `i` as made: arrays for `events`, objects for `mixed` (as issue 20's user wrote them). */
+const row = (i: number) => spec.name === "events" ? spec.array(i) : spec.object(i);
+
+/** The rows, made one at a time as the consumer asks (the same for every method). */
+async function* rows(n: number, make: (i: number) => unknown = row) {
+  for (let i = 0; i < n; i++) yield make(i);
 }
 
 /**
@@ -45,33 +34,20 @@ async function* rows(n: number) {
  * (the COPY encodes a row before it asks for the next), so the rows cost next to nothing.
  */
 function* cycled(n: number) {
-  const pool = Array.from({ length: 1000 }, (_, i) => rows1(i));
+  const pool = Array.from({ length: 1000 }, (_, i) => row(i));
   for (let i = 0; i < n; i++) {
-    const row = pool[i % 1000];
-    if (Array.isArray(row)) row[0] = i;
-    else row.id = i;
-    yield row;
+    const r = pool[i % 1000];
+    if (Array.isArray(r)) r[0] = i;
+    else r.id = i;
+    yield r;
   }
 }
 
-/** Row `i` as the generator makes it. */
-function rows1(i: number): unknown[] | Record<string, unknown> {
-  return spec!.name === "events" ? spec!.array(i) : spec!.object(i);
-}
-
-async function* rowObjects(n: number) {
-  for (let i = 0; i < n; i++) yield spec!.object(i);
-}
-
 /** Batches of `size` from an async iterable. */
-async function* batches<T>(rows: AsyncIterable<T>, size: number) {
-  let batch: T[] = [];
-  for await (const row of rows) {
-    batch.push(row);
-    if (batch.length === size) {
-      yield batch;
-      batch = [];
-    }
+async function* batches<T>(items: AsyncIterable<T>, size: number) {
+  const batch: T[] = [];
+  for await (const item of items) {
+    if (batch.push(item) === size) yield batch.splice(0);
   }
   if (batch.length > 0) yield batch;
 }
@@ -80,32 +56,23 @@ async function* batches<T>(rows: AsyncIterable<T>, size: number) {
 async function* textChunks(n: number) {
   let chunk = "";
   for (let i = 0; i < n; i++) {
-    chunk += spec!.text(i);
-    if (chunk.length >= 64 * 1024) {
-      yield chunk;
-      chunk = "";
-    }
+    chunk += spec.text(i);
+    if (chunk.length < 64 * 1024) continue;
+    yield chunk;
+    chunk = "";
   }
   if (chunk) yield chunk;
 }
 
-function peakRss(): number {
-  const status = Deno.readTextFileSync("/proc/self/status");
-  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) * 1024;
-}
-
-/** Bytes V8 holds per heap space, by the names the breakdown uses. */
+/** Bytes V8 holds: the young generation (new space, its large objects), the old, the rest. */
 function heapSpaces(): { young: number; old: number; otherHeap: number } {
-  let young = 0;
-  let old = 0;
-  let otherHeap = 0;
+  const sizes = { young: 0, old: 0, otherHeap: 0 };
   for (const s of v8.getHeapSpaceStatistics()) {
-    // The young generation's two semi-spaces (the new space) and its large objects.
-    if (s.space_name.startsWith("new")) young += s.space_size;
-    else if (s.space_name === "old_space") old += s.space_size;
-    else otherHeap += s.space_size; // code, trusted, large objects, ...
+    const name = s.space_name; // other heap: code, trusted, large objects, ...
+    sizes[name.startsWith("new") ? "young" : name === "old_space" ? "old" : "otherHeap"] +=
+      s.space_size;
   }
-  return { young, old, otherHeap };
+  return sizes;
 }
 
 /** RSS once the modules are loaded: Deno, its runtime and this probe's imports. */
@@ -123,13 +90,12 @@ async function client(driver: "pgpipe" | "postgres.js"): Promise<AnySql> {
   return sql;
 }
 
-/** A load method: fills `table` with `total` rows. */
+/** A load fills `table` with `total` rows; a read resolves with the rows read and the last. */
 type Load = (sql: AnySql, table: string) => Promise<void>;
-/** A read method: resolves with the rows read and the last one. */
 type Read = (sql: AnySql) => Promise<{ rows: number; last?: Record<string, unknown> }>;
 
 const insertBatches: Load = async (sql, table) => {
-  for await (const batch of batches(rowObjects(total), 1000)) {
+  for await (const batch of batches(rows(total, spec.object), 1000)) {
     await sql`insert into ${sql(table)} ${sql(batch)}`;
   }
 };
@@ -177,13 +143,6 @@ let timed: number | null = null; // set by a method that times only part of its 
 /** Where such a method's timed part began, for its CPU. */
 let timedCpu: ThreadCpu | undefined;
 
-/** The rows' own cost: the generator iterated with no driver (what every load pays first). */
-async function rowsAlone(): Promise<void> {
-  let kept = 0;
-  for await (const row of rows(total)) if (row !== null) kept++;
-  if (kept !== total) throw new Error(`the generator made ${kept} rows`);
-}
-
 /** The backend's own CPU times, or null where it may not read them (not a superuser). */
 async function serverCpu(sql: AnySql): Promise<CpuTimes | null> {
   try {
@@ -194,16 +153,11 @@ async function serverCpu(sql: AnySql): Promise<CpuTimes | null> {
   }
 }
 
-/** What each run cost: this process's threads, and the server backend's. */
-interface RunCpu {
-  client: ThreadCpu | null;
-  server: CpuTimes | null;
-}
-
 const times: number[] = [];
-const cpus: RunCpu[] = [];
+/** What each run cost: this process's threads, and the server backend's. */
+const cpus: { client: ThreadCpu | null; server: CpuTimes | null }[] = [];
 
-/** Runs `work` once, timed, with what it cost this process's threads and (given sql) the backend. */
+/** Runs `work` once, timed, with what it cost this process's threads and (given sql) its backend. */
 async function measured(sql: AnySql | null, work: () => Promise<void>): Promise<void> {
   timed = null;
   timedCpu = undefined;
@@ -218,7 +172,14 @@ async function measured(sql: AnySql | null, work: () => Promise<void>): Promise<
 }
 
 if (method === "rows-alone") {
-  for (let r = 0; r < runs; r++) await measured(null, rowsAlone);
+  // The rows' own cost: the generator iterated with no driver (what every load pays first).
+  for (let r = 0; r < runs; r++) {
+    await measured(null, async () => {
+      let kept = 0;
+      for await (const row of rows(total)) if (row !== null) kept++;
+      if (kept !== total) throw new Error(`the generator made ${kept} rows`);
+    });
+  }
 } else if (method in loads) {
   const [driver, load] = loads[method];
   const sql = await client(driver);
@@ -260,16 +221,10 @@ if (method === "rows-alone") {
 } else {
   throw new Error(`unknown method ${method}`);
 }
+const status = Deno.readTextFileSync("/proc/self/status");
+const peakRss = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) * 1024;
 const memory = { loadedRss, connectedRss, ...heapSpaces(), external: Deno.memoryUsage().external };
 const best = times.indexOf(Math.min(...times));
 console.log(
-  JSON.stringify({
-    ms: times[best],
-    times,
-    cpu: cpus[best],
-    cpus,
-    rows: total,
-    peakRss: peakRss(),
-    memory,
-  }),
+  JSON.stringify({ ms: times[best], times, cpu: cpus[best], cpus, rows: total, peakRss, memory }),
 );

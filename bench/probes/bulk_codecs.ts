@@ -12,12 +12,6 @@ import { CODEC_TYPES } from "../shared/bulk_tables.ts";
 const count = Number(Deno.args[0] ?? 20_000);
 const ROUNDS = 15;
 
-function oidOf(type: string): { oid: number; element: number } {
-  const array = type.endsWith("[]");
-  const scalar = Oid[(array ? type.slice(0, -2) : type) as OidName];
-  return array ? { oid: arrayOf[scalar], element: scalar } : { oid: scalar, element: 0 };
-}
-
 /** The best of ROUNDS timings of `run`, in ns per value. */
 function best(run: () => void): number {
   for (let r = 0; r < 3; r++) run(); // warm up: let the JIT settle
@@ -33,8 +27,9 @@ function best(run: () => void): number {
 const out = [];
 let kept = 0; // decoded values are used, so no decode is optimised away
 for (const { type, value } of CODEC_TYPES) {
-  const { oid, element } = oidOf(type);
-  const encode = element === 0
+  const element = type.endsWith("[]") ? Oid[type.slice(0, -2) as OidName] : undefined;
+  const oid = element === undefined ? Oid[type as OidName] : arrayOf[element];
+  const encode = element === undefined
     ? binaryEncoderFor(oid)!
     : arrayEncoder(element, binaryEncoderFor(element)!, undefined);
   const decode = copyDecoderFor(oid, { bigint: false })!;

@@ -3,29 +3,15 @@
 // serial `select 1`, then TOTAL `select $1::int` keeping WINDOW in flight, and prints
 // `{"serialUs":…,"qps":…}`; given the local postmaster's pid, also `"cpu":{"client":…,"server":…}`,
 // the CPU per query of the in-flight run in this process and the server's (bench/shared/cpu.ts).
-// Deno type-checks this file too, so the little of Bun's API it uses is declared here.
 import { cpuPerQuery } from "../shared/cpu.ts";
+import type { BunApi } from "./bun_api.ts";
 
-interface BunSql {
-  (strings: TemplateStringsArray, ...values: unknown[]): Promise<Record<string, unknown>[]>;
-  close(options?: { timeout?: number }): Promise<void>;
-}
-const Bun = (globalThis as unknown as {
-  Bun: { argv: string[]; SQL: new (url: string) => BunSql };
-}).Bun;
-
-const [url, serialText, totalText, windowText, postmasterText] = Bun.argv.slice(2);
-const serial = Number(serialText);
-const total = Number(totalText);
-const window = Number(windowText);
-if (!url || !(serial > 0) || !(total > 0) || !(window > 0)) {
-  throw new Error("usage: bun bun_sql.ts URL SERIAL TOTAL WINDOW");
-}
-
+const Bun = (globalThis as unknown as { Bun: BunApi }).Bun;
+const [url, ...numbers] = Bun.argv.slice(2);
+const [serial, total, window, postmaster] = numbers.map(Number);
 const sql = new Bun.SQL(url);
 // Warm-up: every connection of the default pool open, statements prepared.
 await Promise.all(Array.from({ length: 100 }, (_, i) => sql`select ${i}::int as x`));
-
 for (let i = 0; i < 200; i++) await sql`select 1`;
 const t0 = performance.now();
 for (let i = 0; i < serial; i++) {
@@ -43,15 +29,10 @@ const lane = async () => {
   }
 };
 // Timed inside, so reading /proc around the run stays out of the rate.
-const { result: ms, cpu } = await cpuPerQuery(
-  postmasterText ? Number(postmasterText) : undefined,
-  async () => {
-    const start = performance.now();
-    await Promise.all(Array.from({ length: window }, lane));
-    return performance.now() - start;
-  },
-  () => total,
-);
-const qps = total / (ms / 1000);
+const { result: ms, cpu } = await cpuPerQuery(postmaster || undefined, async () => {
+  const start = performance.now();
+  await Promise.all(Array.from({ length: window }, lane));
+  return performance.now() - start;
+}, () => total);
 await sql.close({ timeout: 5 });
-console.log(JSON.stringify({ serialUs, qps, ...(cpu ? { cpu } : {}) }));
+console.log(JSON.stringify({ serialUs, qps: total / (ms / 1000), ...(cpu ? { cpu } : {}) }));

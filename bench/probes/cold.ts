@@ -6,32 +6,22 @@
 // native TLS only with sslnegotiation=direct).
 const [driver, url, specifier] = Deno.args;
 const t0 = performance.now(); // ms since this process's time origin (process start)
-/** The slice of pgpipe's and postgres.js's API the probe uses. */
-type Sql = {
-  (strings: TemplateStringsArray): PromiseLike<{ x: unknown }[]>;
-  end(): Promise<void>;
-};
-/** The slice of deno-postgres's Client the probe uses. */
-type DpClient = {
-  connect(): Promise<void>;
-  queryObject(text: string): Promise<{ rows: { x: unknown }[] }>;
-  end(): Promise<void>;
-};
 const mod = await import(specifier);
+const params = new URL(url).searchParams;
 let created: number;
 let first: () => Promise<unknown>;
 let end: () => Promise<void>;
 if (driver === "deno-postgres") {
   created = performance.now();
-  const client: DpClient = new mod.Client(url);
+  const client = new mod.Client(url);
   await client.connect();
   first = async () => (await client.queryObject("select 1 as x")).rows[0].x;
   end = () => client.end();
 } else {
-  const tls = new URL(url).searchParams.get("sslmode") === "require";
+  const tls = params.get("sslmode") === "require";
   const ca = driver === "pgpipe-ca" ? Deno.readTextFileSync(Deno.env.get("PGPIPE_BENCH_CA")!) : "";
   created = performance.now();
-  const sql: Sql = mod.default(url, {
+  const sql = mod.default(url, {
     max: 1,
     onnotice: () => {},
     // The URL says sslmode=require for both; postgres.js reads `ssl` from its options too.
@@ -42,11 +32,9 @@ if (driver === "deno-postgres") {
     if (driver.startsWith("pgpipe") && tls) {
       // The TLS path the tables name: direct TLS with the CA stays native; any other first
       // connection to a server takes node:tls.
-      const expected = driver === "pgpipe-ca" && new URL(url).searchParams.get("sslnegotiation") ===
-          "direct"
-        ? "native"
-        : "node";
-      const path = (result as unknown as { state?: { tls?: unknown } }).state?.tls;
+      const direct = driver === "pgpipe-ca" && params.get("sslnegotiation") === "direct";
+      const expected = direct ? "native" : "node";
+      const path = result.state?.tls;
       if (path !== expected) throw new Error(`${driver}: ran on ${String(path)}, not ${expected}`);
     }
     return result[0].x;

@@ -1,17 +1,10 @@
 // Bun.sql's cold start, run by bun: `bun bench/probes/cold_bun.ts <url>` creates a client, runs
 // the first query and prints the ms from creating the client to the answer (as cold.ts does).
-// Deno type-checks this file too, so the little of Bun's API it uses is declared here.
-interface BunSql {
-  (strings: TemplateStringsArray): Promise<{ x: unknown }[]>;
-  close(): Promise<void>;
-}
-const Bun = (globalThis as unknown as {
-  Bun: { argv: string[]; SQL: new (url: string, options: { max: number }) => BunSql };
-}).Bun;
+import type { BunApi } from "./bun_api.ts";
 
-const url = Bun.argv[2];
+const Bun = (globalThis as unknown as { Bun: BunApi }).Bun;
 const t0 = performance.now();
-const sql = new Bun.SQL(url, { max: 1 });
+const sql = new Bun.SQL(Bun.argv[2], { max: 1 });
 const [{ x }] = await sql`select 1 as x`;
 if (x !== 1) throw new Error(`Bun.sql: wrong answer ${x}`);
 const total = performance.now();

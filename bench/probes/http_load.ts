@@ -5,23 +5,22 @@
 // measured apart from the server's.
 import { percentile } from "../shared/stats.ts";
 
-/** What one load run reports (wrk's output is read into the same shape). */
-export interface LoadResult {
+/** What a load run reports (wrk's output is read into it); errors: non-200 answers and failures. */
+export type LoadResult = {
   requests: number;
   seconds: number;
   p50Ms: number;
   p99Ms: number;
-  /** Answers other than 200, and requests that failed outright. */
   errors: number;
-}
+};
 
-async function load(url: string, connections: number, seconds: number): Promise<LoadResult> {
+if (import.meta.main) {
+  const [url, connections, duration] = Deno.args;
   const latencies: number[] = [];
   let errors = 0;
   const t0 = performance.now();
-  const stop = t0 + seconds * 1000;
   const loop = async () => {
-    while (performance.now() < stop) {
+    while (performance.now() < t0 + Number(duration) * 1000) {
       const start = performance.now();
       try {
         const res = await fetch(url);
@@ -33,20 +32,9 @@ async function load(url: string, connections: number, seconds: number): Promise<
       latencies.push(performance.now() - start);
     }
   };
-  await Promise.all(Array.from({ length: connections }, loop));
-  return {
-    requests: latencies.length,
-    seconds: (performance.now() - t0) / 1000,
-    p50Ms: percentile(latencies, 50),
-    p99Ms: percentile(latencies, 99),
-    errors,
-  };
-}
-
-if (import.meta.main) {
-  const [url, connections, seconds] = Deno.args;
-  if (!url || !(Number(connections) >= 1) || !(Number(seconds) > 0)) {
-    throw new Error("usage: http_load.ts URL CONNECTIONS SECONDS");
-  }
-  console.log(JSON.stringify(await load(url, Number(connections), Number(seconds))));
+  await Promise.all(Array.from({ length: Number(connections) }, loop));
+  const [p50Ms, p99Ms] = [percentile(latencies, 50), percentile(latencies, 99)];
+  const seconds = (performance.now() - t0) / 1000;
+  const result: LoadResult = { requests: latencies.length, seconds, p50Ms, p99Ms, errors };
+  console.log(JSON.stringify(result));
 }

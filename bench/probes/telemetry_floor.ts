@@ -10,10 +10,8 @@ import { isQuick } from "../shared/env.ts";
 const N = isQuick() ? 20_000 : 100_000;
 const CLIENT = 2; // SpanKind.CLIENT
 const tracer = Deno.telemetry.tracerProvider.getTracer("pgpipe-floor", "0");
-const histogram = Deno.telemetry.meterProvider.getMeter("pgpipe-floor", "0").createHistogram(
-  "db.client.operation.duration",
-  { unit: "s" },
-);
+const meter = Deno.telemetry.meterProvider.getMeter("pgpipe-floor", "0");
+const histogram = meter.createHistogram("db.client.operation.duration", { unit: "s" });
 const base = {
   "db.system.name": "postgresql",
   "db.namespace": "postgres",

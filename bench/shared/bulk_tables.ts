@@ -7,6 +7,8 @@ const BASE = Date.UTC(2024, 0, 1);
 const DAY = 86_400_000;
 
 const hex = (n: number, width: number) => n.toString(16).padStart(width, "0");
+const uuid = (i: number) => `${hex(i, 8)}-${hex(i % 65536, 4)}-4000-8000-${hex(i * 7, 12)}`;
+const numeric = (i: number) => `${i}.${String(i % 100).padStart(2, "0")}`;
 
 /** 32 bytes that differ per row. */
 function bytes(i: number): Uint8Array {
@@ -16,31 +18,25 @@ function bytes(i: number): Uint8Array {
 }
 
 /** COPY text format: escapes for backslash, tab, newline and carriage return. */
-export function copyText(value: string): string {
-  return /[\\\t\n\r]/.test(value)
-    ? value.replace(
-      /[\\\t\n\r]/g,
-      (c) => ({ "\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r" })[c]!,
-    )
-    : value;
-}
+const ESCAPES: Record<string, string> = { "\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r" };
+const copyText = (s: string) =>
+  /[\\\t\n\r]/.test(s) ? s.replace(/[\\\t\n\r]/g, (c) => ESCAPES[c]) : s;
 
-/** A bulk table: its columns and the same rows in every form a method needs. */
+/**
+ * A bulk table: what the report calls it, its columns (for `create table`), row `i` in every
+ * form a method needs (an array in column order, an object keyed by column, a line of COPY text),
+ * a select over the loaded table giving `n` (rows), `s` (sum of id) and `m` (the sum of another
+ * column that repeats the id), and `mark`, a number read from a row that equals its id (a read
+ * decoded the last row whole).
+ */
 export interface BulkTable {
   name: "events" | "mixed";
-  /** What the report calls it. */
   title: string;
-  /** The column definitions, for `create table`. */
   columns: string;
-  /** Row `i` as an array in column order. */
   array(i: number): unknown[];
-  /** Row `i` as an object keyed by column. */
   object(i: number): Record<string, unknown>;
-  /** Row `i` as one line of COPY text (newline included). */
   text(i: number): string;
-  /** A select over the loaded table giving `n` (rows) and `s` (sum of id, as text). */
   check: string;
-  /** A number read from a row that equals its id (checks a read decoded the last row whole). */
   mark(row: Record<string, unknown>): unknown;
 }
 
@@ -57,10 +53,11 @@ const EVENTS: BulkTable = {
     flag: i % 2 === 0,
     meta: { n: i, tag: "x" },
   }),
-  text: (i) =>
-    `${i}\t${copyText(`name ${i}`)}\t${new Date(BASE + i * 1000).toISOString()}\t${i / 4}\t${
-      i % 2 === 0 ? "t" : "f"
-    }\t${copyText(JSON.stringify({ n: i, tag: "x" }))}\n`,
+  text: (i) => {
+    const at = new Date(BASE + i * 1000).toISOString();
+    const meta = copyText(JSON.stringify({ n: i, tag: "x" }));
+    return `${i}\t${copyText(`name ${i}`)}\t${at}\t${i / 4}\t${i % 2 === 0 ? "t" : "f"}\t${meta}\n`;
+  },
   check: "select count(*)::int as n, sum(id)::text as s, sum((meta->>'n')::int8)::text as m",
   mark: (row) => (row.meta as { n: number }).n,
 };
@@ -71,8 +68,8 @@ const MIXED_COLUMNS =
 function mixedValues(i: number) {
   return {
     id: i,
-    amount: `${i}.${String(i % 100).padStart(2, "0")}`,
-    uid: `${hex(i, 8)}-${hex(i % 65536, 4)}-4000-8000-${hex(i * 7, 12)}`,
+    amount: numeric(i),
+    uid: uuid(i),
     data: bytes(i),
     tags: ["alpha", `t${i % 10}`, "gamma"],
     nums: [i, i + 1, i + 2],
@@ -93,11 +90,9 @@ const MIXED: BulkTable = {
     const v = mixedValues(i);
     let data = "";
     for (const b of v.data) data += hex(b, 2);
-    return `${i}\t${v.amount}\t${v.uid}\t\\\\x${data}\t{${v.tags.join(",")}}\t{${
-      v.nums.join(",")
-    }}\t${v.day.toISOString().slice(0, 10)}\t${v.code}\t${
-      v.note === null ? "\\N" : copyText(v.note)
-    }\n`;
+    const day = v.day.toISOString().slice(0, 10);
+    const note = v.note === null ? "\\N" : copyText(v.note);
+    return `${i}\t${v.amount}\t${v.uid}\t\\\\x${data}\t{${v.tags}}\t{${v.nums}}\t${day}\t${v.code}\t${note}\n`;
   },
   check: "select count(*)::int as n, sum(id)::text as s, sum(nums[1])::text as m",
   mark: (row) => (row.nums as number[])[0],
@@ -106,15 +101,11 @@ const MIXED: BulkTable = {
 /** The suite's tables, by name. */
 export const BULK_TABLES: Record<BulkTable["name"], BulkTable> = { events: EVENTS, mixed: MIXED };
 
-/** One supported type of the per-type view, with the value of row `i`. */
-export interface CodecType {
-  /** The type as SQL and as copyFrom's `types` take it. */
-  type: string;
-  value(i: number): unknown;
-}
-
-/** Every type with a binary codec, with values as an application would have them. */
-export const CODEC_TYPES: readonly CodecType[] = [
+/**
+ * Every type with a binary codec (as SQL and as copyFrom's `types` take it) for the per-type
+ * view, with the value of row `i` as an application would have it.
+ */
+export const CODEC_TYPES: readonly { type: string; value(i: number): unknown }[] = [
   { type: "bool", value: (i) => i % 2 === 0 },
   { type: "int2", value: (i) => i % 30000 },
   { type: "int4", value: (i) => i * 7 },
@@ -122,7 +113,7 @@ export const CODEC_TYPES: readonly CodecType[] = [
   { type: "oid", value: (i) => i + 1 },
   { type: "float4", value: (i) => i / 8 },
   { type: "float8", value: (i) => i / 7 },
-  { type: "numeric", value: (i) => `${i}.${String(i % 100).padStart(2, "0")}` },
+  { type: "numeric", value: numeric },
   { type: "text", value: (i) => `name ${i}` },
   { type: "varchar", value: (i) => `c${i % 1000}` },
   { type: "bpchar", value: (i) => `k${i % 100}` },
@@ -130,7 +121,7 @@ export const CODEC_TYPES: readonly CodecType[] = [
   { type: "bytea", value: bytes },
   { type: "json", value: (i) => ({ n: i, tag: "x" }) },
   { type: "jsonb", value: (i) => ({ n: i, tag: "x" }) },
-  { type: "uuid", value: (i) => `${hex(i, 8)}-${hex(i % 65536, 4)}-4000-8000-${hex(i * 7, 12)}` },
+  { type: "uuid", value: uuid },
   { type: "date", value: (i) => new Date(BASE + (i % 10_000) * DAY) },
   { type: "timestamp", value: (i) => new Date(BASE + i * 1000) },
   { type: "timestamptz", value: (i) => new Date(BASE + i * 1000) },

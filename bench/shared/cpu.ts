@@ -6,23 +6,10 @@
 import { readdirSync, readFileSync } from "node:fs";
 import process from "node:process";
 
-/** CPU and run-queue time, in ms. */
-export interface CpuTimes {
-  /** On a CPU. */
-  cpu: number;
-  /** Runnable, waiting for a CPU. */
-  wait: number;
-}
-
-/** A process's threads: the main (JavaScript) thread, and all the others together. */
-export interface ThreadCpu {
-  main: CpuTimes;
-  /** V8's GC helper threads, the runtime's I/O threads and the rest. */
-  others: CpuTimes;
-}
-
-/** Linux's USER_HZ: the stat line counts CPU time in these ticks. */
-const TICKS_PER_SECOND = 100;
+/** ms on a CPU, and ms runnable, waiting for one. */
+export type CpuTimes = { cpu: number; wait: number };
+/** A process's main (JavaScript) thread, and all the others together (V8's GC helpers, I/O...). */
+export type ThreadCpu = { main: CpuTimes; others: CpuTimes };
 
 const read = (path: string) => {
   try {
@@ -47,17 +34,22 @@ export function parseStat(text: string): { comm: string; fields: string[] } {
   };
 }
 
-/** CPU ms of a stat line: utime + stime, or with `children` cutime + cstime (ended children). */
+/**
+ * CPU ms of a stat line: utime + stime, or with `children` cutime + cstime (ended children), in
+ * ticks of Linux's USER_HZ (100 a second): fields 14-15 (16-17), 12-13 (14-15) after the name.
+ */
 export function statCpuMs(text: string, children = false): number {
   const f = parseStat(text).fields;
-  const at = children ? 13 : 11; // fields 14-15 (16-17) of the line: 12-13 (14-15) after the name
-  return (Number(f[at]) + Number(f[at + 1])) * (1000 / TICKS_PER_SECOND);
+  const at = children ? 13 : 11;
+  return (Number(f[at]) + Number(f[at + 1])) * 10;
 }
 
-/** `a - b`, field by field. */
-export function minus(a: CpuTimes, b: CpuTimes): CpuTimes {
-  return { cpu: a.cpu - b.cpu, wait: a.wait - b.wait };
-}
+/** `a + b` and `a - b`, field by field. */
+const plus = (a: CpuTimes, b: CpuTimes): CpuTimes => ({
+  cpu: a.cpu + b.cpu,
+  wait: a.wait + b.wait,
+});
+export const minus = (a: CpuTimes, b: CpuTimes) => plus(a, { cpu: -b.cpu, wait: -b.wait });
 
 /** A process's threads by schedstat so far; undefined where the kernel keeps none. */
 export function threadCpu(pid: number = process.pid): ThreadCpu | undefined {
@@ -68,21 +60,18 @@ export function threadCpu(pid: number = process.pid): ThreadCpu | undefined {
     return undefined;
   }
   // A thread that ended since the listing reads undefined and is left out.
-  const others = tasks.filter((t) => t !== String(pid)).map((t) =>
-    read(`/proc/${pid}/task/${t}/schedstat`)
+  const schedstat = (t: string) => read(`/proc/${pid}/task/${t}/schedstat`);
+  return fromSchedstats(
+    schedstat(String(pid)),
+    tasks.filter((t) => t !== String(pid)).map(schedstat),
   );
-  return fromSchedstats(read(`/proc/${pid}/task/${pid}/schedstat`), others);
 }
 
 /** The main thread's schedstat and the others' summed (undefined where the main's is missing). */
 export function fromSchedstats(main: string | undefined, others: (string | undefined)[]) {
   if (main === undefined) return undefined;
-  const sum = { cpu: 0, wait: 0 };
-  for (const t of others.filter((t) => t !== undefined).map(parseSchedstat)) {
-    sum.cpu += t.cpu;
-    sum.wait += t.wait;
-  }
-  return { main: parseSchedstat(main), others: sum };
+  const known = others.filter((t) => t !== undefined).map(parseSchedstat);
+  return { main: parseSchedstat(main), others: known.reduce(plus, { cpu: 0, wait: 0 }) };
 }
 
 /** What a span cost a process's threads: now minus `before`. */
@@ -105,42 +94,31 @@ export function totalCpuMs(threads: ThreadCpu | undefined, stat: string | undefi
   return stat === undefined ? undefined : statCpuMs(stat);
 }
 
-/**
- * The postmaster of a backend whose pid the server reported (`pg_backend_pid()`), when that
- * server runs on this machine: both processes visible here and named postgres.
- */
-export function localPostmaster(backendPid: number): number | undefined {
-  const stat = (pid: number) => {
-    const text = read(`/proc/${pid}/stat`);
-    return text === undefined ? undefined : parseStat(text);
-  };
-  const backend = stat(backendPid);
-  if (backend?.comm !== "postgres") return undefined;
-  const parent = Number(backend.fields[1]);
-  return stat(parent)?.comm === "postgres" ? parent : undefined;
+/** A process's parent and command name, from its stat line. */
+function parentOf(pid: number | string) {
+  const text = read(`/proc/${pid}/stat`);
+  if (text === undefined) return undefined;
+  const { comm, fields } = parseStat(text);
+  return { comm, parent: Number(fields[1]) };
 }
 
-/**
- * CPU ms used so far by every process the postmaster started: the backends, and the server's
- * own workers, whose share while a benchmark runs is noise-sized.
- */
+/** The postmaster of a backend (`pg_backend_pid()`), if both run here, named postgres. */
+export function localPostmaster(backendPid: number): number | undefined {
+  const backend = parentOf(backendPid);
+  if (backend?.comm !== "postgres") return undefined;
+  return parentOf(backend.parent)?.comm === "postgres" ? backend.parent : undefined;
+}
+
+/** CPU ms used so far by every process the postmaster started (its own workers: noise-sized). */
 export function serverCpuMs(postmaster: number): number {
-  let total = 0;
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = read(`/proc/${entry}/stat`);
-    if (stat !== undefined && Number(parseStat(stat).fields[1]) === postmaster) {
-      total += cpuMs(Number(entry)) ?? 0;
-    }
-  }
-  return total;
+  const children = readdirSync("/proc").filter((e) =>
+    /^\d+$/.test(e) && parentOf(e)?.parent === postmaster
+  );
+  return children.reduce((total, pid) => total + (cpuMs(Number(pid)) ?? 0), 0);
 }
 
 /** CPU per query of one run, on each side (µs). */
-export interface CpuPerQuery {
-  client: number;
-  server: number;
-}
+export type CpuPerQuery = { client: number; server: number };
 
 /**
  * Runs `run` (`queries` says how many queries it did) and measures what it cost per query: the

@@ -14,24 +14,14 @@ export interface CpuProfile {
   timeDeltas: number[];
 }
 
-/** Where a function lives, for the summary. */
-export type Classify = (url: string, functionName: string) => string;
+/** Self time of one function; its location is url:line (1-based), shortened by `shorten`. */
+export type FunctionTime = { name: string; location: string; category: string; ms: number };
 
-/** Self time of one function. */
-export interface FunctionTime {
-  name: string;
-  /** url:line (1-based), shortened by the caller's `shorten`. */
-  location: string;
-  category: string;
-  ms: number;
-}
-
-/** Where the CPU went. */
+/** Where the CPU went (ms). */
 export interface ProfileSummary {
-  /** Sampled time, idle included, in ms. */
+  /** Sampled time, idle included; busy is the rest, the time the main thread was working. */
   totalMs: number;
   idleMs: number;
-  /** totalMs - idleMs: the time the main thread was working. */
   busyMs: number;
   /** Self time per category, largest first, idle left out. */
   categories: { category: string; ms: number }[];
@@ -46,26 +36,22 @@ export interface ProfileSummary {
 /** Sums self time by category and function; `inclusiveCategory` also gets its inclusive time. */
 export function summarizeProfile(
   profile: CpuProfile,
-  classify: Classify,
+  classify: (url: string, functionName: string) => string,
   opts: { inclusiveCategory: string; top: number; shorten?: (url: string) => string },
 ): ProfileSummary {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const parent = new Map<number, number>();
-  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const categoryOf = new Map<number, string>();
-  for (const n of profile.nodes) {
-    categoryOf.set(n.id, classify(n.callFrame.url, n.callFrame.functionName));
-  }
-  const inclusive = new Map<number, boolean>();
-  const hasInclusive = (id: number): boolean => {
-    const known = inclusive.get(id);
-    if (known !== undefined) return known;
-    const p = parent.get(id);
-    const yes = categoryOf.get(id) === opts.inclusiveCategory ||
-      (p !== undefined && hasInclusive(p));
-    inclusive.set(id, yes);
-    return yes;
+  const category = new Map(
+    profile.nodes.map((n) => [n.id, classify(n.callFrame.url, n.callFrame.functionName)]),
+  );
+  // Whether a node has a frame of the inclusive category on its stack: itself or an ancestor.
+  const inclusive = new Set<number>();
+  const mark = (id: number, above: boolean) => {
+    const yes = above || category.get(id) === opts.inclusiveCategory;
+    if (yes) inclusive.add(id);
+    for (const c of byId.get(id)?.children ?? []) mark(c, yes);
   };
+  const children = new Set(profile.nodes.flatMap((n) => n.children ?? []));
+  for (const n of profile.nodes) if (!children.has(n.id)) mark(n.id, false);
 
   const selfUs = new Map<number, number>();
   const { samples, timeDeltas } = profile;
@@ -75,38 +61,35 @@ export function summarizeProfile(
     selfUs.set(samples[i], (selfUs.get(samples[i]) ?? 0) + us);
   }
 
-  let totalUs = 0;
-  let idleUs = 0;
-  let inclusiveUs = 0;
+  let [totalUs, idleUs, inclusiveUs] = [0, 0, 0];
   const categories = new Map<string, number>();
   const functions = new Map<string, FunctionTime>();
   const shorten = opts.shorten ?? ((u: string) => u);
   for (const [id, us] of selfUs) {
-    const node = byId.get(id);
-    if (!node) continue;
+    const f = byId.get(id)?.callFrame;
+    if (!f) continue;
     totalUs += us;
-    const f = node.callFrame;
     if (f.functionName === "(idle)" && f.url === "") {
       idleUs += us;
       continue;
     }
-    const category = categoryOf.get(id)!;
-    categories.set(category, (categories.get(category) ?? 0) + us);
-    if (hasInclusive(id)) inclusiveUs += us;
+    const kind = category.get(id)!;
+    categories.set(kind, (categories.get(kind) ?? 0) + us);
+    if (inclusive.has(id)) inclusiveUs += us;
     const name = f.functionName || "(anonymous)";
     const location = f.url ? `${shorten(f.url)}:${f.lineNumber + 1}` : "";
     const key = `${name}\u0000${location}`;
-    const entry = functions.get(key) ?? { name, location, category, ms: 0 };
+    const entry = functions.get(key) ?? { name, location, category: kind, ms: 0 };
     entry.ms += us / 1000;
     functions.set(key, entry);
   }
+  const byMs = (a: { ms: number }, b: { ms: number }) => b.ms - a.ms;
   return {
     totalMs: totalUs / 1000,
     idleMs: idleUs / 1000,
     busyMs: (totalUs - idleUs) / 1000,
-    categories: [...categories].map(([category, us]) => ({ category, ms: us / 1000 }))
-      .sort((a, b) => b.ms - a.ms),
+    categories: [...categories].map(([category, us]) => ({ category, ms: us / 1000 })).sort(byMs),
     inclusiveMs: inclusiveUs / 1000,
-    top: [...functions.values()].sort((a, b) => b.ms - a.ms).slice(0, opts.top),
+    top: [...functions.values()].sort(byMs).slice(0, opts.top),
   };
 }

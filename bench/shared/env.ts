@@ -16,30 +16,28 @@ export function plainBenchUrl(): string {
 export const isTls = () => env("PGPIPE_BENCH_TLS") === "1";
 
 /** The database to benchmark: in a TLS twin the same server with sslmode=require. */
-export function benchUrl(): string {
-  if (!isTls()) return plainBenchUrl();
-  return env("PGPIPE_BENCH_TLS_URL") ?? via(plainBenchUrl(), 0, { sslmode: "require" });
-}
+export const benchUrl = () =>
+  !isTls()
+    ? plainBenchUrl()
+    : env("PGPIPE_BENCH_TLS_URL") ?? via(plainBenchUrl(), 0, { sslmode: "require" });
 
 /** A probe's `ssl` option for `url`: `require` when the URL asks for it, else none at all. */
 export const sslOf = (url: string) =>
   new URL(url).searchParams.get("sslmode") === "require" ? "require" as const : false;
 
 /** The PEM of the CA of the bench server's certificate (PGPIPE_BENCH_CA names the file). */
-export function benchCa(): string | undefined {
-  const path = env("PGPIPE_BENCH_CA");
-  return path ? Deno.readTextFileSync(path) : undefined;
-}
+export const benchCa = () =>
+  env("PGPIPE_BENCH_CA") && Deno.readTextFileSync(env("PGPIPE_BENCH_CA")!) || undefined;
 
 /** Smoke-run mode (`deno task bench --quick`): fewer iterations, same code paths. */
 export const isQuick = () => env("PGPIPE_BENCH_QUICK") === "1" || Deno.args.includes("--quick");
 
-/** A `--name=value` command-line flag, else an environment variable, else the default. */
-export function numberFlag(name: string, envName: string, fallback: number): number {
-  const text = Deno.args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ??
-    env(envName);
-  const value = Number(text || fallback);
-  if (!Number.isFinite(value) || value < 0) throw new Error(`invalid --${name}: ${text}`);
+/** The latency proxy's one-way delay in ms: `--delay=MS`, else PGPIPE_BENCH_DELAY, else 5. */
+export function proxyDelay(): number {
+  const text = Deno.args.find((a) => a.startsWith("--delay="))?.slice(8) ??
+    env("PGPIPE_BENCH_DELAY");
+  const value = Number(text || 5);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`invalid --delay: ${text}`);
   return value;
 }
 
@@ -52,10 +50,7 @@ export function hostPort(url: string): { hostname: string; port: number } {
   };
 }
 
-/**
- * `url` with these query parameters set and, given a port, its host and port replaced by
- * 127.0.0.1:port (a proxy's).
- */
+/** `url` with these parameters and, given a port, host and port 127.0.0.1:port (a proxy's). */
 export function via(url: string, port: number, params: Record<string, string> = {}): string {
   const u = new URL(url);
   if (port) [u.hostname, u.port] = ["127.0.0.1", String(port)];

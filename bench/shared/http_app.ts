@@ -3,11 +3,9 @@
 // and for both runtimes (it uses only web-standard Request/Response, so Deno and Bun load it
 // alike). Each request reads a page of 100 users, builds an object per row and answers JSON.
 
-/** The table the suite seeds and the handler reads. */
+/** The table the suite seeds and the handler reads, its rows, and the rows per request. */
 export const USERS_TABLE = "bench_http_users";
-/** Rows seeded. */
-export const USERS = 10_000;
-/** Rows per request. */
+const USERS = 10_000;
 export const PAGE = 100;
 
 /** The slice of the drivers' API the handler uses: a tagged template resolving to row objects. */
@@ -19,15 +17,9 @@ export type SqlTag = (
 /** Creates and fills the table (text, timestamptz, bool, numeric and jsonb columns). */
 export const SEED_SQL = [
   `drop table if exists ${USERS_TABLE}`,
-  `create table ${USERS_TABLE} (
-    id int primary key,
-    name text not null,
-    email text not null,
-    created_at timestamptz not null,
-    active boolean not null,
-    score numeric(10, 2) not null,
-    data jsonb not null
-  )`,
+  `create table ${USERS_TABLE} (id int primary key, name text not null, email text not null,
+    created_at timestamptz not null, active boolean not null, score numeric(10, 2) not null,
+    data jsonb not null)`,
   `insert into ${USERS_TABLE}
     select i, 'User ' || i, 'user' || i || '@example.com',
       timestamptz '2024-01-01 00:00:00+00' + i * interval '7 minutes 13 seconds',
@@ -38,31 +30,16 @@ export const SEED_SQL = [
   `analyze ${USERS_TABLE}`,
 ];
 
-/** What the handler answers per user. */
-export interface UserJson {
-  id: number;
-  name: string;
-  email: string;
-  /** created_at as an ISO 8601 string. */
-  createdAt: string;
-  active: boolean;
-  /** score: numeric arrives as a string from every driver; the API answers a number. */
-  score: number;
-  data: unknown;
-}
-
-/** One row as the API answers it. */
-export function userJson(row: Record<string, any>): UserJson {
-  return {
-    id: row.id,
-    name: row.name,
-    email: row.email,
-    createdAt: (row.created_at as Date).toISOString(),
-    active: row.active,
-    score: Number(row.score),
-    data: row.data,
-  };
-}
+/** A row as the API answers it: created_at an ISO string, score (a string from drivers) a number. */
+const userJson = (row: Record<string, any>) => ({
+  id: row.id as number,
+  name: row.name as string,
+  email: row.email as string,
+  createdAt: (row.created_at as Date).toISOString(),
+  active: row.active as boolean,
+  score: Number(row.score),
+  data: row.data as unknown,
+});
 
 /**
  * The handler: `GET /users` answers the next page of PAGE users (pages cycle through the

@@ -8,13 +8,6 @@ import type { LoadResult } from "../probes/http_load.ts";
 import { statCpuMs } from "./cpu.ts";
 import { denoArgs, lastJson, run } from "./probe.ts";
 
-export type { LoadResult };
-
-/** A load run and the CPU seconds the load generator spent on it. */
-export interface LoadRun extends LoadResult {
-  cpuSeconds: number;
-}
-
 /** Which load generator runs: wrk's path, or the Deno fallback. */
 export type LoadTool = { kind: "wrk"; path: string } | { kind: "deno"; why: string };
 
@@ -26,15 +19,14 @@ export function onPath(name: string): string | undefined {
       if (dir && st.isFile && ((st.mode ?? 0o111) & 0o111) !== 0) return join(dir, name);
     } catch { /* not there */ }
   }
-  return undefined;
 }
 
 /** wrk if installed, unless PGPIPE_BENCH_LOADGEN=deno asks for the fallback. */
 export function chooseLoadTool(): LoadTool {
+  const path = onPath("wrk");
   if (Deno.env.get("PGPIPE_BENCH_LOADGEN") === "deno") {
     return { kind: "deno", why: "PGPIPE_BENCH_LOADGEN=deno" };
   }
-  const path = onPath("wrk");
   return path
     ? { kind: "wrk", path }
     : { kind: "deno", why: "wrk not installed; Debian: apt-get install wrk" };
@@ -51,8 +43,7 @@ export function describeTool(tool: LoadTool, threads: number): string {
 export function parseWrkDuration(text: string): number {
   const m = /^([\d.]+)(us|ms|s|m)$/.exec(text.trim());
   if (!m) throw new Error(`not a wrk duration: ${text}`);
-  const scale = { us: 0.001, ms: 1, s: 1000, m: 60_000 }[m[2] as "us" | "ms" | "s" | "m"];
-  return Number(m[1]) * scale;
+  return Number(m[1]) * { us: 0.001, ms: 1, s: 1000, m: 60_000 }[m[2] as "us" | "ms" | "s" | "m"];
 }
 
 /** Reads `wrk --latency` output. */
@@ -62,24 +53,25 @@ export function parseWrk(out: string): LoadResult {
     if (!m) throw new Error(`wrk printed no ${what}:\n${out}`);
     return m[1];
   };
-  const requests = Number(num(/^\s*(\d+) requests in ([\d.]+\w+)/m, "request count"));
-  const seconds = parseWrkDuration(num(/^\s*\d+ requests in ([\d.]+\w+)/m, "duration")) / 1000;
-  const p50Ms = parseWrkDuration(num(/^\s*50%\s+([\d.]+\w+)/m, "50% latency"));
-  const p99Ms = parseWrkDuration(num(/^\s*99%\s+([\d.]+\w+)/m, "99% latency"));
-  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
   const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-  const socketErrors = socket ? socket.slice(1).reduce((n, s) => n + Number(s), 0) : 0;
-  return { requests, seconds, p50Ms, p99Ms, errors: non2xx + socketErrors };
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
+  return {
+    requests: Number(num(/^\s*(\d+) requests in ([\d.]+\w+)/m, "request count")),
+    seconds: parseWrkDuration(num(/^\s*\d+ requests in ([\d.]+\w+)/m, "duration")) / 1000,
+    p50Ms: parseWrkDuration(num(/^\s*50%\s+([\d.]+\w+)/m, "50% latency")),
+    p99Ms: parseWrkDuration(num(/^\s*99%\s+([\d.]+\w+)/m, "99% latency")),
+    errors: non2xx + (socket ? socket.slice(1).reduce((n, s) => n + Number(s), 0) : 0),
+  };
 }
 
 const STAT_MARK = "LOADGEN-STAT ";
 
-/** Runs the load generator against url for `seconds` with `connections` connections. */
+/** Runs the load generator against url; its result and the CPU seconds it spent. */
 export async function runLoad(
   tool: LoadTool,
   url: string,
-  opts: { connections: number; seconds: number; threads: number },
-): Promise<LoadRun> {
+  opts: Record<"connections" | "seconds" | "threads", number>,
+) {
   const { connections: c, seconds: s, threads: t } = opts;
   const command = tool.kind === "wrk"
     ? [tool.path, `-t${t}`, `-c${c}`, `-d${s}s`, "--latency", url]
@@ -91,6 +83,5 @@ export async function runLoad(
   if (at < 0) throw new Error(`load generator: no CPU figures:\n${stdout}`);
   const cpuSeconds = statCpuMs(stdout.slice(at + STAT_MARK.length), true) / 1000;
   const text = stdout.slice(0, at);
-  const result = tool.kind === "wrk" ? parseWrk(text) : lastJson<LoadResult>(text);
-  return { ...result, cpuSeconds };
+  return { ...(tool.kind === "wrk" ? parseWrk(text) : lastJson<LoadResult>(text)), cpuSeconds };
 }

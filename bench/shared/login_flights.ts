@@ -4,17 +4,7 @@
 // prime256v1 by default, so a client that sends only an X25519 share pays a round trip), and
 // what each round trip carries.
 import { flightRecorder } from "../../test/harness/flights.ts";
-import { type KeyExchange, keyExchange } from "../../test/harness/tls_hello.ts";
-
-/** One start seen on the wire. */
-export interface SeenStart {
-  /** Connections the start opened (more than one: it tried a path, then another). */
-  connections: number;
-  /** The first connection's key exchange. */
-  exchange: KeyExchange;
-  /** Its round trips to the first answer, each named by what it carries. */
-  trips: string[];
-}
+import { keyExchange } from "../../test/harness/tls_hello.ts";
 
 /** After the TLS handshake, the encrypted flights of a SCRAM login, in order. */
 const LOGIN = ["Finished+startup", "SCRAM first", "SCRAM final", "query"];
@@ -31,45 +21,39 @@ export function loginTrips(flights: string[]): string[] {
   const first = trips.findIndex((f) => f.startsWith("encrypted"));
   if (first < 0) return trips;
   const encrypted = trips.length - first;
-  return trips.map((f, i) => {
-    if (i < first) return f;
-    const step = i - first;
-    if (encrypted === 3 && step === 2) return "SCRAM final+query";
-    return LOGIN[Math.min(step, LOGIN.length - 1)];
-  });
+  return trips.map((f, i) =>
+    i < first
+      ? f
+      : encrypted === 3 && i - first === 2
+      ? "SCRAM final+query"
+      : LOGIN[Math.min(i - first, 3)]
+  );
 }
 
-/** Runs `start` (one fresh client to `url(port)`, ended after its first answer) through a recorder. */
-export async function seeStart(
+/**
+ * Runs `start` (one fresh client to the recorder's port, ended after its first answer) through a
+ * recorder; the table row: the first connection's key shares, the server's answer, the round
+ * trips to the first answer (and the connections, where the start tried a path, then another)
+ * and what each carries.
+ */
+export async function seenStart(
   server: { hostname: string; port: number },
   start: (port: number) => Promise<unknown>,
-): Promise<SeenStart> {
+) {
   const rec = flightRecorder(server);
   try {
     await start(rec.port);
   } finally {
     await rec.close();
   }
-  const exchange = keyExchange(rec.connections[0] ?? []);
-  return {
-    connections: rec.connections.length,
-    exchange,
-    trips: loginTrips(exchange.flights),
-  };
-}
-
-/** A table row: key shares, the server's answer, the round trips and what each carries. */
-export function seenRow(seen: SeenStart): string[] {
-  const { offer, answer } = seen.exchange;
+  const { offer, answer, flights } = keyExchange(rec.connections[0] ?? []);
+  const trips = loginTrips(flights);
   const reply = answer === null
     ? "-"
     : answer.retry
     ? `HelloRetryRequest (wants ${answer.group})`
     : `ServerHello (${answer.group})`;
-  return [
-    offer?.shares.join(", ") ?? "-",
-    reply,
-    String(seen.trips.length) + (seen.connections > 1 ? ` (${seen.connections} connections)` : ""),
-    seen.trips.join(" · "),
-  ];
+  const connections = rec.connections.length > 1 ? ` (${rec.connections.length} connections)` : "";
+  const shares = offer?.shares.join(", ") ?? "-";
+  return [shares, reply, `${trips.length}${connections}`, trips.join(" · ")];
 }

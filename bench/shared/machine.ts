@@ -4,19 +4,9 @@ import { ask } from "../peers/drivers.ts";
 import { run } from "./probe.ts";
 
 /** The machine, runtime and server of a run. */
-export interface Machine {
-  cpu: string;
-  cores: number;
-  memory: string;
-  os: string;
-  deno: string;
-  v8: string;
-  server: string;
-  /** The pgpipe being measured: the repository's commit, and whether the tree had changes. */
-  pgpipe: string;
-}
+export type Machine = Awaited<ReturnType<typeof describeMachine>>;
 
-/** `git describe`-like text for the working tree bench/ lives in. */
+/** The pgpipe being measured: the repository's commit, and whether src/ had changes. */
 async function pgpipeRevision(): Promise<string> {
   const git = (...args: string[]) =>
     run("git", ["-C", new URL("../..", import.meta.url).pathname, ...args]).then((s) => s.trim());
@@ -30,7 +20,7 @@ async function pgpipeRevision(): Promise<string> {
 }
 
 /** Describes this machine and the server behind url. */
-export async function describeMachine(url: string): Promise<Machine> {
+export async function describeMachine(url: string) {
   const cpuinfo = await Deno.readTextFile("/proc/cpuinfo").catch(() => "");
   let memory = "unknown";
   try {

@@ -10,35 +10,29 @@ const ROOT = new URL("../../", import.meta.url).pathname;
 /** `text` with paths inside the repository written from its root (`bench/probes/cold.ts`). */
 export const inRepo = (text: string) => text.replaceAll(`file://${ROOT}`, "").replaceAll(ROOT, "");
 
-/** How to run a program. */
-export interface RunOptions {
+/**
+ * How to run a program: killed (SIGKILL) past `timeoutMs` (`timedOut` then says so), both its
+ * outputs (true) or its stderr only passed through to the terminal instead of collected.
+ */
+export type RunOptions = {
   env?: Record<string, string>;
-  /** Killed (SIGKILL) past this many ms; `timedOut` then says so. */
   timeoutMs?: number;
-  /** Pass both outputs (true), or stderr only, through to the terminal instead of collecting. */
   inherit?: boolean | "stderr";
-}
-
+};
 /** How a program ended. */
-export interface Finished {
-  code: number;
-  stdout: string;
-  stderr: string;
-  timedOut: boolean;
-}
+export type Finished = { code: number; stdout: string; stderr: string; timedOut: boolean };
 
 /** The programs running now, so bench/run.ts can stop them on a signal. */
 export const running = new Set<Deno.ChildProcess>();
 
 /** Runs `cmd args` to its end; never throws for an exit code (see run). */
 export async function spawn(cmd: string, args: string[], opts: RunOptions = {}): Promise<Finished> {
-  const child = new Deno.Command(cmd, {
-    args,
-    env: opts.env,
-    stdin: "null",
-    stdout: opts.inherit === true ? "inherit" : "piped",
-    stderr: opts.inherit ? "inherit" : "piped",
-  }).spawn();
+  const [stdout, stderr] = [
+    opts.inherit === true ? "inherit" : "piped",
+    opts.inherit ? "inherit" : "piped",
+  ] as const;
+  const child = new Deno.Command(cmd, { args, env: opts.env, stdin: "null", stdout, stderr })
+    .spawn();
   running.add(child);
   let timedOut = false;
   const timer = opts.timeoutMs === undefined ? undefined : setTimeout(() => {
@@ -46,14 +40,13 @@ export async function spawn(cmd: string, args: string[], opts: RunOptions = {}):
     kill(child);
   }, opts.timeoutMs);
   const text = (piped: boolean, s: () => ReadableStream<Uint8Array>) =>
-    piped ? new Response(s()).text() : Promise.resolve("");
+    piped ? new Response(s()).text() : "";
   try {
-    const [status, stdout, stderr] = await Promise.all([
-      child.status,
-      text(opts.inherit !== true, () => child.stdout),
-      text(!opts.inherit, () => child.stderr),
+    const out = await Promise.all([
+      text(stdout === "piped", () => child.stdout),
+      text(stderr === "piped", () => child.stderr),
     ]);
-    return { code: status.code, stdout, stderr, timedOut };
+    return { code: (await child.status).code, stdout: out[0], stderr: out[1], timedOut };
   } finally {
     clearTimeout(timer);
     running.delete(child);
@@ -104,9 +97,19 @@ export async function probe<T>(
   file: string,
   args: unknown[],
   opts: RunOptions & { flags?: string[]; runtime?: string } = {},
-): Promise<T> {
-  const [cmd, argv] = opts.runtime === undefined
-    ? [Deno.execPath(), denoArgs(file, args, opts.flags)]
-    : [opts.runtime, [probePath(file), ...args.map(String)]];
-  return lastJson<T>(await run(cmd, argv, opts));
+) {
+  const { runtime = Deno.execPath() } = opts;
+  const argv = opts.runtime
+    ? [probePath(file), ...args.map(String)]
+    : denoArgs(file, args, opts.flags);
+  return lastJson<T>(await run(runtime, argv, opts));
+}
+
+/** A temporary directory, removed with everything in it by `await using`. */
+export async function tempDir(prefix: string): Promise<{ path: string } & AsyncDisposable> {
+  const path = await Deno.makeTempDir({ prefix });
+  return {
+    path,
+    [Symbol.asyncDispose]: () => Deno.remove(path, { recursive: true }).catch(() => {}),
+  };
 }

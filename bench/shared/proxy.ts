@@ -1,18 +1,15 @@
 // A TCP proxy on 127.0.0.1 that delays every chunk by a fixed time in each direction, to stand
-// in for a real network (a Deno Deploy handler talking to a database in another region).
-// Each direction has a delay queue: the reader stamps each chunk with its due time and keeps
-// reading, the writer sends chunks in order once due. So latency is added but throughput is
-// not serialised, as on a real link (a sleep per chunk before reading on would be neither).
-// With no delay and a `record` array it is the throughput suite's recording proxy: it keeps
-// what the first client sends (bench/peers/pingpong.ts replays it).
+// in for a real network (a Deno Deploy handler talking to a database in another region). Each
+// direction reads on at once, stamping each chunk with its due time, while the chunks are written
+// in order once due (a chain of writes): so latency is added but throughput is not serialised,
+// as on a real link (a sleep per chunk before reading on would be neither). It runs in a worker
+// (this same module), so its timers and copies have their own event loop: in the benchmark's
+// thread they would wait behind a driver decoding a large result and add delay that depends on
+// the driver, not on the simulated network.
 
-/** A running proxy. */
-export interface DelayProxy {
-  /** Port on 127.0.0.1 to connect to instead of the server. */
-  port: number;
-  /** Stops listening and closes every proxied connection. */
-  close(): Promise<void>;
-}
+/** A running proxy: the port on 127.0.0.1 to connect to instead of the server (`await using`). */
+export type DelayProxy = { port: number; close(): Promise<void> } & AsyncDisposable;
+type Target = { hostname: string; port: number };
 
 /** Closes a connection or listener, quietly if it is closed already. */
 export function closeQuietly(c: Deno.Conn | Deno.Listener): void {
@@ -21,81 +18,48 @@ export function closeQuietly(c: Deno.Conn | Deno.Listener): void {
   } catch { /* already closed */ }
 }
 
-/** Copies from → to, each chunk held back until `delayMs` after it was read (and kept in record). */
-async function delayedPipe(from: Deno.Conn, to: Deno.Conn, delayMs: number, record?: Uint8Array[]) {
-  const queue: { due: number; data: Uint8Array }[] = [];
-  let head = 0;
-  let ended = false;
-  let wake: (() => void) | null = null;
-  const notify = () => {
-    wake?.();
-    wake = null;
-  };
-  const writer = (async () => {
-    try {
-      while (head < queue.length || !ended) {
-        if (head === queue.length) {
-          await new Promise<void>((r) => wake = r);
-          continue;
-        }
-        const item = queue[head];
-        const wait = item.due - performance.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        queue[head++] = undefined as never; // let the chunk be collected
-        if (head > 1024 && head * 2 > queue.length) {
-          queue.splice(0, head);
-          head = 0;
-        }
-        for (let off = 0; off < item.data.length;) off += await to.write(item.data.subarray(off));
-      }
-    } catch {
-      closeQuietly(from); // the peer went away: stop reading too, which ends this direction
-    }
-  })();
+/** Copies from → to, each chunk held back until `delayMs` after it was read. */
+async function delayedPipe(from: Deno.Conn, to: Deno.Conn, delayMs: number): Promise<void> {
+  let written = Promise.resolve();
   const buf = new Uint8Array(64 * 1024);
   try {
     for (let n; (n = await from.read(buf)) !== null;) {
-      const data = buf.slice(0, n);
-      record?.push(data);
-      queue.push({ due: performance.now() + delayMs, data });
-      notify();
+      const [data, due] = [buf.slice(0, n), performance.now() + delayMs];
+      written = written.then(async () => {
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        for (let off = 0; off < data.length;) off += await to.write(data.subarray(off));
+      });
+      // The peer went away: stop reading too, which ends this direction.
+      written.catch(() => closeQuietly(from));
     }
-  } catch {
-    // the connection was closed under us: treat as end of stream
-  } finally {
-    ended = true;
-    notify();
-  }
-  await writer;
+  } catch { /* the connection was closed under us: the end of the stream */ }
+  await written.catch(() => {});
 }
 
-/**
- * Starts a proxy to target that adds `delayMs` to every chunk in each direction; `record` gets
- * every chunk the first client sends.
- */
-export function startDelayProxy(
-  target: { hostname: string; port: number },
-  delayMs: number,
-  record?: Uint8Array[],
-): DelayProxy {
+/** Starts a proxy to `target` that adds `delayMs` to every chunk in each direction. */
+export function startDelayProxy(target: Target, delayMs: number): DelayProxy {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const open = new Set<Deno.Conn>();
   const sessions = new Set<Promise<void>>();
-  const serve = async (client: Deno.TcpConn, kept?: Uint8Array[]) => {
+  const serve = async (client: Deno.TcpConn) => {
+    open.add(client);
     const server = await Deno.connect(target).catch(() => undefined);
-    if (server) open.add(server);
+    const both = server ? [client, server] : [client];
+    for (const c of both) {
+      open.add(c);
+      c.setNoDelay(true);
+    }
     try {
-      for (const c of [client, server]) c?.setNoDelay(true);
       // Either side finishing (or failing) ends the whole session.
       if (server) {
         await Promise.race([
-          delayedPipe(client, server, delayMs, kept),
+          delayedPipe(client, server, delayMs),
           delayedPipe(server, client, delayMs),
         ]);
       }
     } finally {
-      for (const c of [client, server]) {
-        if (!c) continue;
+      for (const c of both) {
         closeQuietly(c);
         open.delete(c);
       }
@@ -104,36 +68,24 @@ export function startDelayProxy(
   const accepting = (async () => {
     try {
       for await (const client of listener) {
-        open.add(client);
-        const s = serve(client, record).catch(() => {});
-        record = undefined;
+        const s = serve(client).catch(() => {});
         sessions.add(s);
         s.finally(() => sessions.delete(s));
       }
     } catch { /* listener closed */ }
   })();
-  return {
-    port: (listener.addr as Deno.NetAddr).port,
-    async close() {
-      closeQuietly(listener);
-      open.forEach(closeQuietly);
-      await accepting;
-      await Promise.allSettled([...sessions]);
-    },
+  const close = async () => {
+    closeQuietly(listener);
+    open.forEach(closeQuietly);
+    await accepting;
+    await Promise.allSettled([...sessions]);
   };
+  return { port: (listener.addr as Deno.NetAddr).port, close, [Symbol.asyncDispose]: close };
 }
 
-/**
- * Runs the proxy in a worker (proxy_worker.ts), so its timers and copies run on their own event
- * loop: in the benchmark's thread they would wait behind a driver decoding a large result and
- * add delay that depends on the driver, not on the simulated network.
- */
-export async function startDelayProxyWorker(
-  target: { hostname: string; port: number },
-  delayMs: number,
-): Promise<DelayProxy> {
-  const worker = new Worker(new URL("./proxy_worker.ts", import.meta.url), { type: "module" });
-  // The worker answers each message: the port once it listens, anything once it has closed.
+/** Runs the proxy in a worker; the worker answers each message: the port, then 0 once closed. */
+export async function startDelayProxyWorker(target: Target, delayMs: number): Promise<DelayProxy> {
+  const worker = new Worker(import.meta.url, { type: "module" });
   const answer = () =>
     new Promise<number>((resolve, reject) => {
       worker.onmessage = (e) => resolve(e.data);
@@ -148,12 +100,24 @@ export async function startDelayProxyWorker(
     worker.terminate();
     throw e;
   });
-  return {
-    port,
-    async close() {
-      const closed = answer();
-      worker.postMessage(null);
-      await closed.finally(() => worker.terminate());
-    },
+  const close = async () => {
+    const closed = answer();
+    worker.postMessage(null);
+    await closed.finally(() => worker.terminate());
+  };
+  return { port, close, [Symbol.asyncDispose]: close };
+}
+
+// In the worker: given a target, start a proxy and answer its port; given null, close it.
+if (import.meta.main && "WorkerGlobalScope" in globalThis) {
+  const scope = self as unknown as {
+    onmessage(e: MessageEvent): void;
+    postMessage(n: number): void;
+  };
+  let proxy: DelayProxy | undefined;
+  scope.onmessage = async ({ data }: MessageEvent<{ target: Target; delayMs: number } | null>) => {
+    if (data) proxy = startDelayProxy(data.target, data.delayMs);
+    else await proxy?.close();
+    scope.postMessage(data ? proxy!.port : 0);
   };
 }

@@ -5,45 +5,39 @@
 import { limitFor, targetFor } from "./targets.ts";
 
 /** A table: its title, column heads and rows of cells. */
-export interface Table {
-  title: string;
-  head: string[];
-  rows: string[][];
-}
+export type Table = { title: string; head: string[]; rows: string[][] };
 
-/** "pgpipe is `value` times faster than `peer` on `label`" (above 1: pgpipe wins). */
-export interface Ratio {
+/**
+ * "pgpipe is `value` times faster than `peer` on `label`" (above 1: pgpipe wins); `cannot` says
+ * why there is no value: the peer cannot do this at all (the summary says so, not "-").
+ */
+export type Ratio = { suite: string; label: string; peer: string; value: number; cannot?: string };
+
+/** An amount of pgpipe's, measured `against` a baseline, with an absolute goal (LIMITS). */
+export type Measure = {
   suite: string;
   label: string;
-  peer: string;
-  value: number;
-  /** Why there is no value: the peer cannot do this at all (the summary says so, not "-"). */
-  cannot?: string;
-}
-
-/** A measured amount of pgpipe's that has an absolute goal (see LIMITS in targets.ts). */
-export interface Measure {
-  suite: string;
-  label: string;
-  /** What it is measured against, for the summary's peer column. */
   against: string;
   value: number;
   unit: string;
-}
+};
 
 /** One suite's results. */
-export interface SuiteReport {
+export type SuiteReport = {
   suite: string;
   tables: Table[];
   ratios: Ratio[];
   measures?: Measure[];
   notes: string[];
-}
+};
 
 /** A table from its title, its column heads (or one string of them, `|` between) and its rows. */
 export function table(title: string, head: string | string[], rows: string[][]): Table {
-  const heads = typeof head === "string" ? head.split("|").map((h) => h.trim()) : head;
-  return { title, head: heads, rows };
+  return {
+    title,
+    head: typeof head === "string" ? head.split("|").map((h) => h.trim()) : head,
+    rows,
+  };
 }
 
 /** A suite's report as it fills up, in the order its tables and notes are to be read. */
@@ -98,20 +92,14 @@ export function renderSuite(report: SuiteReport): string {
   return "\n" + parts.join("\n\n");
 }
 
-/**
- * The items in their order, except that a TLS variant's figure moves up to sit right after
- * its plaintext twin (same case and peer), so the two read side by side.
- */
+/** The items in order, but each TLS figure right after its plaintext twin (same case and peer). */
 export function besideTwins<T extends { suite: string; label: string }>(
   items: readonly T[],
   peer: (item: T) => string,
-): T[] {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const key = [item.suite.replace(/-tls$/, ""), item.label.replace(/ \(TLS\)$/, ""), peer(item)];
-    groups.set(key.join("\n"), [...groups.get(key.join("\n")) ?? [], item]);
-  }
-  return [...groups.values()].flat();
+) {
+  const key = (item: T) =>
+    [item.suite.replace(/-tls$/, ""), item.label.replace(/ \(TLS\)$/, ""), peer(item)].join("\n");
+  return [...Map.groupBy(items, key).values()].flat();
 }
 
 /**
@@ -121,32 +109,29 @@ export function besideTwins<T extends { suite: string; label: string }>(
 export function summaryTable(ratios: readonly Ratio[], measures: readonly Measure[] = []): Table {
   const rows = besideTwins(ratios, (r) => r.peer).map((r) => {
     const target = targetFor(r.suite, r.label, r.peer);
-    const verdict = target ? (r.value >= target.min ? "met" : "not met") : "";
-    const goal = target ? `>= ${target.min}x` : "";
+    const [goal, verdict] = target
+      ? [`>= ${target.min}x`, r.value >= target.min ? "met" : "not met"]
+      : ["", ""];
     return [`${r.suite}: ${r.label}`, r.peer, r.cannot ?? formatRatio(r.value), goal, verdict];
   });
   for (const m of besideTwins(measures, (m) => m.against)) {
     const limit = limitFor(m.suite, m.label);
-    rows.push([
-      `${m.suite}: ${m.label}`,
-      m.against,
-      `${fmt(m.value, 1)} ${m.unit}`,
-      limit ? `<= ${limit.max} ${limit.unit}` : "",
-      limit ? (m.value <= limit.max ? "met" : "not met") : "",
-    ]);
+    const [goal, verdict] = limit
+      ? [`<= ${limit.max} ${limit.unit}`, m.value <= limit.max ? "met" : "not met"]
+      : ["", ""];
+    rows.push([`${m.suite}: ${m.label}`, m.against, `${fmt(m.value, 1)} ${m.unit}`, goal, verdict]);
   }
-  return table(
-    "Summary: how many times faster pgpipe is than each peer",
-    "case | peer | pgpipe speed-up | target | vs target",
-    rows,
-  );
+  const head = "case | peer | pgpipe speed-up | target | vs target";
+  return table("Summary: how many times faster pgpipe is than each peer", head, rows);
 }
 
 /** Formats a number with a fixed count of decimals and thousands separators ("-" if none). */
 export function fmt(value: number, decimals = 0): string {
   if (!Number.isFinite(value)) return "-";
-  const digits = { minimumFractionDigits: decimals, maximumFractionDigits: decimals };
-  return value.toLocaleString("en-US", digits);
+  return value.toLocaleString("en-US", {
+    minimumFractionDigits: decimals,
+    maximumFractionDigits: decimals,
+  });
 }
 
 /** "2.31x", or "-" when there is nothing to compare. */

@@ -4,36 +4,32 @@
 import { skipLine, type Skipped } from "../peers/drivers.ts";
 import type { Machine } from "./machine.ts";
 import { inRepo } from "./probe.ts";
-import { renderSuite, renderTable, type SuiteReport, summaryTable } from "./report.ts";
+import { renderSuite, renderTable, type SuiteReport, type Table } from "./report.ts";
 import { targetTexts } from "./targets.ts";
 
 /** One suite's run (`bulk-tls` for a TLS twin), its title and its report. */
-export interface Section {
-  run: string;
-  title: string;
-  report: SuiteReport;
-}
+export type Section = { run: string; title: string; report: SuiteReport };
 
-/** Everything RESULTS.md is written from. */
+/**
+ * Everything RESULTS.md is written from: the command line, each driver and what was loaded for it,
+ * and whether bench/run.ts started its own server (else DATABASE_URL).
+ */
 export interface Run {
-  /** The command line that produced the run. */
   command: string;
   quick: boolean;
   machine: Machine;
   sections: Section[];
   failures: string[];
   skipped: Skipped[];
-  /** Each driver that ran and what was loaded for it. */
   drivers: { name: string; source: string }[];
-  /** True when bench/run.ts started its own throwaway server (false: DATABASE_URL). */
   ownServer: boolean;
+  summary: Table;
   startedAt: Date;
   seconds: number;
 }
 
 export function resultsMarkdown(run: Run): string {
   const { machine, sections, drivers } = run;
-  const reports = sections.map((s) => s.report);
   const lines = [
     "# pgpipe benchmark results",
     "",
@@ -55,35 +51,24 @@ export function resultsMarkdown(run: Run): string {
     ...run.skipped.map((s) => `- ${skipLine(s)}`),
     "- The machine may be shared with other work: expect noise of tens of percent on the small cases, and compare ratios within one run rather than absolute numbers across runs.",
     "- postgres.js keeps at most `max_pipeline` (default 100) queries in flight per connection and queues the rest; pgpipe's default `max_pipeline` is 1000.",
-    ...(drivers.some((d) => d.name === "deno-postgres")
-      ? [
-        "- deno-postgres sends a client's queries one at a time (no pipelining) and has no COPY: " +
-        'those cells say "cannot", and its concurrent-query benches run fewer iterations ' +
-        "(at least 3); it returns float8 as a string (the typed rows). It writes each message of a query with parameters separately and leaves Nagle's algorithm on, so on Linux such a query waits about 40 ms for the delayed ACK (queries without parameters do not: see its serial latency beside its ping-pong `select 1`); that is what its users get, so it is measured as is.",
-      ]
-      : []),
+    ...drivers.filter((d) => d.name === "deno-postgres").map(() =>
+      `- deno-postgres sends a client's queries one at a time (no pipelining) and has no COPY: those cells say "cannot", and its concurrent-query benches run fewer iterations (at least 3); it returns float8 as a string (the typed rows). It writes each message of a query with parameters separately and leaves Nagle's algorithm on, so on Linux such a query waits about 40 ms for the delayed ACK (queries without parameters do not: see its serial latency beside its ping-pong \`select 1\`); that is what its users get, so it is measured as is.`
+    ),
     "",
     "## Summary",
     "",
     "Ratios are how many times faster pgpipe is (above 1x pgpipe wins). pgpipe's speed targets are shown next to them, not enforced:",
     ...targetTexts().map((t) => `- ${t}`),
     "",
-    renderTable(
-      summaryTable(reports.flatMap((r) => r.ratios), reports.flatMap((r) => r.measures ?? [])),
-    ),
+    renderTable(run.summary),
     "",
   ];
   if (run.failures.length) {
     lines.push("## Failures", "", ...run.failures.map((f) => `- ${inRepo(f)}`), "");
   }
-  for (const { run: name, title, report } of sections) {
-    lines.push(
-      `## ${title}`,
-      "",
-      `Alone: \`deno task bench --only=${name}\`.`,
-      renderSuite(report),
-      "",
-    );
+  for (const { run, title, report } of sections) {
+    const alone = `Alone: \`deno task bench --only=${run}\`.`;
+    lines.push(`## ${title}`, "", alone, renderSuite(report), "");
   }
   return lines.join("\n");
 }

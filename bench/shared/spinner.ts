@@ -2,13 +2,9 @@
 // serial round trip can be dominated by cores waking from idle (~100 µs instead of ~20 µs seen
 // here), so suite 2 measures serial latency both as is and with a core kept awake by this.
 
-/** A running spinner; stop() ends it (it also ends by itself after its time limit). */
-export interface Spinner {
-  stop(): Promise<void>;
-}
-
 // A busy loop in slices that checks a shared stop flag: worker.terminate() does not interrupt
-// a busy loop here, so the flag (and the time limit) is what ends it.
+// a busy loop here, so the flag (and the time limit) is what ends it. It says "spinning", then
+// "stopped" once stopped or past its time limit.
 const SOURCE = `
 self.onmessage = (e) => {
   const { flag, maxMs } = e.data;
@@ -23,22 +19,19 @@ self.onmessage = (e) => {
 };
 `;
 
-/** Starts spinning one core for at most maxMs; resolves once the worker is spinning. */
-export async function startSpinner(maxMs: number): Promise<Spinner> {
+/** Starts spinning one core for at most maxMs; resolves once the worker spins (`await using`). */
+export async function startSpinner(maxMs: number): Promise<AsyncDisposable> {
   const url = URL.createObjectURL(new Blob([SOURCE], { type: "text/javascript" }));
   const worker = new Worker(url, { type: "module" });
   const flag = new SharedArrayBuffer(4);
-  // The worker says "spinning", then "stopped" once stopped or past its time limit, which may
-  // come before stop() is called (a measurement that outlasts maxMs): remember it.
-  let spinning!: () => void;
-  let stopped!: () => void;
-  const started = new Promise<void>((r) => spinning = r);
-  const ended = new Promise<void>((r) => stopped = r);
+  // "stopped" may come before stop() is called (a measurement that outlasts maxMs): remember it.
+  const { promise: started, resolve: spinning } = Promise.withResolvers<void>();
+  const { promise: ended, resolve: stopped } = Promise.withResolvers<void>();
   worker.onmessage = (e) => (e.data === "spinning" ? spinning() : stopped());
   worker.postMessage({ flag, maxMs });
   await started;
   return {
-    async stop() {
+    async [Symbol.asyncDispose]() {
       Atomics.store(new Int32Array(flag), 0, 1);
       await ended;
       worker.terminate();

@@ -1,16 +1,15 @@
-// Suite 7: bulk load and bulk read, of two tables (bench/shared/bulk_tables.ts): `events`
-// (int8, text, timestamptz, float8, bool, jsonb) and `mixed` (int8, numeric, uuid, bytea, text[],
-// int4[], date, varchar, and text with 10% NULLs), 500,000 rows each into an unlogged table and
-// back. Each method runs in a fresh process (probes/bulk.ts) so its peak RSS is its own, in
-// rounds with the methods rotated: pgpipe's binary COPY (sql.copyFrom / sql.copyTo), multi-row
-// inserts of 1,000 rows with pgpipe and postgres.js (events), postgres.js writing COPY text to its
-// writable(), asyncpg's copy_records_to_table (Python, events, when installed) and psql's \copy
-// of a pre-encoded binary file, which costs the client nothing and so shows the server's own
-// pace (and of a COPY text file: the server's pace for text). Each load and read also says what
-// it cost in CPU: the client's main thread, its other threads, and the server backend, which
-// shows which of them held it. Then a per-type view: for every type with a binary codec, the
-// client's encode and decode cost per value (probes/bulk_codecs.ts) beside the server's pace
-// for a one-column table of it.
+// Suite 7: bulk load and bulk read of two tables (bench/shared/bulk_tables.ts), `events` (int8,
+// text, timestamptz, float8, bool, jsonb) and `mixed` (int8, numeric, uuid, bytea, text[], int4[],
+// date, varchar, text with 10% NULLs), 500,000 rows each into an unlogged table and back. Each
+// method runs in a fresh process (probes/bulk.ts, its peak RSS its own), in rounds with the
+// methods rotated: pgpipe's binary COPY (sql.copyFrom / sql.copyTo), multi-row inserts of 1,000
+// rows with pgpipe and postgres.js (events), postgres.js writing COPY text to its writable(),
+// asyncpg's copy_records_to_table (Python, events, when installed) and psql's \copy of a
+// pre-encoded binary file, which costs the client nothing and so shows the server's own pace
+// (and of a COPY text file: its pace for text). Each also says what it cost in CPU: the client's
+// main thread, its other threads, and the server backend, which shows which held it. Then per
+// type: for every type with a binary codec, the client's encode and decode cost per value
+// (probes/bulk_codecs.ts) beside the server's pace for a one-column table of it.
 import postgres from "../../mod.ts";
 import { clientTool, findPgBin } from "../../test/harness/server_bin.ts";
 import { suiteDrivers } from "../peers/drivers.ts";
@@ -18,7 +17,7 @@ import { BULK_TABLES, type BulkTable, CODEC_TYPES } from "../shared/bulk_tables.
 import { BACKEND_SCHEDSTAT, type CpuTimes, minus, parseSchedstat } from "../shared/cpu.ts";
 import type { ThreadCpu } from "../shared/cpu.ts";
 import { benchUrl, isQuick } from "../shared/env.ts";
-import { probe, run } from "../shared/probe.ts";
+import { probe, run, tempDir } from "../shared/probe.ts";
 import { fmt, formatRatio, mib, Report } from "../shared/report.ts";
 
 const url = benchUrl();
@@ -48,17 +47,30 @@ interface Measured {
   version?: string;
 }
 
-/**
- * One method, as its table row starts (`method | driver`): the best time (and its run's CPU)
- * and the highest peak RSS over the rounds.
- */
+/** What each probe method's row says (`method | driver`). */
+const ROW: Record<string, string> = {
+  "pgpipe-copy-array":
+    "binary COPY, sql.copyFrom(table, array) (rows built first, not timed) | pgpipe",
+  "pgpipe-copy-cycled":
+    "binary COPY of 1,000 prepared rows handed out in turn (the driver's pace, rows cost ~nothing) | pgpipe",
+  "rows-alone": "the same async generator iterated alone (the rows' own cost) | -",
+  "pgpipe-copyto": "binary COPY, sql.copyTo(table), batches of 1,000 | pgpipe",
+  "pgpipe-cursor": "select * ... .cursor(1000) | pgpipe",
+  "pgpipe-insert": "insert ${sql(rows)}, batches of 1,000 | pgpipe",
+  "postgresjs-insert": "insert ${sql(rows)}, batches of 1,000 | postgres.js",
+  "postgresjs-copy-text": "COPY text to .writable(), 64 KiB chunks | postgres.js",
+  "postgresjs-cursor": "select * ... .cursor(1000) | postgres.js",
+};
+
+/** One method, as its table row starts: the best time (and its run's CPU), the highest peak RSS. */
 class Method {
   readonly method: string;
   readonly driver: string;
   best: Measured = { ms: Infinity, peakRss: null };
   /** Where the memory was in the round with the highest peak. */
   memory: Measured["memory"];
-  constructor(row: string, readonly run: () => Promise<Measured>) {
+  /** `key`: the probe's method name, or psql's (`psql-binary`, `psql-text`, `psql-read`), asyncpg's. */
+  constructor(readonly key: string, row: string, readonly run: () => Promise<Measured>) {
     [this.method, this.driver] = row.split(" | ");
   }
   get ms() {
@@ -76,12 +88,12 @@ class Method {
   }
 }
 
-const sql = postgres(url, { max: 1, onnotice: () => {} });
+await using sql = postgres(url, { max: 1, onnotice: () => {} });
+await using temp = await tempDir("pgpipe-bulk-");
 const psql = findPgBin() === null ? null : clientTool(findPgBin(), "psql");
 const report = new Report("bulk");
 const notes: string[] = [];
 const versions: string[] = [];
-const temp: string[] = [];
 const pyReady = await run("python3", ["-c", "import asyncpg"]).then(() => true, () => false);
 if (!pyReady) {
   notes.push("asyncpg skipped: python3 or its asyncpg package is missing (pip3 install asyncpg)");
@@ -94,37 +106,31 @@ for (let i = 0; i < 3; i++) {
 }
 const rate = (m: Method) => ROWS / (m.ms / 1000);
 const cpuMs = (t: CpuTimes | undefined | null) => (t == null ? "-" : fmt(t.cpu));
-const tempFile = async (suffix: string) => {
-  temp.push(await Deno.makeTempFile({ prefix: "pgpipe-bulk-", suffix }));
-  return temp[temp.length - 1];
-};
+let files = 0;
+const tempFile = (suffix: string) => `${temp.path}/${files++}${suffix}`;
 const freshTable = (table: string, columns: string) =>
   sql.unsafe(`drop table if exists ${table}; create unlogged table ${table} (${columns})`);
+function* generated<T>(n: number, row: (i: number) => T) {
+  for (let i = 0; i < n; i++) yield row(i);
+}
+/** One table's method by its key. */
+type Get = (key: string) => Method | undefined;
 
 /** Whether the backend may read its own CPU times (tried once: a refusal must not fail a \copy). */
 let readable: Promise<boolean> | null = null;
 
 /**
- * psql's \copy in `format`, timed around the whole psql process; with `cpu`, the backend's own
- * CPU time across the \copy too (read by the backend before and after it in the same session;
- * null where it may not read /proc).
+ * psql's \copy in `format`, timed around the whole process; with `cpu`, the backend's CPU across it
+ * too (read by the backend in the same session; null where it may not).
  */
-async function psqlCopy(
-  direction: "from" | "to",
-  table: string,
-  file: string,
-  format = "binary",
-  cpu = false,
-) {
-  const copy = `\\copy ${table} ${direction} '${file}' (format ${format})`;
+async function psqlCopy(to: boolean, table: string, file: string, format = "binary", cpu = false) {
+  const copy = `\\copy ${table} ${to ? "to" : "from"} '${file}' (format ${format})`;
   const at = ["-X", "-q", "-At", "-d", url];
   readable ??= run(psql!, [...at, "-c", BACKEND_SCHEDSTAT]).then(() => true, () => false);
   const backend = cpu && await readable;
-  const args = backend
-    ? [...at, "-c", BACKEND_SCHEDSTAT, "-c", copy, "-c", BACKEND_SCHEDSTAT]
-    : [...at, "-c", copy];
+  const stat = backend ? ["-c", BACKEND_SCHEDSTAT] : [];
   const t0 = performance.now();
-  const out = (await run(psql!, args)).trim().split("\n");
+  const out = (await run(psql!, [...at, ...stat, "-c", copy, ...stat])).trim().split("\n");
   const ms = performance.now() - t0;
   const server = backend
     ? minus(parseSchedstat(out[out.length - 1]), parseSchedstat(out[0]))
@@ -165,61 +171,45 @@ async function asyncpg(mode: "load" | "read"): Promise<Measured> {
 /** Every load and read method for one table, psql's last (their files pre-encoded here). */
 async function methods(spec: BulkTable, source: string): Promise<[Method[], Method[]]> {
   const events = spec.name === "events";
-  const by = (name: string, row: string) =>
-    new Method(row, () => probe<Measured>("bulk.ts", [name, url, spec.name, ROWS, 1]));
+  const by = (name: string, row = ROW[name]) =>
+    new Method(name, row, () => probe<Measured>("bulk.ts", [name, url, spec.name, ROWS, 1]));
   const from = `sql.copyFrom(table, asyncGenerator) (${events ? "arrays" : "objects"})`;
-  const cycled = "binary COPY of 1,000 prepared rows handed out in turn (the driver's pace, rows " +
-    "cost ~nothing) | pgpipe";
-  const inserts = "insert ${sql(rows)}, batches of 1,000";
   const loads = [
     by("pgpipe-copy-generator", `binary COPY, ${from} | pgpipe`),
-    by(
-      "pgpipe-copy-array",
-      "binary COPY, sql.copyFrom(table, array) (rows built first, not timed) | pgpipe",
-    ),
-    by("pgpipe-copy-cycled", cycled),
-    by("rows-alone", "the same async generator iterated alone (the rows' own cost) | -"),
+    ...["pgpipe-copy-array", "pgpipe-copy-cycled", "rows-alone"].map((n) => by(n)),
   ];
-  const reads = [
-    by("pgpipe-copyto", "binary COPY, sql.copyTo(table), batches of 1,000 | pgpipe"),
-    by("pgpipe-cursor", "select * ... .cursor(1000) | pgpipe"),
-  ];
-  if (events) loads.push(by("pgpipe-insert", `${inserts} | pgpipe`));
-  if (haveJs && events) loads.push(by("postgresjs-insert", `${inserts} | postgres.js`));
+  const reads = [by("pgpipe-copyto"), by("pgpipe-cursor")];
+  if (events) loads.push(by("pgpipe-insert"));
+  if (haveJs && events) loads.push(by("postgresjs-insert"));
   if (haveJs) {
-    loads.push(by("postgresjs-copy-text", "COPY text to .writable(), 64 KiB chunks | postgres.js"));
-    reads.push(by("postgresjs-cursor", "select * ... .cursor(1000) | postgres.js"));
+    loads.push(by("postgresjs-copy-text"));
+    reads.push(by("postgresjs-cursor"));
   }
   if (pyReady && events) {
-    loads.push(
-      new Method("copy_records_to_table(generator) (Python) | asyncpg", () => asyncpg("load")),
-    );
-    reads.push(
-      new Method(
-        "cursor(prefetch=1000) in a transaction (Python) | asyncpg",
-        () => asyncpg("read"),
-      ),
-    );
+    const row = (what: string) => `${what} (Python) | asyncpg`;
+    const [load, read] = [
+      "copy_records_to_table(generator)",
+      "cursor(prefetch=1000) in a transaction",
+    ];
+    loads.push(new Method("asyncpg-load", row(load), () => asyncpg("load")));
+    reads.push(new Method("asyncpg-read", row(read), () => asyncpg("read")));
   }
   if (psql === null) return [loads, reads];
-  reads.push(
-    new Method(
-      "\\copy to /dev/null, binary (nothing decoded: the server's pace) | psql (libpq)",
-      () => psqlCopy("to", source, "/dev/null", "binary", true),
-    ),
-  );
+  const toNull = () => psqlCopy(true, source, "/dev/null", "binary", true);
+  const server = "(nothing decoded: the server's pace) | psql (libpq)";
+  reads.push(new Method("psql-read", `\\copy to /dev/null, binary ${server}`, toNull));
   const target = `bulk_psql_${spec.name}`;
   await freshTable(target, spec.columns);
   for (const format of ["binary", "text"]) {
-    const file = await tempFile(`.${format}`);
-    await psqlCopy("to", source, file, format); // the pre-encoded file (not timed)
+    const file = tempFile(`.${format}`);
+    await psqlCopy(true, source, file, format); // the pre-encoded file (not timed)
     const label = format === "binary"
       ? "\\copy of a pre-encoded binary file (no client work: the server's pace) | psql (libpq)"
       : "\\copy of a pre-encoded COPY text file (the server's pace for text) | psql (libpq)";
     loads.push(
-      new Method(label, async () => {
+      new Method(`psql-${format}`, label, async () => {
         await sql.unsafe(`truncate ${target}`);
-        const r = await psqlCopy("from", target, file, format, true);
+        const r = await psqlCopy(false, target, file, format, true);
         const [{ n }] = await sql.unsafe(`select count(*)::int as n from ${target}`);
         if (n !== ROWS) throw new Error(`psql stored ${n} rows`);
         return r;
@@ -234,12 +224,7 @@ async function bulkTable(spec: BulkTable): Promise<void> {
   // The table the read methods read, loaded once with pgpipe (not timed).
   const source = `bulk_source_${spec.name}`;
   await freshTable(source, spec.columns);
-  await sql.copyFrom(
-    source,
-    (function* () {
-      for (let i = 0; i < ROWS; i++) yield spec.array(i);
-    })(),
-  );
+  await sql.copyFrom(source, generated(ROWS, spec.array));
   await sql.unsafe(`vacuum analyze ${source}`);
   const [loads, reads] = await methods(spec, source);
   // Rounds with the methods rotated, so a noisy moment does not always land on the same one.
@@ -255,7 +240,8 @@ async function bulkTable(spec: BulkTable): Promise<void> {
   await sql.unsafe(`drop table if exists bulk_psql_${spec.name}; drop table ${source}`);
   methodTable(`Bulk load: ${fmt(ROWS)} rows of ${spec.title} into an unlogged table`, loads);
   methodTable(`Bulk read: the same ${fmt(ROWS)} rows back`, reads);
-  bulkRatios(spec, loads, reads);
+  const get: Get = (key) => [...loads, ...reads].find((m) => m.key === key);
+  bulkRatios(spec, loads, reads, get);
   const memory = ([["copyTo", reads[0]], ["copyFrom", loads[0]]] as const).map(([what, m]) => {
     const r = m.memory;
     const parts = r
@@ -268,44 +254,31 @@ async function bulkTable(spec: BulkTable): Promise<void> {
     "method | Deno alone | + modules | + connected | young gen | old gen | other heap | external | peak RSS",
     memory,
   );
-  paceNote(spec, loads, reads);
-  cpuNote(spec, loads);
+  paceNote(spec, loads, reads, get);
+  cpuNote(spec, loads, get);
 }
 
 /** The ratios of one table's methods to pgpipe's, and its peak RSS against the limit. */
-function bulkRatios(spec: BulkTable, loads: Method[], reads: Method[]): void {
+function bulkRatios(spec: BulkTable, loads: Method[], reads: Method[], get: Get): void {
   const [ourLoad, ourRead] = [loads[0], reads[0]];
   const rows = `${fmt(ROWS)} rows (${spec.name})`;
-  const add = (label: string, peer: string, theirs: Method | undefined, ours: Method) => {
-    if (theirs !== undefined) report.ratio(label, peer, theirs.ms / ours.ms);
+  const add = (vs: string, peer: string, theirs: Method | undefined, ours = ourLoad) => {
+    const what = ours === ourRead ? "read" : "load";
+    if (theirs !== undefined) report.ratio(`${what} ${rows}, ${vs}`, peer, theirs.ms / ours.ms);
   };
-  const server = loads.find((m) => m.driver.startsWith("psql"));
-  const prepared = loads.find((m) => m.method.includes("prepared rows"))!;
-  add(
-    `load ${rows}, binary COPY vs psql's binary \\copy (the server's pace)`,
-    "psql",
-    server,
-    ourLoad,
-  );
-  add(
-    `load ${rows}, 1,000 prepared rows in turn (the driver's own pace) vs psql's \\copy`,
-    "psql",
-    server,
-    prepared,
-  );
-  const copyText = loads.find((m) => m.method.startsWith("COPY text"));
-  add(`load ${rows}, binary COPY vs COPY text`, "postgres.js", copyText, ourLoad);
+  const [server, prepared] = [get("psql-binary"), get("pgpipe-copy-cycled")!];
+  add("binary COPY vs psql's binary \\copy (the server's pace)", "psql", server);
+  const driverPace = "1,000 prepared rows in turn (the driver's own pace) vs psql's \\copy";
+  add(driverPace, "psql", server, prepared);
+  add("binary COPY vs COPY text", "postgres.js", get("postgresjs-copy-text"));
   const jsLoads = loads.filter((m) => m.driver === "postgres.js");
   if (spec.name === "events" && jsLoads.length > 0) {
     const best = jsLoads.reduce((a, b) => (a.ms <= b.ms ? a : b));
-    const way = best.method.split(",")[0];
-    add(`load ${rows}, binary COPY vs the best other way (${way})`, "postgres.js", best, ourLoad);
+    add(`binary COPY vs the best other way (${best.method.split(",")[0]})`, "postgres.js", best);
   }
-  const py = (list: Method[]) => list.find((m) => m.driver === "asyncpg");
-  add(`load ${rows}, binary COPY vs copy_records_to_table`, "asyncpg", py(loads), ourLoad);
-  const jsRead = reads.find((m) => m.driver === "postgres.js");
-  add(`read ${rows}, copyTo vs cursor(1000)`, "postgres.js", jsRead, ourRead);
-  add(`read ${rows}, copyTo vs cursor(prefetch=1000)`, "asyncpg", py(reads), ourRead);
+  add("binary COPY vs copy_records_to_table", "asyncpg", get("asyncpg-load"));
+  add("copyTo vs cursor(1000)", "postgres.js", get("postgresjs-cursor"), ourRead);
+  add("copyTo vs cursor(prefetch=1000)", "asyncpg", get("asyncpg-read"), ourRead);
   for (
     const [what, m] of [["copyFrom from an async generator", ourLoad], ["copyTo", ourRead]] as const
   ) {
@@ -317,20 +290,18 @@ function bulkRatios(spec: BulkTable, loads: Method[], reads: Method[]): void {
 }
 
 /** How pgpipe's load and read compare with the server's own pace (psql's \copy). */
-function paceNote(spec: BulkTable, loads: Method[], reads: Method[]): void {
-  const server = loads.find((m) => m.driver.startsWith("psql"));
-  const serverRead = reads.find((m) => m.driver.startsWith("psql"));
+function paceNote(spec: BulkTable, loads: Method[], reads: Method[], get: Get): void {
+  const [server, serverRead] = [get("psql-binary"), get("psql-read")];
   if (!server || !serverRead) return;
   const share = (a: number, b: number | undefined) => fmt(100 * a / (b ?? NaN));
-  const prepared = loads.find((m) => m.method.includes("prepared rows"))?.ms;
-  const alone = loads.find((m) => m.driver === "-")?.ms;
+  const [loadRate, readRate] = [fmt(rate(server)), fmt(rate(serverRead))];
+  const ofLoad = share(server.ms, loads[0].ms);
+  const ofPrepared = share(server.ms, get("pgpipe-copy-cycled")?.ms);
+  const ofRead = share(serverRead.ms, reads[0].ms);
+  const generator = spec.name === "events" ? "generator" : "generator of objects";
+  const alone = fmt(100 * (get("rows-alone")?.ms ?? NaN) / server.ms);
   notes.push(
-    `${spec.name}: the server alone (psql's \\copy, no client work) loads ${fmt(rate(server))} ` +
-      `rows/s and reads ${fmt(rate(serverRead))} rows/s here; pgpipe loads at ` +
-      `${share(server.ms, loads[0].ms)}% of that pace (with rows that cost nothing to make: ` +
-      `${share(server.ms, prepared)}%) and reads at ${share(serverRead.ms, reads[0].ms)}%; the ` +
-      `generator ${spec.name === "events" ? "" : "of objects "}alone takes ` +
-      `${fmt(100 * (alone ?? NaN) / server.ms)}% of the server's time.`,
+    `${spec.name}: the server alone (psql's \\copy, no client work) loads ${loadRate} rows/s and reads ${readRate} rows/s here; pgpipe loads at ${ofLoad}% of that pace (with rows that cost nothing to make: ${ofPrepared}%) and reads at ${ofRead}%; the ${generator} alone takes ${alone}% of the server's time.`,
   );
 }
 
@@ -340,32 +311,25 @@ function paceNote(spec: BulkTable, loads: Method[], reads: Method[]): void {
  * the two; this says which one held pgpipe's load, and what the server's own pace is for
  * binary and text COPY (no COPY of one connection can beat the server's binary pace).
  */
-function cpuNote(spec: BulkTable, loads: Method[]): void {
-  const ours = loads[0];
-  const main = ours.best.cpu?.client?.main.cpu;
-  const backend = ours.best.cpu?.server?.cpu;
+function cpuNote(spec: BulkTable, loads: Method[], get: Get): void {
+  const ours = loads[0].best;
+  const [main, backend] = [ours.cpu?.client?.main.cpu, ours.cpu?.server?.cpu];
   if (main === undefined || backend === undefined) return;
-  const alone = loads.find((m) => m.driver === "-")?.best.cpu?.client?.main.cpu;
   const part = (label: string, m: Method | undefined) =>
     m?.best.cpu?.server
       ? `; ${label}: ${fmt(m.ms)} ms, backend ${fmt(m.best.cpu.server.cpu)} ms CPU`
       : "";
-  const psqlOf = (format: string) =>
-    loads.find((m) => m.driver.startsWith("psql") && m.method.includes(format));
+  const others = part("psql's binary \\copy", get("psql-binary")) +
+    part("psql's text \\copy", get("psql-text")) +
+    part("postgres.js COPY text", get("postgresjs-copy-text"));
+  const [took, mainMs, backendMs, larger] = [ours.ms, main, backend, Math.max(main, backend)].map((
+    x,
+  ) => fmt(x));
+  const aloneMs = fmt(get("rows-alone")?.best.cpu?.client?.main.cpu ?? NaN);
+  const othersMs = fmt(ours.cpu?.client?.others.cpu ?? NaN);
+  const held = main >= backend ? "client's main thread" : "server backend";
   notes.push(
-    `${spec.name}, CPU of each load's best run: pgpipe's copyFrom from the generator took ` +
-      `${fmt(ours.ms)} ms: the client's main thread ${fmt(main)} ms CPU (the generator alone: ` +
-      `${alone === undefined ? "-" : fmt(alone)} ms), its other threads (V8's GC helpers, I/O) ` +
-      `${fmt(ours.best.cpu?.client?.others.cpu ?? NaN)} ms, the server backend ${
-        fmt(backend)
-      } ms. ` +
-      "Both run at once on their own threads, so the load takes at least the larger: here the " +
-      `${main >= backend ? "client's main thread" : "server backend"} (${
-        fmt(Math.max(main, backend))
-      } ms)` +
-      part("psql's binary \\copy", psqlOf("binary")) + part("psql's text \\copy", psqlOf("text")) +
-      part("postgres.js COPY text", loads.find((m) => m.method.startsWith("COPY text"))) +
-      ". A single COPY cannot go faster than its backend's CPU for the format.",
+    `${spec.name}, CPU of each load's best run: pgpipe's copyFrom from the generator took ${took} ms: the client's main thread ${mainMs} ms CPU (the generator alone: ${aloneMs} ms), its other threads (V8's GC helpers, I/O) ${othersMs} ms, the server backend ${backendMs} ms. Both run at once on their own threads, so the load takes at least the larger: here the ${held} (${larger} ms)${others}. A single COPY cannot go faster than its backend's CPU for the format.`,
   );
 }
 
@@ -377,14 +341,14 @@ function cpuNote(spec: BulkTable, loads: Method[]): void {
 async function perType(): Promise<void> {
   type Cost = { type: string; encodeNs: number; decodeNs: number };
   const costs = new Map((await probe<Cost[]>("bulk_codecs.ts", [20000])).map((c) => [c.type, c]));
-  const file = await tempFile(".bin");
+  const file = tempFile(".bin");
   let overhead = Infinity;
   if (psql !== null) {
     await freshTable("bulk_type", "v int4");
-    const empty = await tempFile(".bin");
-    await psqlCopy("to", "bulk_type", empty);
+    const empty = tempFile(".bin");
+    await psqlCopy(true, "bulk_type", empty);
     for (let r = 0; r < 5; r++) {
-      overhead = Math.min(overhead, (await psqlCopy("from", "bulk_type", empty)).ms);
+      overhead = Math.min(overhead, (await psqlCopy(false, "bulk_type", empty)).ms);
     }
   }
   const perValue = (ms: number) => (Math.max(0, ms - overhead) * 1e6) / TYPE_ROWS;
@@ -393,24 +357,15 @@ async function perType(): Promise<void> {
   const rows: string[][] = [];
   for (const { type, value } of CODEC_TYPES) {
     const { encodeNs, decodeNs } = costs.get(type)!;
-    const [load, read] = (psql === null ? [NaN, NaN] : await serverPerValue(type, value, file)).map(
-      perValue,
-    );
-    rows.push([
-      type,
-      fmt(encodeNs),
-      fmt(load),
-      share(encodeNs, load),
-      fmt(decodeNs),
-      fmt(read),
-      share(decodeNs, read),
-    ]);
+    const server = psql === null ? [NaN, NaN] : await serverPerValue(type, value, file);
+    const [load, read] = server.map(perValue);
+    const [en, de] = [fmt(encodeNs), fmt(decodeNs)];
+    rows.push([type, en, fmt(load), share(encodeNs, load), de, fmt(read), share(decodeNs, read)]);
   }
   await sql.unsafe("drop table if exists bulk_type");
+  const typeRows = fmt(TYPE_ROWS);
   report.table(
-    `Per type: the client's binary codec cost per value beside the server's (${
-      fmt(TYPE_ROWS)
-    } rows of a one-column table)`,
+    `Per type: the client's binary codec cost per value beside the server's (${typeRows} rows of a one-column table)`,
     "type | encode ns | server load ns | encode / server | decode ns | server read ns | decode / server",
     rows,
   );
@@ -423,28 +378,21 @@ async function perType(): Promise<void> {
 async function serverPerValue(type: string, value: (i: number) => unknown, file: string) {
   console.error(`bulk: per-type ${type}...`);
   await freshTable("bulk_type", `v ${type}`);
-  const values = (function* () {
-    for (let i = 0; i < TYPE_ROWS; i++) yield [value(i)];
-  })();
+  const values = generated(TYPE_ROWS, (i) => [value(i)]);
   await sql.copyFrom("bulk_type", values, { columns: ["v"], types: [type] });
-  await psqlCopy("to", "bulk_type", file);
+  await psqlCopy(true, "bulk_type", file);
   let [load, read] = [Infinity, Infinity];
   for (let r = 0; r < ROUNDS; r++) {
     await sql.unsafe("truncate bulk_type");
-    load = Math.min(load, (await psqlCopy("from", "bulk_type", file)).ms);
-    read = Math.min(read, (await psqlCopy("to", "bulk_type", "/dev/null")).ms);
+    load = Math.min(load, (await psqlCopy(false, "bulk_type", file)).ms);
+    read = Math.min(read, (await psqlCopy(true, "bulk_type", "/dev/null")).ms);
   }
   return [load, read];
 }
 
-try {
-  await bulkTable(BULK_TABLES.events);
-  await bulkTable(BULK_TABLES.mixed);
-  await perType();
-} finally {
-  await sql.end();
-  for (const file of temp) await Deno.remove(file).catch(() => {});
-}
+await bulkTable(BULK_TABLES.events);
+await bulkTable(BULK_TABLES.mixed);
+await perType();
 for (const peer of peers.filter((p) => NO_COPY[p])) {
   for (const what of ["load", "read"]) {
     report.ratio(`${what}, binary COPY`, peer, NaN, NO_COPY[peer]);

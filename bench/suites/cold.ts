@@ -1,53 +1,40 @@
 // Suite 5: cold start, as a Deno Deploy isolate sees it: a fresh process imports the driver,
-// creates a client and runs its first query. Each driver runs in alternation, many times, and
-// the medians are compared.
-//
-// First as before: pgpipe and postgres.js, default options, the plain URL (trust). Then where
-// users live: SCRAM, plaintext and TLS (sslmode=require), on loopback and through the latency
-// proxy (5 ms each way by default), for pgpipe (without the CA, and a first start with it:
-// node:tls; direct TLS with the CA: native), postgres.js and Bun.sql. A figure is the time from
-// creating the client to the first answer; the proxy's extra time over loopback, divided by its
-// round trip, is the round trips the start costs on a real link. psql (libpq) is timed the same
-// way, as the reference: its whole process is timed, and its start on loopback subtracted like
-// pgpipe's. Each TLS start also runs once through a flight recorder, which shows the key shares
-// each client's ClientHello carries, whether the server answered with a HelloRetryRequest, and
-// what each round trip carries. Last, on PostgreSQL 18 (from the test harness's server
-// packages), the same starts, and sslnegotiation=direct against the SSLRequest.
+// creates a client and runs its first query; each driver in alternation, many times, medians
+// compared. First with default options and the plain URL (trust); then where users live: SCRAM,
+// plaintext and TLS (sslmode=require), on loopback and through the latency proxy (5 ms each way
+// by default), for pgpipe (without the CA, and a first start with it: node:tls; direct TLS with
+// the CA: native), postgres.js and Bun.sql. A figure is the time from creating the client to the
+// first answer; the proxy's extra time over loopback, divided by its round trip, is the round
+// trips the start costs on a real link. psql (libpq), the reference, is timed as a whole process,
+// its start on loopback subtracted like pgpipe's. Each TLS start also runs once through a flight
+// recorder, which shows the key shares each ClientHello carries, whether the server answered
+// with a HelloRetryRequest, and what each round trip carries. Last, on PostgreSQL 18 (from the
+// test harness's server packages), the same starts, and sslnegotiation=direct against SSLRequest.
 import { startCluster } from "../../test/harness/cluster.ts";
 import { clientTool } from "../../test/harness/server_bin.ts";
 import { findBun } from "../peers/bun.ts";
 import { ask, suiteDrivers } from "../peers/drivers.ts";
-import { hostPort, isQuick, numberFlag, plainBenchUrl, via } from "../shared/env.ts";
-import { seenRow, seeStart } from "../shared/login_flights.ts";
+import { hostPort, isQuick, plainBenchUrl, proxyDelay, via } from "../shared/env.ts";
+import { seenStart } from "../shared/login_flights.ts";
 import { probe, run, spawn } from "../shared/probe.ts";
 import { startDelayProxyWorker } from "../shared/proxy.ts";
 import { fmt, Report } from "../shared/report.ts";
 import { Samples } from "../shared/stats.ts";
 
 const url = plainBenchUrl();
-const runs = isQuick() ? 5 : 20;
-const startRuns = isQuick() ? 3 : 10;
-const delay = numberFlag("delay", "PGPIPE_BENCH_DELAY", 5);
+const [runs, startRuns] = isQuick() ? [5, 3] : [20, 10];
+const delay = proxyDelay();
 /** The drivers the probe knows, and where each is imported from. */
-const PROBED = ["pgpipe", "postgres.js", "deno-postgres"];
-const drivers = (await suiteDrivers()).filter((d) => PROBED.includes(d.name));
+const drivers = await suiteDrivers(["pgpipe", "postgres.js", "deno-postgres"]);
 const names = drivers.map((d) => d.name);
 const specifiers = new Map(drivers.map((d) => [d.name, d.specifier]));
 const bun = await findBun((line) => console.log(`cold: ${line}`));
 /** psql, when the machine has it: libpq's cold start is the reference. */
-const psql = await run(clientTool(null, "psql"), ["--version"]).then(
-  () => clientTool(null, "psql"),
-  () => null,
-);
+const psqlPath = clientTool(null, "psql");
+const psql = await run(psqlPath, ["--version"]).then(() => psqlPath, () => null);
 
-interface Sample {
-  /** From process start to the answer (Deno's own start-up excluded). */
-  importToAnswer: number;
-  /** From creating the client to the answer. */
-  createdToAnswer: number;
-  /** The whole process, Deno's start included. */
-  wall: number;
-}
+/** A start in ms: process start (Deno's own excluded) or client creation to answer; the process. */
+type Sample = { importToAnswer: number; createdToAnswer: number; wall: number };
 
 /**
  * One fresh process: `client` is pgpipe, pgpipe-ca, postgres.js, deno-postgres, Bun.sql or
@@ -67,16 +54,11 @@ async function once(client: string, target: string): Promise<Sample> {
   }
   const r = client === "Bun.sql"
     ? await probe<Sample>("cold_bun.ts", [target], { runtime: (bun as { path: string }).path })
-    : await probe<Sample>("cold.ts", [
-      client,
-      target,
-      specifiers.get(client === "pgpipe-ca" ? "pgpipe" : client)!,
-    ]);
+    : await probe<Sample>("cold.ts", [client, target, specifiers.get(client.replace("-ca", ""))!]);
   return { ...r, wall: performance.now() - t0 };
 }
 
-// ---------------------------------------------------------------------------------------------
-// 1. Default options, plain URL
+// ------------------------------------------------------ 1. Default options, plain URL
 
 const wall = new Samples(names.map((n) => [n, []]));
 const inner = new Samples(names.map((n) => [n, []]));
@@ -101,37 +83,25 @@ report.table(
   names.map((n) => [n, fmt(inner.median(n), 1), fmt(wall.median(n), 1)]),
 );
 
-// ---------------------------------------------------------------------------------------------
-// 2. SCRAM, plaintext and TLS, loopback and through the proxy
+// -------------------------------- 2. SCRAM, plaintext and TLS, loopback and through the proxy
 
-interface Start {
-  client: string;
-  scenario: string;
-  params: Record<string, string>;
-}
-
-/** Per start: medians of created→answer on loopback and through the proxy, and the round trips. */
+/** A start: which client, the scenario a table names, the URL's parameters. */
+type Start = { client: string; scenario: string; params: Record<string, string> };
+/** Per start: medians of created→answer on loopback and through the proxy; the round trips. */
 type Starts = Map<Start, { loopback: number; link: number; trips: number }>;
+type Server = { hostname: string; port: number };
 
 /** Runs each start on loopback and through the proxy, alternating, startRuns times. */
-async function starts(
-  base: string,
-  list: Start[],
-  server: { hostname: string; port: number },
-): Promise<Starts> {
-  const proxy = await startDelayProxyWorker(server, delay);
-  const loopback = new Samples();
-  const link = new Samples();
-  try {
-    for (let i = 0; i < startRuns; i++) {
-      for (const [k, s] of list.entries()) {
-        const key = String(k);
-        loopback.add(key, (await once(s.client, via(base, server.port, s.params))).createdToAnswer);
-        link.add(key, (await once(s.client, via(base, proxy.port, s.params))).createdToAnswer);
-      }
+async function starts(base: string, list: Start[], server: Server): Promise<Starts> {
+  await using proxy = await startDelayProxyWorker(server, delay);
+  const [loopback, link] = [new Samples(), new Samples()];
+  for (let i = 0; i < startRuns; i++) {
+    for (const [k, s] of list.entries()) {
+      const time = async (port: number) =>
+        (await once(s.client, via(base, port, s.params))).createdToAnswer;
+      loopback.add(String(k), await time(server.port));
+      link.add(String(k), await time(proxy.port));
     }
-  } finally {
-    await proxy.close();
   }
   return new Map(list.map((s, k) => {
     const [l, p] = [loopback.median(String(k)), link.median(String(k))];
@@ -150,40 +120,26 @@ if (psql === null) report.note("skipped psql (the libpq reference): no psql bina
 
 /** A start's client as the tables name it. */
 function label(s: Start): string {
-  const who = s.client === "pgpipe-ca"
-    ? "pgpipe (CA)"
-    : s.client === "pgpipe" && s.params.sslmode === "require"
-    ? "pgpipe (node:tls)"
-    : s.client;
+  const tls = s.params.sslmode === "require" ? "pgpipe (node:tls)" : "pgpipe";
+  const who = { "pgpipe-ca": "pgpipe (CA)", pgpipe: tls }[s.client] ?? s.client;
   return s.params.sslnegotiation === "direct" ? `${who}, sslnegotiation=direct` : who;
 }
 
 /** One table row per start: client, scenario, loopback and link ms, round trips on the link. */
-const fmt1 = (x: number) => fmt(x, 1);
 const startRows = (result: Starts) =>
   [...result].map(([s, r]) => [label(s), s.scenario, ...[r.loopback, r.link, r.trips].map(fmt1)]);
-
-/** The TLS starts of `list` on the wire, once each through a flight recorder on loopback. */
-async function onTheWire(
-  base: string,
-  list: Start[],
-  server: { hostname: string; port: number },
-  major: number,
-): Promise<string[][]> {
-  const rows: string[][] = [];
-  for (const s of list.filter((s) => s.params.sslmode !== "disable")) {
-    const seen = await seeStart(server, (port) => once(s.client, via(base, port, s.params)));
-    rows.push([label(s), String(major), ...seenRow(seen)]);
-  }
-  return rows;
-}
-
-/** The server's major version. */
-const serverMajor = async (base: string) =>
-  Math.floor(await ask(base, "select current_setting('server_version_num')::int") as number / 1e4);
+const fmt1 = (x: number) => fmt(x, 1);
 
 /** The rows of the table of TLS starts on the wire, for every server. */
 const wire: string[][] = [];
+
+/** Each TLS start of `list` once through a flight recorder on loopback, into `wire`. */
+async function onTheWire(base: string, list: Start[], server: Server, major: number) {
+  for (const s of list.filter((s) => s.params.sslmode !== "disable")) {
+    const seen = await seenStart(server, (port) => once(s.client, via(base, port, s.params)));
+    wire.push([label(s), String(major), ...seen]);
+  }
+}
 
 /** The SCRAM starts on the bench's server: their table, measures against the limits, ratios. */
 async function scramStarts(scramUrl: string): Promise<void> {
@@ -195,10 +151,10 @@ async function scramStarts(scramUrl: string): Promise<void> {
     for (const p of [...peers, ...references]) list.push({ client: p, scenario, params });
   }
   const result = await starts(scramUrl, list, server);
-  wire.push(...await onTheWire(scramUrl, list, server, await serverMajor(scramUrl)));
+  const version = await ask(scramUrl, "select current_setting('server_version_num')::int");
+  await onTheWire(scramUrl, list, server, Math.floor(version as number / 1e4));
   report.table(
-    `Cold start with SCRAM: client created to first answer (ms, median of ${startRuns}), ` +
-      `loopback and through the proxy (${delay} ms each way)`,
+    `Cold start with SCRAM: client created to first answer (ms, median of ${startRuns}), loopback and through the proxy (${delay} ms each way)`,
     "client | link | loopback | proxy | round trips on the link",
     startRows(result),
   );
@@ -208,8 +164,7 @@ async function scramStarts(scramUrl: string): Promise<void> {
   for (const [client, scenario] of ours) {
     const r = get(client, scenario);
     if (!r) continue;
-    const who = label({ client, scenario, params: {} });
-    const over = `${who}, SCRAM over ${scenario}`;
+    const over = `${label({ client, scenario, params: {} })}, SCRAM over ${scenario}`;
     const [first, trips] = [
       "client created to first answer, loopback",
       `round trips through the ${delay} ms proxy`,
@@ -224,49 +179,43 @@ async function scramStarts(scramUrl: string): Promise<void> {
       report.ratio(`${at}, ${delay} ms proxy`, p, theirs.link / r.link);
     }
   }
+  const rtt = 2 * delay;
   report.note(
-    "Round trips on the link: (median through the proxy - median on loopback) / " +
-      `${2 * delay} ms. Deno's first TLS handshake in a process costs tens of ms of local ` +
-      "time whatever the API; it is in both, so it cancels out of the round trips but not out of the loopback figure.",
+    `Round trips on the link: (median through the proxy - median on loopback) / ${rtt} ms. Deno's first TLS handshake in a process costs tens of ms of local time whatever the API; it is in both, so it cancels out of the round trips but not out of the loopback figure.`,
   );
 }
 
-// ---------------------------------------------------------------------------------------------
-// 3. PostgreSQL 18: direct TLS, and the same starts against a server that offers X25519
+// ------- 3. PostgreSQL 18: direct TLS, and the same starts against a server that offers X25519
 
 async function directOn18(): Promise<void> {
   const pg18 = await startCluster({ ssl: true, name: "bench18", pg: "18" });
   try {
     const { user, password } = pg18.users.scram;
-    const base = `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${pg18.port}/` +
-      pg18.database;
+    const secret = encodeURIComponent(password);
+    const base = `postgres://${user}:${secret}@127.0.0.1:${pg18.port}/${pg18.database}`;
     Deno.env.set("PGPIPE_BENCH_CA", pg18.caCertPath!); // the children read it: this cluster's CA
     const required = { sslmode: "require" };
-    const direct = { sslmode: "require", sslnegotiation: "direct" };
+    const direct = { ...required, sslnegotiation: "direct" };
+    const viaRequest = (client: string) => ({ client, scenario: "SSLRequest", params: required });
     const list: Start[] = [
-      { client: "pgpipe-ca", scenario: "SSLRequest", params: required },
+      viaRequest("pgpipe-ca"),
       { client: "pgpipe-ca", scenario: "direct", params: direct },
       // The same starts as on the bench's server, for the comparison across versions.
-      ...["pgpipe", ...peers, ...references].map((client) => ({
-        client,
-        scenario: "SSLRequest",
-        params: required,
-      })),
+      ...["pgpipe", ...peers, ...references].map(viaRequest),
     ];
     const at = { hostname: "127.0.0.1", port: pg18.port };
     const major = Math.floor(pg18.version / 10000);
     const result = await starts(base, list, at);
-    wire.push(...await onTheWire(base, list, at, major));
+    await onTheWire(base, list, at, major);
     report.table(
-      `Cold start on PostgreSQL ${major}, TLS + SCRAM: the SSLRequest against ` +
-        `sslnegotiation=direct, and the same starts as above (ms, median of ${startRuns})`,
+      `Cold start on PostgreSQL ${major}, TLS + SCRAM: the SSLRequest against sslnegotiation=direct, and the same starts as above (ms, median of ${startRuns})`,
       "client | negotiation | loopback | proxy | round trips on the link",
       startRows(result),
     );
     const trips = [...result].find(([s]) => s.scenario === "direct")?.[1].trips;
     if (trips !== undefined) {
-      const label = `pgpipe (CA: native TLS), SCRAM over TLS, sslnegotiation=direct on 18: ` +
-        `round trips through the ${delay} ms proxy`;
+      const label =
+        `pgpipe (CA: native TLS), SCRAM over TLS, sslnegotiation=direct on 18: round trips through the ${delay} ms proxy`;
       report.measure(label, "loopback", trips, "RTT");
     }
   } finally {

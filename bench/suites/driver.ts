@@ -6,38 +6,33 @@ import { type Adapter, ask, insertMany, selectMany, suiteDrivers } from "../peer
 import { TEARDOWN_GROUP } from "../shared/bench_json.ts";
 import { benchUrl, isQuick } from "../shared/env.ts";
 
-const SELECT_NS = [1, 5, 10, 50, 100, 200];
-const INSERT_NS = [1, 10, 50, 100, 200];
 const TYPED_ROWS = 10_000;
-/** Time one bench of a driver that runs its n queries one after another may take (ms). */
-const SERIAL_BUDGET_MS = isQuick() ? 1_500 : 6_000;
 const quick = isQuick();
+/** Time one bench of a driver that runs its n queries one after another may take (ms). */
+const SERIAL_BUDGET_MS = quick ? 1_500 : 6_000;
 const url = benchUrl();
 const types = await ask(url, "select count(*)::int from pg_type") as number;
 
-/** Milliseconds of one query, by kind, for a driver that runs its queries one at a time. */
-type SerialCost = Record<"select" | "insert", number>;
-
 /** The mean ms of a few serial `select * from pg_type` and `select $1::int` (as an insert). */
-async function serialCost(adapter: Adapter): Promise<SerialCost> {
+type Serial = Record<"select" | "insert", number>;
+async function serialCost(adapter: Adapter): Promise<Serial> {
   const mean = async (once: () => Promise<unknown>) => {
     await once();
     const t0 = performance.now();
     for (let i = 0; i < 5; i++) await once();
     return (performance.now() - t0) / 5;
   };
-  return {
-    select: await mean(() => adapter.selectPgType()),
-    insert: await mean(() => adapter.selectInt(1)),
-  };
+  const select = await mean(() => adapter.selectPgType());
+  return { select, insert: await mean(() => adapter.selectInt(1)) };
 }
 
-// One connection per driver, opened (and warmed up) before any bench runs.
-const clients: { name: string; adapter: Adapter; serial: SerialCost | null }[] = [];
-for (const driver of await suiteDrivers()) {
-  const adapter = await driver.connect(url);
-  const serial = driver.pipelines ? null : await serialCost(adapter);
-  clients.push({ name: driver.name, adapter, serial });
+// One connection per driver, opened (and warmed up) before any bench runs; for a driver that
+// runs its queries one at a time, the ms of one query by kind.
+type Client = { name: string; adapter: Adapter; serial: Serial | null };
+const clients: Client[] = [];
+for (const { name, pipelines, connect } of await suiteDrivers()) {
+  const adapter = await connect(url);
+  clients.push({ name, adapter, serial: pipelines ? null : await serialCost(adapter) });
 }
 
 /**
@@ -48,32 +43,29 @@ for (const driver of await suiteDrivers()) {
  * queries also wait ~40 ms each for the kernel's delayed ACK): its iterations are cut to what
  * SERIAL_BUDGET_MS allows, at least 3 (1 in a quick run).
  */
-function iterations(kind: "select" | "insert", n: number, serial: SerialCost | null) {
-  const usual = quick
-    ? { warmup: 2, n: 3 }
+function iterations(kind: "select" | "insert", n: number, serial: Client["serial"]) {
+  const [warmup, usual] = quick
+    ? [2, 3]
     : kind === "insert"
-    ? { warmup: 20, n: 200 }
+    ? [20, 200]
     : n <= 10
-    ? { warmup: 10, n: 100 }
+    ? [10, 100]
     : n <= 50
-    ? { warmup: 3, n: 20 }
-    : { warmup: 2, n: 10 };
-  if (serial === null) return usual;
+    ? [3, 20]
+    : [2, 10];
+  if (serial === null) return { warmup, n: usual };
   const fits = Math.floor(SERIAL_BUDGET_MS / (n * serial[kind]));
-  return { warmup: Math.min(usual.warmup, 1), n: Math.max(quick ? 1 : 3, Math.min(usual.n, fits)) };
+  return { warmup: Math.min(warmup, 1), n: Math.max(quick ? 1 : 3, Math.min(usual, fits)) };
 }
 
-/** One bench per driver in `group`, pgpipe first: the baseline. (deno bench awaits async fns only.) */
-function group(
-  group: string,
-  runs: (c: typeof clients[number]) => Omit<Deno.BenchDefinition, "name">,
-) {
+/** A bench per driver in `group`, pgpipe first: the baseline (deno bench awaits async fns only). */
+function group(group: string, runs: (c: Client) => Omit<Deno.BenchDefinition, "name">) {
   for (const [i, c] of clients.entries()) {
     Deno.bench({ name: c.name, group, baseline: i === 0, ...runs(c) });
   }
 }
 
-for (const n of SELECT_NS) {
+for (const n of [1, 5, 10, 50, 100, 200]) {
   group(`select n=${n}`, ({ name, adapter, serial }) => ({
     ...iterations("select", n, serial),
     fn: async (b) => await selectMany(adapter, name, n, types, b),
@@ -91,7 +83,7 @@ group(`select ${TYPED_ROWS} typed rows`, ({ name, adapter }) => ({
   },
 }));
 
-for (const n of INSERT_NS) {
+for (const n of [1, 10, 50, 100, 200]) {
   group(`insert n=${n}`, ({ name, adapter, serial }) => ({
     ...iterations("insert", n, serial),
     fn: async (b) => await insertMany(adapter, name, n, b),

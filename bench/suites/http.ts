@@ -11,56 +11,42 @@ import postgres from "../../mod.ts";
 import { findBun } from "../peers/bun.ts";
 import { suiteDrivers } from "../peers/drivers.ts";
 import { cpuMs } from "../shared/cpu.ts";
-import { type CpuProfile, type ProfileSummary, summarizeProfile } from "../shared/cpu_profile.ts";
+import { type CpuProfile, summarizeProfile } from "../shared/cpu_profile.ts";
 import { benchUrl, isQuick } from "../shared/env.ts";
 import { PAGE, SEED_SQL, USERS_TABLE } from "../shared/http_app.ts";
 import { chooseLoadTool, describeTool, type LoadTool, runLoad } from "../shared/loadgen.ts";
-import { denoArgs, kill, probePath } from "../shared/probe.ts";
-import { fmt, formatRatio, pct, Report, type Table, table } from "../shared/report.ts";
-import { median } from "../shared/stats.ts";
+import { denoArgs, inRepo, kill, probePath, tempDir } from "../shared/probe.ts";
+import { fmt, formatRatio, pct, Report } from "../shared/report.ts";
+import { median, rotated } from "../shared/stats.ts";
 
 const quick = isQuick();
 const url = benchUrl();
-const ROUNDS = quick ? 1 : 3;
-const WARMUP_SECONDS = quick ? 1 : 3;
-const MEASURE_SECONDS = quick ? 2 : 10;
-const LOAD_CONNECTIONS = 50;
-const WRK_THREADS = 1;
-const POOLS = [1, 4];
-const PROFILE_INTERVAL_US = 500;
+const [ROUNDS, WARMUP_SECONDS, MEASURE_SECONDS] = quick ? [1, 1, 2] : [3, 3, 10];
+const plural = ROUNDS === 1 ? "" : "s";
+const [LOAD_CONNECTIONS, WRK_THREADS, POOLS, PROFILE_INTERVAL_US] = [50, 1, [1, 4], 500];
 const root = new URL("../..", import.meta.url).href;
 const log = (s: string) => console.log(`http: ${s}`);
+const report = new Report("http");
 
-/** How to start one driver's server: a pool of `max`, under `--cpu-prof` into profileDir. */
-interface ServerSpec {
-  name: string;
-  runtime: string;
-  command(max: number, profileDir?: string): string[];
-}
+/** How to start a driver's server: its command for a pool of `max`, under `--cpu-prof` into dir. */
+type Server = { name: string; runtime: string; command(max: number, dir?: string): string[] };
 
-function denoServer(name: string): ServerSpec {
-  const profile = (
-    dir: string,
-  ) => ["--cpu-prof", `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${PROFILE_INTERVAL_US}`];
-  return {
-    name,
-    runtime: `Deno ${Deno.version.deno}`,
-    command: (
-      max,
-      dir,
-    ) => [
-      Deno.execPath(),
-      ...denoArgs("http_server.ts", [name, max, url], dir ? profile(dir) : []),
-    ],
-  };
-}
+const denoServer = (name: string): Server => ({
+  name,
+  runtime: `Deno ${Deno.version.deno}`,
+  command: (max, dir) => {
+    const interval = `--cpu-prof-interval=${PROFILE_INTERVAL_US}`;
+    const prof = dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`, interval] : [];
+    return [Deno.execPath(), ...denoArgs("http_server.ts", [name, max, url], prof)];
+  },
+});
 
 /**
  * Starts a server, which prints `{"port":N}` once its pool is open (a server, not a probe:
  * it runs until stop() closes its standard input, then shuts down cleanly, else is killed).
  */
-async function startServer(spec: ServerSpec, max: number, profileDir?: string) {
-  const [cmd, ...args] = spec.command(max, profileDir);
+async function startServer(server: Server, max: number, profileDir?: string) {
+  const [cmd, ...args] = server.command(max, profileDir);
   const child = new Deno.Command(cmd, { args, stdin: "piped", stdout: "piped" }).spawn();
   const stdin = child.stdin.getWriter();
   const stop = async () => {
@@ -73,18 +59,18 @@ async function startServer(spec: ServerSpec, max: number, profileDir?: string) {
   let text = "";
   try {
     for (let r; !text.includes("\n") && !(r = await lines.read()).done;) text += r.value;
-    clearTimeout(timer);
     // The rest is drained, so a chatty server never blocks on a full pipe.
     (async () => {
       while (!(await lines.read()).done) { /* drain */ }
     })().catch(() => {});
     const port = JSON.parse(text.split("\n")[0]).port;
     if (typeof port !== "number") throw new Error(`no port in ${text}`);
-    return { pid: child.pid, port, stop };
+    return { pid: child.pid, port, [Symbol.asyncDispose]: stop };
   } catch (e) {
-    clearTimeout(timer);
     await stop();
-    throw new Error(`${spec.name}: the server did not start: ${(e as Error).message}`);
+    throw new Error(`${server.name}: the server did not start: ${(e as Error).message}`);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -103,14 +89,14 @@ async function expectedPage(): Promise<unknown> {
 }
 
 /** Checks the server answers the first page exactly as expected. */
-async function checkAnswer(spec: ServerSpec, port: number, expected: unknown): Promise<void> {
+async function checkAnswer(server: Server, port: number, expected: unknown): Promise<void> {
   const res = await fetch(`http://127.0.0.1:${port}/users?after=0`);
   const body = await res.text();
-  if (res.status !== 200) throw new Error(`${spec.name}: status ${res.status}: ${body}`);
+  if (res.status !== 200) throw new Error(`${server.name}: status ${res.status}: ${body}`);
   try {
     deepStrictEqual(JSON.parse(body), expected);
   } catch (e) {
-    throw new Error(`${spec.name}: wrong answer: ${(e as Error).message.slice(0, 500)}`);
+    throw new Error(`${server.name}: wrong answer: ${(e as Error).message.slice(0, 500)}`);
   }
 }
 
@@ -133,38 +119,28 @@ const backendsCpuSeconds = (pids: number[]) => pids.reduce((n, pid) => n + cpuSe
  */
 type Run = Awaited<ReturnType<typeof measure>>;
 
-async function measure(
-  tool: LoadTool,
-  spec: ServerSpec,
-  max: number,
-  expected: unknown,
-  profileDir?: string,
-) {
-  const server = await startServer(spec, max, profileDir);
-  try {
-    await checkAnswer(spec, server.port, expected);
-    const target = `http://127.0.0.1:${server.port}/users`;
-    const opts = { connections: LOAD_CONNECTIONS, threads: WRK_THREADS };
-    await runLoad(tool, target, { ...opts, seconds: WARMUP_SECONDS });
-    const pids = await handlerBackends(); // every connection has served the handler by now
-    const [cpu0, pg0] = [cpuSeconds(server.pid), backendsCpuSeconds(pids)];
-    const load = await runLoad(tool, target, { ...opts, seconds: MEASURE_SECONDS });
-    const [cpu1, pg1] = [cpuSeconds(server.pid), backendsCpuSeconds(pids)];
-    return {
-      rps: load.requests / load.seconds,
-      p50Ms: load.p50Ms,
-      p99Ms: load.p99Ms,
-      serverCpu: (cpu1 - cpu0) / load.seconds,
-      serverCpuPerRequestUs: ((cpu1 - cpu0) * 1e6) / load.requests,
-      postgresCpu: (pg1 - pg0) / load.seconds,
-      loadCpu: load.cpuSeconds / load.seconds,
-      errors: load.errors,
-      backends: (await handlerBackends()).length,
-      cpuSinceStart: cpuSeconds(server.pid),
-    };
-  } finally {
-    await server.stop();
-  }
+async function measure(tool: LoadTool, server: Server, max: number, page: unknown, dir?: string) {
+  await using s = await startServer(server, max, dir);
+  await checkAnswer(server, s.port, page);
+  const target = `http://127.0.0.1:${s.port}/users`;
+  const opts = { connections: LOAD_CONNECTIONS, threads: WRK_THREADS };
+  await runLoad(tool, target, { ...opts, seconds: WARMUP_SECONDS });
+  const pids = await handlerBackends(); // every connection has served the handler by now
+  const [cpu0, pg0] = [cpuSeconds(s.pid), backendsCpuSeconds(pids)];
+  const load = await runLoad(tool, target, { ...opts, seconds: MEASURE_SECONDS });
+  const [cpu1, pg1] = [cpuSeconds(s.pid), backendsCpuSeconds(pids)];
+  return {
+    rps: load.requests / load.seconds,
+    p50Ms: load.p50Ms,
+    p99Ms: load.p99Ms,
+    serverCpu: (cpu1 - cpu0) / load.seconds,
+    serverCpuPerRequestUs: ((cpu1 - cpu0) * 1e6) / load.requests,
+    postgresCpu: (pg1 - pg0) / load.seconds,
+    loadCpu: load.cpuSeconds / load.seconds,
+    errors: load.errors,
+    backends: (await handlerBackends()).length,
+    cpuSinceStart: cpuSeconds(s.pid),
+  };
 }
 
 // ------------------------------------------------------------------ the CPU profile
@@ -174,9 +150,7 @@ const DRIVER = "driver (src/, mod.ts)";
 function classify(fileUrl: string, functionName: string): string {
   if (fileUrl.startsWith(root + "src/") || fileUrl === root + "mod.ts") return DRIVER;
   if (fileUrl.startsWith(root + "bench/")) return "handler and server (bench/)";
-  if (fileUrl.startsWith("ext:") || fileUrl.startsWith("node:")) {
-    return "Deno runtime JS (ext:, node:)";
-  }
+  if (/^(ext|node):/.test(fileUrl)) return "Deno runtime JS (ext:, node:)";
   if (fileUrl !== "") return "other";
   if (functionName === "(garbage collector)") return "garbage collector";
   if (functionName === "(program)") return "(program): native code, no JS frame";
@@ -186,195 +160,140 @@ function classify(fileUrl: string, functionName: string): string {
 
 /** A frame's file as the report names it: its path in the repository, never this machine's. */
 const shorten = (u: string) =>
-  u.startsWith(root)
-    ? u.slice(root.length)
-    : u.startsWith("file:")
-    ? "(outside the repository)"
-    : u;
+  u.startsWith("file:") && !u.startsWith(root) ? "(outside the repository)" : inRepo(u);
 
-/** One extra pgpipe round under --cpu-prof; its rate is reported apart (profiling slows it). */
-async function profiled(
-  tool: LoadTool,
-  spec: ServerSpec,
-  max: number,
-  expected: unknown,
-): Promise<{ max: number; run: Run; summary: ProfileSummary }> {
-  const dir = await Deno.makeTempDir({ prefix: "pgpipe-http-prof-" });
-  try {
-    const run = await measure(tool, spec, max, expected, dir);
-    const files = [...Deno.readDirSync(dir)].filter((e) => e.name.endsWith(".cpuprofile"));
-    if (files.length !== 1) throw new Error(`expected one .cpuprofile, found ${files.length}`);
-    const profile = JSON.parse(await Deno.readTextFile(join(dir, files[0].name))) as CpuProfile;
-    const opts = { inclusiveCategory: DRIVER, top: 10, shorten };
-    const summary = summarizeProfile(profile, classify, opts);
-    const driver = summary.categories.find((c) => c.category === DRIVER)?.ms ?? 0;
-    log(
-      `pgpipe, pool ${max}, under --cpu-prof: ${fmt(run.rps)} req/s; driver ` +
-        `${pct(driver, summary.busyMs)} of the busy main thread`,
-    );
-    return { max, run, summary };
-  } finally {
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-  }
-}
-
-/** The two tables of one profile: self time by kind of code, and the top functions. */
-function profileTables({ max, run, summary: s }: Awaited<ReturnType<typeof profiled>>): Table[] {
+/** One extra pgpipe round under --cpu-prof, reported apart (profiling slows it): two tables. */
+async function profiled(tool: LoadTool, pgpipe: Server, max: number, page: unknown) {
+  await using dir = await tempDir("pgpipe-http-prof-");
+  const run = await measure(tool, pgpipe, max, page, dir.path);
+  const files = [...Deno.readDirSync(dir.path)].filter((e) => e.name.endsWith(".cpuprofile"));
+  if (files.length !== 1) throw new Error(`expected one .cpuprofile, found ${files.length}`);
+  const profile = JSON.parse(await Deno.readTextFile(join(dir.path, files[0].name))) as CpuProfile;
+  const s = summarizeProfile(profile, classify, { inclusiveCategory: DRIVER, top: 10, shorten });
   const share = (ms: number) => pct(ms, s.busyMs);
-  return [
-    table(
-      `Where the pgpipe server's CPU went, pool ${max} (deno run --cpu-prof: main ` +
-        `thread busy ${fmt(s.busyMs)} ms of ${fmt(s.totalMs)} ms sampled; the process used ` +
-        `${fmt(run.cpuSinceStart * 1000)} ms of CPU on all threads; ${fmt(run.rps)} req/s ` +
-        `while profiled)`,
-      "self time in | ms | share of busy time",
-      [
-        ...s.categories.map((c) => [c.category, fmt(c.ms), share(c.ms)]),
-        [
-          "driver incl. the runtime calls it makes (inclusive)",
-          fmt(s.inclusiveMs),
-          share(s.inclusiveMs),
-        ],
-      ],
-    ),
-    table(
-      `Top ${s.top.length} functions by self time, pgpipe server, pool ${max}`,
-      "function | where | self ms | share of busy time",
-      s.top.map((f) => [f.name, f.location || "(native)", fmt(f.ms), share(f.ms)]),
-    ),
+  const [rps, busy, total, used] = [run.rps, s.busyMs, s.totalMs, run.cpuSinceStart * 1000].map(
+    fmt,
+  );
+  const driver = share(s.categories.find((c) => c.category === DRIVER)?.ms ?? 0);
+  log(
+    `pgpipe, pool ${max}, under --cpu-prof: ${rps} req/s; driver ${driver} of the busy main thread`,
+  );
+  const inclusive = [
+    "driver incl. the runtime calls it makes (inclusive)",
+    fmt(s.inclusiveMs),
+    share(s.inclusiveMs),
   ];
+  report.table(
+    `Where the pgpipe server's CPU went, pool ${max} (deno run --cpu-prof: main thread busy ${busy} ms of ${total} ms sampled; the process used ${used} ms of CPU on all threads; ${rps} req/s while profiled)`,
+    "self time in | ms | share of busy time",
+    [...s.categories.map((c) => [c.category, fmt(c.ms), share(c.ms)]), inclusive],
+  );
+  report.table(
+    `Top ${s.top.length} functions by self time, pgpipe server, pool ${max}`,
+    "function | where | self ms | share of busy time",
+    s.top.map((f) => [f.name, f.location || "(native)", fmt(f.ms), share(f.ms)]),
+  );
 }
 
 // ------------------------------------------------------------------ the suite
 
 /** Every server with each pool size, ROUNDS rounds rotating which starts; runs by server/pool. */
-async function rounds(tool: LoadTool, specs: ServerSpec[], expected: unknown) {
+async function rounds(tool: LoadTool, servers: Server[], expected: unknown) {
   const runs = new Map<string, Run[]>();
   for (const max of POOLS) {
-    for (let r = 0; r < ROUNDS; r++) {
-      for (let k = 0; k < specs.length; k++) {
-        const spec = specs[(k + r) % specs.length];
-        const run = await measure(tool, spec, max, expected);
-        log(
-          `${spec.name}, pool ${max}, round ${r + 1}: ${fmt(run.rps)} req/s, ` +
-            `p50 ${fmt(run.p50Ms, 2)} ms, p99 ${fmt(run.p99Ms, 2)} ms, ` +
-            `server CPU ${pct(run.serverCpu)} (${fmt(run.serverCpuPerRequestUs)} µs/req), ` +
-            `PostgreSQL CPU ${pct(run.postgresCpu)}, load generator CPU ${pct(run.loadCpu)}`,
-        );
-        const key = `${spec.name}/${max}`;
-        runs.set(key, [...runs.get(key) ?? [], run]);
-      }
-    }
+    await rotated(ROUNDS, servers, async (server, r) => {
+      const run = await measure(tool, server, max, expected);
+      const [rps, p50, p99] = [fmt(run.rps), fmt(run.p50Ms, 2), fmt(run.p99Ms, 2)];
+      const perRequest = fmt(run.serverCpuPerRequestUs);
+      const [ours, pg, load] = [run.serverCpu, run.postgresCpu, run.loadCpu].map((x) => pct(x));
+      const round = `${server.name}, pool ${max}, round ${r + 1}`;
+      log(
+        `${round}: ${rps} req/s, p50 ${p50} ms, p99 ${p99} ms, server CPU ${ours} (${perRequest} µs/req), PostgreSQL CPU ${pg}, load generator CPU ${load}`,
+      );
+      const key = `${server.name}/${max}`;
+      runs.set(key, [...runs.get(key) ?? [], run]);
+    });
   }
   return runs;
 }
 
 /** The results table (medians per driver and pool) and pgpipe's ratios to each peer. */
-function results(report: Report, specs: ServerSpec[], runs: Map<string, Run[]>): void {
-  const pgpipe = specs.find((s) => s.name === "pgpipe");
-  const med = (spec: ServerSpec | undefined, max: number, f: (r: Run) => number) =>
-    spec ? median(runs.get(`${spec.name}/${max}`)!.map(f)) : NaN;
+function results(servers: Server[], runs: Map<string, Run[]>): void {
   const rows: string[][] = [];
   for (const max of POOLS) {
     const conns = `${max} connection${max === 1 ? "" : "s"}`;
-    const base = med(pgpipe, max, (r) => r.rps);
-    const baseCpu = med(pgpipe, max, (r) => r.serverCpuPerRequestUs);
-    for (const spec of specs) {
-      const rps = med(spec, max, (r) => r.rps);
-      const cpu = med(spec, max, (r) => r.serverCpuPerRequestUs);
-      const all = runs.get(`${spec.name}/${max}`)!;
-      if (spec !== pgpipe) {
-        report.ratio(`req/s, ${conns}`, spec.name, base / rps);
-        report.ratio(
-          `server CPU per request (lower is better), ${conns}`,
-          spec.name,
-          cpu / baseCpu,
-        );
+    const med = (name: string, f: (r: Run) => number) =>
+      median(runs.get(`${name}/${max}`)?.map(f) ?? []);
+    const perRequest = (r: Run) => r.serverCpuPerRequestUs;
+    const [base, baseCpu] = [med("pgpipe", (r) => r.rps), med("pgpipe", perRequest)];
+    for (const { name, runtime } of servers) {
+      const [rps, cpu, pg] = [
+        med(name, (r) => r.rps),
+        med(name, perRequest),
+        med(name, (r) => r.postgresCpu),
+      ];
+      if (name !== "pgpipe") {
+        report.ratio(`req/s, ${conns}`, name, base / rps);
+        report.ratio(`server CPU per request (lower is better), ${conns}`, name, cpu / baseCpu);
       }
-      const pg = med(spec, max, (r) => r.postgresCpu);
+      const all = runs.get(`${name}/${max}`)!;
       rows.push([
-        spec.name,
-        spec.runtime,
+        name,
+        runtime,
         String(max),
         fmt(rps),
-        spec === pgpipe ? "1.00x" : formatRatio(base / rps),
-        fmt(med(spec, max, (r) => r.p50Ms), 2),
-        fmt(med(spec, max, (r) => r.p99Ms), 2),
-        pct(med(spec, max, (r) => r.serverCpu)),
+        formatRatio(base / rps),
+        fmt(med(name, (r) => r.p50Ms), 2),
+        fmt(med(name, (r) => r.p99Ms), 2),
+        pct(med(name, (r) => r.serverCpu)),
         fmt(cpu),
-        spec === pgpipe ? "1.00x" : formatRatio(cpu / baseCpu),
+        formatRatio(cpu / baseCpu),
         Number.isFinite(pg) ? pct(pg) : "-",
-        pct(med(spec, max, (r) => r.loadCpu)),
+        pct(med(name, (r) => r.loadCpu)),
         all.map((r) => r.backends).join("/"),
         String(all.reduce((n, r) => n + r.errors, 0)),
       ]);
     }
   }
   report.table(
-    `HTTP: GET /users (${PAGE} rows as JSON per request), ${LOAD_CONNECTIONS} ` +
-      `keep-alive connections, ${MEASURE_SECONDS} s per run, median of ${ROUNDS} round${
-        ROUNDS === 1 ? "" : "s"
-      }`,
+    `HTTP: GET /users (${PAGE} rows as JSON per request), ${LOAD_CONNECTIONS} keep-alive connections, ${MEASURE_SECONDS} s per run, median of ${ROUNDS} round${plural}`,
     "driver | runtime | pool | req/s | pgpipe vs it | p50 ms | p99 ms | server CPU | server CPU µs/req | pgpipe vs it (CPU/req) | PostgreSQL CPU | load gen CPU | backends | errors",
     rows,
   );
 }
 
-function notesOf(tool: LoadTool): string[] {
-  return [
-    `Load generator: ${describeTool(tool, WRK_THREADS)}, ${LOAD_CONNECTIONS} connections, ` +
-    `${WARMUP_SECONDS} s warm-up then ${MEASURE_SECONDS} s measured, against a fresh server ` +
-    `process per run; rounds rotate which driver starts. Server, load generator and ` +
-    `PostgreSQL share the machine's ${navigator.hardwareConcurrency} cores.`,
-    "Every server runs the same handler (bench/shared/http_app.ts): select 100 users (int, text, timestamptz, bool, numeric, jsonb) by primary key, build an object per row (timestamp to an ISO string, numeric to a number) and answer Response.json. Each server's first answer is checked against the page PostgreSQL itself builds as JSON.",
-    "Server CPU, PostgreSQL CPU (the backends serving the handler) and load gen CPU: CPU time per wall second of each during the measured window (100% = one core). Server CPU µs/req is the server process's CPU time per request: on a shared machine it moves less than req/s, which also depends on how much CPU the server got. Backends: connections running the handler's query at the end of each round (the pool really opened).",
-    "Bun.sql runs in a bun process (Bun.serve, the same handler module); its row compares runtime and driver together. pgpipe and postgres.js run under Deno.serve.",
-    `CPU profile: one more pgpipe round per pool size under deno run --cpu-prof (sampled ` +
-    `every ${PROFILE_INTERVAL_US} µs; not counted in the medians). It covers the main ` +
-    `thread, in samples of wall time while the thread was not idle (so time it waited for a ` +
-    `core counts too, and busy time can exceed the process's CPU time). "(program)" is ` +
-    `native code with no JS frame on the stack; built-ins such as JSON.parse, ` +
-    `JSON.stringify and Date#toISOString are charged to the JS function calling them; GC is ` +
-    `not charged to whoever allocated. "Inclusive" counts every sample with a driver frame ` +
-    `on its stack.`,
-    "The machine is shared with other work: compare ratios within one run.",
-  ];
-}
+const notesOf = (tool: string) => [
+  `Load generator: ${tool}, ${LOAD_CONNECTIONS} connections, ${WARMUP_SECONDS} s warm-up then ${MEASURE_SECONDS} s measured, against a fresh server process per run; rounds rotate which driver starts. Server, load generator and PostgreSQL share the machine's ${navigator.hardwareConcurrency} cores.`,
+  "Every server runs the same handler (bench/shared/http_app.ts): select 100 users (int, text, timestamptz, bool, numeric, jsonb) by primary key, build an object per row (timestamp to an ISO string, numeric to a number) and answer Response.json. Each server's first answer is checked against the page PostgreSQL itself builds as JSON.",
+  "Server CPU, PostgreSQL CPU (the backends serving the handler) and load gen CPU: CPU time per wall second of each during the measured window (100% = one core). Server CPU µs/req is the server process's CPU time per request: on a shared machine it moves less than req/s, which also depends on how much CPU the server got. Backends: connections running the handler's query at the end of each round (the pool really opened).",
+  "Bun.sql runs in a bun process (Bun.serve, the same handler module); its row compares runtime and driver together. pgpipe and postgres.js run under Deno.serve.",
+  `CPU profile: one more pgpipe round per pool size under deno run --cpu-prof (sampled every ${PROFILE_INTERVAL_US} µs; not counted in the medians). It covers the main thread, in samples of wall time while the thread was not idle (so time it waited for a core counts too, and busy time can exceed the process's CPU time). "(program)" is native code with no JS frame on the stack; built-ins such as JSON.parse, JSON.stringify and Date#toISOString are charged to the JS function calling them; GC is not charged to whoever allocated. "Inclusive" counts every sample with a driver frame on its stack.`,
+  "The machine is shared with other work: compare ratios within one run.",
+];
 
-async function main(): Promise<void> {
-  const names = (await suiteDrivers()).map((d) => d.name)
-    .filter((n) => n === "pgpipe" || n === "postgres.js");
-  const specs = names.map(denoServer);
-  const notes: string[] = [];
-  const bun = await findBun(log);
-  if ("path" in bun) {
-    const command = (max: number) => [bun.path, probePath("http_server_bun.ts"), String(max), url];
-    specs.push({ name: "Bun.sql", runtime: `Bun ${bun.version}`, command });
-    log(`Bun ${bun.version} (${bun.path})`);
-  } else {
-    log(bun.skip);
-    notes.push(bun.skip);
-  }
-  const tool = chooseLoadTool();
-  log(`load generator: ${describeTool(tool, WRK_THREADS)}`);
-  try {
-    for (const q of SEED_SQL) await admin.unsafe(q);
-    const expected = await expectedPage();
-    const runs = await rounds(tool, specs, expected);
-    const pgpipe = specs.find((s) => s.name === "pgpipe");
-    const profiles = [];
-    for (const max of pgpipe ? POOLS : []) {
-      profiles.push(await profiled(tool, pgpipe!, max, expected));
-    }
-    const report = new Report("http");
-    results(report, specs, runs);
-    report.tables.push(...profiles.flatMap(profileTables));
-    report.note(...notes, ...notesOf(tool));
-    await report.emit();
-  } finally {
-    await admin.unsafe(`drop table if exists ${USERS_TABLE}`).catch(() => {});
-    await admin.end();
-  }
+const servers = (await suiteDrivers(["pgpipe", "postgres.js"])).map((d) => denoServer(d.name));
+const notes: string[] = [];
+const bun = await findBun(log);
+if ("path" in bun) {
+  const command = (max: number) => [bun.path, probePath("http_server_bun.ts"), String(max), url];
+  servers.push({ name: "Bun.sql", runtime: `Bun ${bun.version}`, command });
+  log(`Bun ${bun.version} (${bun.path})`);
+} else {
+  log(bun.skip);
+  notes.push(bun.skip);
 }
-
-await main();
+const tool = chooseLoadTool();
+log(`load generator: ${describeTool(tool, WRK_THREADS)}`);
+try {
+  for (const q of SEED_SQL) await admin.unsafe(q);
+  const expected = await expectedPage();
+  const runs = await rounds(tool, servers, expected);
+  const pgpipe = servers.find((s) => s.name === "pgpipe");
+  results(servers, runs);
+  for (const max of pgpipe ? POOLS : []) await profiled(tool, pgpipe!, max, expected);
+  report.note(...notes, ...notesOf(describeTool(tool, WRK_THREADS)));
+  await report.emit();
+} finally {
+  await admin.unsafe(`drop table if exists ${USERS_TABLE}`).catch(() => {});
+  await admin.end();
+}

@@ -8,27 +8,24 @@ import { probe } from "../shared/probe.ts";
 import { fmt, mib, Report } from "../shared/report.ts";
 
 const url = benchUrl();
+const report = new Report("memory");
 /** The drivers the probe knows (pglue has no cursor), each imported from where it loaded. */
-const PROBED = ["pgpipe", "postgres.js", "deno-postgres"];
-const drivers = (await suiteDrivers()).filter((d) => PROBED.includes(d.name));
-
-type Probed = Record<string, number>;
+const drivers = await suiteDrivers(["pgpipe", "postgres.js", "deno-postgres"]);
+type Probed = Record<"peakRss" | "retainedPerRow", number>;
 const measure = (kase: string, name: string, specifier: string) =>
   probe<Probed>("memory.ts", [name, kase, url, specifier], { flags: ["--v8-flags=--expose-gc"] });
 const results = new Map<string, { result: Probed; cursor: Probed }>();
-for (const d of drivers) {
-  const result = await measure("result100k", d.name, d.specifier);
-  results.set(d.name, { result, cursor: await measure("cursor1M", d.name, d.specifier) });
+for (const { name, specifier } of drivers) {
+  const result = await measure("result100k", name, specifier);
+  results.set(name, { result, cursor: await measure("cursor1M", name, specifier) });
 }
 
-const report = new Report("memory");
 const ours = results.get("pgpipe");
-for (const [peer, theirs] of results) {
-  if (!ours || peer === "pgpipe") continue;
-  const ratio = (label: string, kind: "result" | "cursor") =>
-    report.ratio(label, peer, theirs[kind].peakRss / ours[kind].peakRss);
-  ratio("peak RSS, 100k-row result (lower is better)", "result");
-  ratio("peak RSS, 1M rows via cursor (lower is better)", "cursor");
+for (const [peer, theirs] of ours ? results : []) {
+  if (peer === "pgpipe") continue;
+  const rss = (kind: "result" | "cursor") => theirs[kind].peakRss / ours![kind].peakRss;
+  report.ratio("peak RSS, 100k-row result (lower is better)", peer, rss("result"));
+  report.ratio("peak RSS, 1M rows via cursor (lower is better)", peer, rss("cursor"));
 }
 report.table(
   "Memory: 4 columns (int, text, float, timestamptz), each case in a fresh process",

@@ -18,10 +18,7 @@ const here = new URL("../../mod.ts", import.meta.url).pathname;
 const receiver = startOtlpReceiver(false);
 
 /** One run of the probe: the rate and the process CPU per query, pipelined and serial. */
-interface Run {
-  pipelined: { qps: number; cpuUs: number };
-  serial: { qps: number; cpuUs: number };
-}
+type Run = Record<"pipelined" | "serial", { qps: number; cpuUs: number }>;
 
 const on = {
   ...otelEnv(receiver),
@@ -33,7 +30,6 @@ const variants = [
   { name: "telemetry on (OTEL_DENO)", mod: here, env: on },
   ...(against === undefined ? [] : [{ name: "other checkout", mod: against, env: {} }]),
 ];
-
 const results = new Map<string, Run[]>(variants.map((v) => [v.name, []]));
 const floors: number[] = [];
 try {
@@ -44,8 +40,10 @@ try {
     );
   });
   for (let r = 0; r < rounds; r++) {
-    const floor = await probe<{ cpuUsPerSpan: number }>("telemetry_floor.ts", quick, { env: on });
-    floors.push(floor.cpuUsPerSpan);
+    floors.push(
+      (await probe<{ cpuUsPerSpan: number }>("telemetry_floor.ts", quick, { env: on }))
+        .cpuUsPerSpan,
+    );
   }
 } finally {
   await receiver.close();
@@ -56,35 +54,26 @@ const med = (name: string, pick: (r: Run) => number) => median(results.get(name)
 const extra = (pick: (r: Run) => number) =>
   med(variants[1].name, pick) - med(variants[0].name, pick);
 const report = new Report("telemetry");
+const KINDS = ["pipelined", "serial"] as const;
+const cells = (
+  name: string,
+  k: typeof KINDS[number],
+) => [fmt(med(name, (r) => r[k].qps), 0), fmt(med(name, (r) => r[k].cpuUs), 2)];
 report.table(
-  `OpenTelemetry's cost: select $1::int on one connection, fresh process per run ` +
-    `(median of ${rounds} rotated rounds; CPU is the whole process's, exporter threads included)`,
+  `OpenTelemetry's cost: select $1::int on one connection, fresh process per run (median of ${rounds} rotated rounds; CPU is the whole process's, exporter threads included)`,
   "pgpipe | pipelined q/s | µs CPU / query | serial q/s | µs CPU / query",
-  variants.map(({ name }) => [
-    name,
-    fmt(med(name, (r) => r.pipelined.qps), 0),
-    fmt(med(name, (r) => r.pipelined.cpuUs), 2),
-    fmt(med(name, (r) => r.serial.qps), 0),
-    fmt(med(name, (r) => r.serial.cpuUs), 2),
-  ]),
+  variants.map(({ name }) => [name, ...KINDS.flatMap((k) => cells(name, k))]),
 );
-const extraCpu = "telemetry on: extra CPU per";
-const what = "query (spans, metrics, export)";
-report.measure(
-  `${extraCpu} pipelined ${what}`,
-  "telemetry off",
-  extra((r) => r.pipelined.cpuUs),
-  "µs",
-);
-report.measure(`${extraCpu} serial ${what}`, "telemetry off", extra((r) => r.serial.cpuUs), "µs");
+for (const k of KINDS) {
+  const label = `telemetry on: extra CPU per ${k} query (spans, metrics, export)`;
+  report.measure(label, "telemetry off", extra((r) => r[k].cpuUs), "µs");
+}
 const floorLabel =
   "Deno's own span + histogram record per query, no database (the floor under the cost)";
 report.measure(floorLabel, "nothing traced", floor, "µs");
+const floorUs = fmt(floor, 2);
 report.note(
-  `The floor: Deno's own OpenTelemetry doing what pgpipe asks of it per query (one client span ` +
-    `with the same attributes, one setAttributes, one histogram record; bench/probes/` +
-    `telemetry_floor.ts), with no database or driver, costs ${fmt(floor, 2)} µs of CPU per ` +
-    `query in this run (median of ${rounds}): the part of the 'on' cost that is the runtime's.`,
+  `The floor: Deno's own OpenTelemetry doing what pgpipe asks of it per query (one client span with the same attributes, one setAttributes, one histogram record; bench/probes/telemetry_floor.ts), with no database or driver, costs ${floorUs} µs of CPU per query in this run (median of ${rounds}): the part of the 'on' cost that is the runtime's.`,
   "Off, a query pays one null check.",
 );
 await report.emit();
