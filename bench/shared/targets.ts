@@ -10,8 +10,11 @@ type Applies = RegExp | ((label: string) => boolean);
 interface Goal {
   suite: string;
   applies: (label: string) => boolean;
-  /** A goal for a suite's TLS twin (its labels end in " (TLS)"); others apply to plaintext only. */
-  tls?: true;
+  /**
+   * A goal for a suite's TLS twin (its labels end in " (TLS)"), or for both twins; others apply
+   * to plaintext only.
+   */
+  tls?: true | "both";
   /** How the goal reads in the report. */
   text: string;
 }
@@ -49,6 +52,11 @@ const ratio = (suite: string, applies: Applies, peer: string, min: number) =>
   goal(suite, applies, { peer, min });
 const limit = (suite: string, applies: Applies, max: number, unit: string) =>
   goal(suite, applies, { max, unit });
+
+/** The same goal for a suite and its TLS twin. */
+const alsoTls = <T extends Goal>(g: T): T => ({ ...g, tls: "both" });
+/** A label of a case on one connection, in either twin. */
+const oneConnection = (cases: string) => new RegExp(`^${cases}, 1 connection( \\(TLS\\))?$`);
 
 const selectN = (label: string) => Number(/^select n=(\d+)$/.exec(label)?.[1] ?? 0);
 
@@ -106,6 +114,43 @@ export const TARGETS: readonly Target[] = [
     .says("bulk read of either bench table (copyTo) >= 2x postgres.js's cursor(1000)"),
   ratio("bulk", /^load .*copy_records_to_table/, "asyncpg", 1)
     .says("bulk load at least asyncpg's copy_records_to_table on the same machine"),
+  alsoTls(
+    ratio(
+      "orm",
+      oneConnection("Drizzle: (50 concurrent selects|200 concurrent inserts)"),
+      "postgres.js",
+      4,
+    )
+      .says(
+        "Drizzle over pgpipe >= 4x Drizzle over postgres.js on 50 concurrent selects and 200 " +
+          "concurrent inserts (one connection; plaintext and TLS)",
+      ),
+  ),
+  alsoTls(
+    ratio(
+      "orm",
+      oneConnection("Drizzle: relational findMany, two nested levels"),
+      "postgres.js",
+      1.1,
+    )
+      .says("Drizzle's relational findMany (two nested levels) >= 1.1x over postgres.js"),
+  ),
+  alsoTls(
+    ratio("orm", oneConnection("Drizzle HTTP: req/s"), "postgres.js", 1.3)
+      .says("a Deno.serve handler answering 100 rows through Drizzle >= 1.3x over postgres.js"),
+  ),
+  alsoTls(
+    ratio(
+      "orm",
+      oneConnection("Kysely, pgpipe's dialect: .*"),
+      "kysely-postgres-js + postgres.js",
+      3,
+    )
+      .says(
+        "Kysely on pgpipe's dialect >= 3x Kysely on kysely-postgres-js over postgres.js " +
+          "(100 concurrent selects, 200 concurrent inserts, one connection)",
+      ),
+  ),
 ];
 
 export const LIMITS: readonly Limit[] = [
@@ -151,17 +196,20 @@ export const LIMITS: readonly Limit[] = [
 /** A figure of a suite's TLS twin: plaintext goals do not apply to it (the issue sets its own). */
 const isTlsLabel = (label: string) => label.endsWith(" (TLS)");
 
+/** Whether a goal applies to a figure of the plaintext suite (tls false) or of its TLS twin. */
+const twins = (g: Goal, tls: boolean) => g.tls === "both" || (g.tls === true) === tls;
+
 /** The limit for a measured amount, if one is set. */
 export function limitFor(suite: string, label: string): Limit | undefined {
   const tls = isTlsLabel(label);
-  return LIMITS.find((t) => t.suite === suite && (t.tls === true) === tls && t.applies(label));
+  return LIMITS.find((t) => t.suite === suite && twins(t, tls) && t.applies(label));
 }
 
 /** The target for a measured ratio, if one is set. */
 export function targetFor(suite: string, label: string, peer: string): Target | undefined {
   const tls = isTlsLabel(label);
   return TARGETS.find((t) =>
-    t.suite === suite && t.peer === peer && (t.tls === true) === tls && t.applies(label)
+    t.suite === suite && t.peer === peer && twins(t, tls) && t.applies(label)
   );
 }
 

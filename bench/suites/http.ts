@@ -15,7 +15,8 @@ import { type CpuProfile, type ProfileSummary, summarizeProfile } from "../share
 import { benchUrl, isQuick } from "../shared/env.ts";
 import { PAGE, SEED_SQL, USERS_TABLE } from "../shared/http_app.ts";
 import { chooseLoadTool, describeTool, type LoadTool, runLoad } from "../shared/loadgen.ts";
-import { denoArgs, kill, probePath } from "../shared/probe.ts";
+import { denoArgs, probePath } from "../shared/probe.ts";
+import { startServer } from "../shared/server.ts";
 import { fmt, formatRatio, pct, Report, type Table, table } from "../shared/report.ts";
 import { median } from "../shared/stats.ts";
 
@@ -53,39 +54,6 @@ function denoServer(name: string): ServerSpec {
       ...denoArgs("http_server.ts", [name, max, url], dir ? profile(dir) : []),
     ],
   };
-}
-
-/**
- * Starts a server, which prints `{"port":N}` once its pool is open (a server, not a probe:
- * it runs until stop() closes its standard input, then shuts down cleanly, else is killed).
- */
-async function startServer(spec: ServerSpec, max: number, profileDir?: string) {
-  const [cmd, ...args] = spec.command(max, profileDir);
-  const child = new Deno.Command(cmd, { args, stdin: "piped", stdout: "piped" }).spawn();
-  const stdin = child.stdin.getWriter();
-  const stop = async () => {
-    await stdin.close().catch(() => {});
-    const timer = setTimeout(() => kill(child), 20_000);
-    await child.status.finally(() => clearTimeout(timer));
-  };
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  const timer = setTimeout(() => lines.cancel().catch(() => {}), 60_000);
-  let text = "";
-  try {
-    for (let r; !text.includes("\n") && !(r = await lines.read()).done;) text += r.value;
-    clearTimeout(timer);
-    // The rest is drained, so a chatty server never blocks on a full pipe.
-    (async () => {
-      while (!(await lines.read()).done) { /* drain */ }
-    })().catch(() => {});
-    const port = JSON.parse(text.split("\n")[0]).port;
-    if (typeof port !== "number") throw new Error(`no port in ${text}`);
-    return { pid: child.pid, port, stop };
-  } catch (e) {
-    clearTimeout(timer);
-    await stop();
-    throw new Error(`${spec.name}: the server did not start: ${(e as Error).message}`);
-  }
 }
 
 /** The client the suite itself uses: seeding, the expected answer, counting backends. */
@@ -140,7 +108,7 @@ async function measure(
   expected: unknown,
   profileDir?: string,
 ) {
-  const server = await startServer(spec, max, profileDir);
+  const server = await startServer(spec.name, spec.command(max, profileDir));
   try {
     await checkAnswer(spec, server.port, expected);
     const target = `http://127.0.0.1:${server.port}/users`;
