@@ -48,6 +48,7 @@ export type {
   Options,
   SocketFunction,
   SocketOptions,
+  SslObjectOption,
   SslOption,
 } from "./src/config/options.ts";
 export type { PasswordSource } from "./src/connection/startup.ts";

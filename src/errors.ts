@@ -275,6 +275,7 @@ export type ConnectionErrorCode =
   | "SSL_FAILED"
   | "AUTH_UNSUPPORTED"
   | "AUTH_FAILED"
+  | "AUTH_REFUSED"
   | "PROTOCOL_VIOLATION"
   | SocketErrorCode;
 

@@ -447,14 +447,18 @@ Deno.test("connect: a server asking for GSSAPI → AUTH_UNSUPPORTED", async () =
   });
 });
 
-Deno.test("connect: a server offering only SCRAM-SHA-256-PLUS → AUTH_UNSUPPORTED", async () => {
+Deno.test("connect: a server offering SCRAM-SHA-256-PLUS without TLS → PROTOCOL_VIOLATION (libpq's rule), nothing sent", async () => {
   await withServer(async (peer) => {
     await peer.startup();
-    await peer.send(auth(10, cstr("SCRAM-SHA-256-PLUS"), cstr("")));
+    await peer.send(auth(10, cstr("SCRAM-SHA-256-PLUS"), cstr("SCRAM-SHA-256"), cstr("")));
     return await peer.closedWithin(3000);
   }, async (server) => {
-    assertConnectionError(await failure(local(server.port)), "AUTH_UNSUPPORTED");
-    assert.equal(await server.results[0], true);
+    const e = assertConnectionError(
+      await failure(local(server.port, { password: "secret" })),
+      "PROTOCOL_VIOLATION",
+    );
+    assert.match(e.message, /SCRAM-SHA-256-PLUS over a connection without TLS/);
+    assert.equal(await server.results[0], true, "the client hung up without answering");
   });
 });
 
@@ -545,7 +549,7 @@ Deno.test("scram: the test's server-side computation reproduces RFC 7677", async
 });
 
 Deno.test("scram: ScramClient follows RFC 7677 (with the empty user name pgpipe sends)", async () => {
-  const client = new ScramClient(RFC.password, RFC.clientNonce);
+  const client = new ScramClient(RFC.password, { nonce: RFC.clientNonce });
   // PostgreSQL takes the user from the startup message; the SCRAM user name is left empty.
   assert.equal(client.start(), `n,,n=,r=${RFC.clientNonce}`);
   const expected = await rfcExpect(`n=,r=${RFC.clientNonce}`);
@@ -559,7 +563,7 @@ Deno.test("scram: ScramClient follows RFC 7677 (with the empty user name pgpipe 
 });
 
 Deno.test("scram: verify() refuses tampered, missing and error server-final messages", async () => {
-  const client = new ScramClient(RFC.password, RFC.clientNonce);
+  const client = new ScramClient(RFC.password, { nonce: RFC.clientNonce });
   assert.throws(() => client.verify(RFC.serverFinal), /signature/, "before respond()");
   await client.respond(RFC.serverFirst);
   const { serverSignature } = await rfcExpect(`n=,r=${RFC.clientNonce}`);
@@ -573,7 +577,7 @@ Deno.test("scram: verify() refuses tampered, missing and error server-final mess
 });
 
 Deno.test("scram: respond() refuses a server nonce that does not extend the client's", async () => {
-  const client = new ScramClient(RFC.password, RFC.clientNonce);
+  const client = new ScramClient(RFC.password, { nonce: RFC.clientNonce });
   await assert.rejects(client.respond("r=somethingElse,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"));
   await assert.rejects(client.respond(`r=${RFC.clientNonce},s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096`));
   await assert.rejects(client.respond(`r=${RFC.clientNonce}x,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=0`));

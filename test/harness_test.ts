@@ -96,7 +96,15 @@ for (const [name, c] of clusters) {
   });
 
   // AuthenticationRequest codes: 0 ok (trust), 3 cleartext, 5 md5, 10 SASL (SCRAM).
-  const expected = { trust: 0, password: 3, md5: 5, scram: 10, sslonly: "E" } as const;
+  const expected = {
+    trust: 0,
+    password: 3,
+    md5: 5,
+    scram: 10,
+    sslonly: "E",
+    cert: "E",
+    certfull: "E",
+  } as const;
   for (const via of ["tcp", "unix"] as const) {
     clusterTest(`${name}: pg_hba methods per user over ${via} without TLS`, c, async (c) => {
       for (const [kind, code] of Object.entries(expected)) {
@@ -132,6 +140,8 @@ for (const [name, c] of clusters) {
       "WHEN rolpassword LIKE 'SCRAM-SHA-256$%' THEN 'scram' ELSE '?' END " +
       "FROM pg_authid WHERE rolname LIKE 'pgpipe%' ORDER BY 1";
     assert.deepEqual((await psql(c, c.users.trust, "", "disable", sql)).split("\n"), [
+      "pgpipe_cert scram",
+      "pgpipe_certfull scram",
       "pgpipe_md5 md5",
       "pgpipe_password scram",
       "pgpipe_scram scram",
@@ -172,6 +182,35 @@ clusterTest("tls: sslonly user gets SCRAM over TLS, is rejected without", tls, a
   await assert.rejects(psql(c, u, u.password + "x", verify), /password authentication failed/);
   await assert.rejects(psql(c, u, u.password, "disable"), /pg_hba.conf rejects connection/);
 });
+
+clusterTest(
+  "tls: psql (libpq) logs in with client certificates: cert alone, and SCRAM with clientcert=verify-full",
+  tls,
+  async (c) => {
+    const certs = c.clientCerts!;
+    const withCert = (name: keyof typeof certs) =>
+      `sslmode=verify-full sslrootcert=${c.caCertPath} sslcert=${certs[name].certPath} ` +
+      `sslkey=${certs[name].keyPath}`;
+    assert.equal(await psql(c, c.users.cert, "", withCert("cert")), c.users.cert.user);
+    await assert.rejects(
+      psql(c, c.users.cert, "", withCert("nobody")),
+      /certificate authentication failed/,
+    );
+    const full = c.users.certfull;
+    assert.equal(await psql(c, full, full.password, withCert("certfull")), full.user);
+    // A certificate for another user: the server hides why ("password authentication failed").
+    await assert.rejects(psql(c, full, full.password, withCert("cert")), /authentication failed/);
+    await assert.rejects(
+      psql(
+        c,
+        full,
+        full.password,
+        `sslmode=verify-full sslrootcert=${c.caCertPath}`,
+      ),
+      /certificate/,
+    );
+  },
+);
 
 clusterTest("plain: sslonly user cannot log in", plainCluster(), async (c) => {
   const u = c.users.sslonly;

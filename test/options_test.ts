@@ -35,14 +35,48 @@ Deno.test("URL: credentials and names are percent-decoded; unknown keys become s
   assert.equal(resolveOptions("postgres://h/d?host=/run/pg").host, "/run/pg");
 });
 
+/** A valid value of each keyword without a default (or whose default is no use here). */
+const VALID: Record<string, string> = {
+  host: "h",
+  port: "5433",
+  hostaddr: "127.0.0.1",
+  passfile: "/nonexistent/pgpass",
+  require_auth: "scram-sha-256,md5",
+  client_encoding: "UTF8",
+  keepalives_idle: "30",
+  sslcert: "/nonexistent/client.crt",
+  sslkey: "/nonexistent/client.key",
+  sslcertmode: "disable", // so neither file above is read
+  sslrootcert: "system",
+  ssl_max_protocol_version: "TLSv1.3",
+  gsslib: "gssapi",
+  scram_client_key: btoa("k".repeat(32)),
+  scram_server_key: btoa("s".repeat(32)),
+  // Refused but for their harmless values (libpq's defaults).
+  keepalives_interval: "0",
+  keepalives_count: "0",
+  tcp_user_timeout: "0",
+  replication: "false",
+  sslcrl: "",
+  sslcrldir: "",
+  sslkeylogfile: "",
+  requirepeer: "",
+  oauth_issuer: "",
+  oauth_client_id: "",
+  oauth_client_secret: "",
+  oauth_scope: "",
+};
+
 Deno.test("keywords: none reaches the server as a setting; the defaults with no source giving any", async () => {
   const rows = Object.entries(KEYWORDS) as [string, Keyword<unknown>][];
   const vars = rows.flatMap(([, row]) => row.env ?? []).concat(
     Object.values(HOST_KEYWORDS).map((h) => h.env),
   );
   await withEnv({ ...Object.fromEntries(vars.map((v) => [v, undefined])), USER: "me" }, () => {
-    const texts: Record<string, string> = { host: "h", port: "5433", sslrootcert: "system" };
+    const texts: Record<string, string> = { ...VALID };
     for (const [name, row] of rows) {
+      // A service needs a file (tested below); `options` is libpq's own startup parameter.
+      if (name === "service" || name === "servicefile" || name === "options") continue;
       texts[name] ??= typeof row.default === "string" ? row.default : "1";
     }
     const query = Object.entries(texts).map(([k, v]) => `${k}=${encodeURIComponent(v)}`);

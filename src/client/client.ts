@@ -6,6 +6,7 @@
 import type { Options, ResolvedOptions } from "../config/options.ts";
 import { resolveOptions } from "../config/resolve.ts";
 import type { HostOptions } from "../config/hosts.ts";
+import type { Endpoint } from "../connection/transport/transport.ts";
 import { type LargeObject, openLargeObject } from "../large_object/large_object.ts";
 import { Listener, type ListenHandle, type NotifyHandler } from "../listen/listen.ts";
 import { clientDecode, queryConfig } from "../query/settings.ts";
@@ -155,16 +156,32 @@ export interface Sql extends SqlTag {
 /** Clients created in this process: numbers each one's pool name in telemetry. */
 let clients = 0;
 
+/** The TLS settings beyond the mode and CA, as the transport takes them. */
+function tlsEndpoint(resolved: ResolvedOptions): Partial<Endpoint> {
+  const { tls } = resolved;
+  return {
+    ...(tls.servername !== undefined ? { servername: tls.servername } : {}),
+    sni: tls.sni,
+    ...(tls.clientCertificate !== undefined ? { clientCertificate: tls.clientCertificate } : {}),
+    minVersion: tls.minVersion,
+    maxVersion: tls.maxVersion,
+    needsServerCertificate: resolved.auth.channelBinding === "require",
+    keepalive: resolved.keepalive,
+  };
+}
+
 /** The options of each connection the pool opens (`decode` is the client's decoding). */
 function connectionOptions(resolved: ResolvedOptions, decode: DecodeOptions): HostOptions {
   return {
     endpoint: {
       host: resolved.host,
       port: resolved.port,
+      ...(resolved.hosts[0].address !== undefined ? { address: resolved.hosts[0].address } : {}),
       sslmode: resolved.sslmode,
       ca: resolved.ca,
       sslnegotiation: resolved.sslnegotiation,
       socket: resolved.socket,
+      ...tlsEndpoint(resolved),
     },
     failure: resolved.failure,
     hosts: {
@@ -175,6 +192,8 @@ function connectionOptions(resolved: ResolvedOptions, decode: DecodeOptions): Ho
     params: resolved.params,
     password: resolved.password,
     protocolMinor: resolved.protocolMinor,
+    protocolMinMinor: resolved.protocolMinMinor,
+    auth: resolved.auth,
     connectTimeout: resolved.connectTimeout,
     maxPipeline: resolved.maxPipeline,
     maxPipelineBytes: resolved.maxPipelineBytes,

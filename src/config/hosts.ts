@@ -125,7 +125,7 @@ function forHost(options: HostOptions, target: HostTarget): ConnectionOptions {
   const { hosts: _hosts, ...base } = options;
   return {
     ...base,
-    endpoint: { ...base.endpoint, host: target.host, port: target.port },
+    endpoint: { ...base.endpoint, host: target.host, port: target.port, address: target.address },
     password: target.password,
   };
 }

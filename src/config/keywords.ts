@@ -1,25 +1,51 @@
 /**
  * The connection keywords: every setting a connection URL's query can give, with where else it
- * comes from and how its value is read. One row per keyword, named as libpq names it (that name
- * is also its URL query key); resolve.ts reads each from the first source that gives it.
+ * comes from and how its value is read (values.ts). One row per keyword, named as libpq names it
+ * (that name is also its URL query key); resolve.ts reads each from the first source that gives
+ * it. Every keyword of libpq 18 has a row: honoured with libpq's meaning, or accepted where its
+ * value asks for nothing pgpipe lacks and refused otherwise, saying why. None is ever sent to the
+ * server as a setting.
  *
  * A URL query key that is not a keyword here is a server setting, sent at startup (postgres.js's
- * rule). To add a keyword: a row in KEYWORDS (a parser beside the others if none fits), its field
- * in `Options` with its docs and what connections need of it in `ResolvedOptions` (options.ts),
+ * rule). To add a keyword: a row in KEYWORDS (a reader in values.ts if none fits), its field in
+ * `Options` with its docs and what connections need of it in `ResolvedOptions` (options.ts),
  * and the line of `resolveOptions` (resolve.ts) that hands it on.
  */
-import { type SslNegotiation, thrownText } from "../connection/transport/transport.ts";
+import type { SslNegotiation } from "../connection/transport/transport.ts";
 import type { PasswordSource } from "../connection/startup.ts";
-import type { Coercion } from "./coercion.ts";
-import type { LoadBalanceHosts, Options, SslOption, TargetSessionAttrs } from "./options.ts";
+import { parseRequireAuth, type RequireAuth } from "../connection/auth_policy.ts";
+import type { LoadBalanceHosts, Options, TargetSessionAttrs } from "./options.ts";
 import { parsePublications } from "./publications.ts";
-import { parseSsl } from "./tls.ts";
+import { parseSsl, sslObject } from "./tls.ts";
+import {
+  addressList,
+  clientEncoding,
+  CONNECT_TIMEOUT,
+  connectTimeout,
+  count,
+  flag,
+  type Given,
+  libpqSwitch,
+  oneOf,
+  positiveInteger,
+  protocolVersion,
+  type Reader,
+  scramKey,
+  seconds,
+  text,
+  TLS_VERSIONS,
+  type TlsVersion,
+  unsupported,
+} from "./values.ts";
+
+export type { Given };
 
 /** One keyword: where each source names it, and how its value is read. */
 export interface Keyword<T> {
   /**
    * Where the options object gives it: a field's name, or a function for aliases and
-   * postgres.js's quirks (undefined and null: not given). Absent: the options object does not.
+   * postgres.js's quirks (undefined and null: not given). Absent: the field of the keyword's own
+   * name.
    */
   readonly option?: keyof Options | ((options: Options) => unknown);
   /** The environment variables that give it, the first set wins. Absent: none does. */
@@ -27,28 +53,7 @@ export interface Keyword<T> {
   /** Its text when no source gives it, read by `parse` like a given text. Absent: undefined. */
   readonly default?: string | (() => string);
   /** Reads a given value, or throws a TypeError that names the keyword. */
-  readonly parse: (value: unknown, given: Given) => T;
-}
-
-/** What a keyword's `parse` is told besides the value. */
-export interface Given {
-  /** The keyword's name, for error messages. */
-  readonly keyword: string;
-  /**
-   * The value is text: from the URL, the environment or the default. Otherwise it is the
-   * options object's own value, of any type.
-   */
-  readonly text: boolean;
-  /** Turns an options object's value into a string without throwing (see Coercion). */
-  readonly coercion: Coercion;
-}
-
-// ---------------------------------------------------------------------------------------------
-// How values are read
-
-/** A string: the options object's other values are converted (see Coercion). */
-function text(value: unknown, given: Given): string {
-  return given.coercion.text(value);
+  readonly parse: Reader<T>;
 }
 
 /** A password, or the options object's function that returns one. */
@@ -56,88 +61,14 @@ function password(value: unknown, given: Given): PasswordSource {
   return typeof value === "function" ? value as PasswordSource : given.coercion.text(value);
 }
 
-/** One of `values`, exactly. */
-function oneOf<const T extends string>(values: readonly T[]): (value: unknown, given: Given) => T {
-  const choices = values.length > 3
-    ? `one of ${values.join(", ")}`
-    : `${values.slice(0, -1).join(", ")} or ${values[values.length - 1]}`;
-  return (value, given) => {
-    if (values.includes(value as T)) return value as T;
-    throw new TypeError(`invalid ${given.keyword} "${value}": use ${choices}`);
-  };
-}
-
-/** A number: text is converted, the options object's value is taken as it is. */
-function numeric(value: unknown, given: Given): number {
-  return given.text ? Number(value) : value as number;
-}
-
-/** An integer of at least 1. */
-function positiveInteger(value: unknown, given: Given): number {
-  const n = numeric(value, given);
-  if (!(Number.isInteger(n) && n >= 1)) {
-    throw new TypeError(`${given.keyword} must be a positive integer`);
-  }
-  return n;
+/** `require_auth`: an empty one is none, as in libpq. */
+function requireAuth(value: unknown, given: Given): RequireAuth | undefined {
+  const t = given.coercion.text(value);
+  return t === "" ? undefined : parseRequireAuth(t);
 }
 
 /** A pool lifetime in seconds (0: none), as milliseconds. */
-function lifetime(value: unknown, given: Given): number {
-  const seconds = numeric(value, given);
-  if (!(seconds >= 0)) {
-    throw new TypeError("idle_timeout and max_lifetime must be numbers of seconds (0: none)");
-  }
-  return Number(seconds) * 1000;
-}
-
-/** Seconds, as milliseconds. */
-function milliseconds(value: unknown, given: Given): number {
-  return numeric(value, given) * 1000;
-}
-
-/** postgres.js's flags: text is true unless it is `false`; an option is taken as it is. */
-function flag(value: unknown, given: Given): boolean {
-  return given.text ? value !== "false" : value as boolean;
-}
-
-/** postgres.js's connect_timeout default (libpq's is none). */
-const CONNECT_TIMEOUT = "30";
-
-/**
- * The connect timeout in ms: numbers and numeric strings are checked now (a
- * bad one throws a TypeError from `postgres()`); an object is converted with
- * `Number()` at each attempt (postgres.js reads it there), never here. An
- * empty text is the default.
- */
-function connectTimeout(value: unknown, given: Given): number | (() => number) {
-  const check = (seconds: number, shown: unknown): number => {
-    if (!(seconds >= 0)) {
-      throw new TypeError(
-        `invalid connect_timeout: ${thrownText(shown)} (use a number of seconds, 0 for none)`,
-      );
-    }
-    return seconds * 1000;
-  };
-  if (given.text) {
-    const text = value === "" ? CONNECT_TIMEOUT : value as string;
-    return check(Number(text), text);
-  }
-  if (typeof value === "number") return check(value, value);
-  if (typeof value === "string") {
-    return check(value.trim() === "" ? NaN : Number(value), JSON.stringify(value));
-  }
-  if (typeof value === "object" || typeof value === "function") {
-    return (): number => {
-      const seconds = Number(value); // the user's valueOf, at each attempt
-      return check(seconds, seconds);
-    };
-  }
-  throw new TypeError(`invalid connect_timeout: a ${typeof value} (use a number of seconds)`);
-}
-
-/** `max_protocol_version`'s values and the minor version each asks for. */
-const PROTOCOL_MINORS = { "3.0": 0, "3.2": 2, latest: 2 } as const;
-const protocolVersion = oneOf(Object.keys(PROTOCOL_MINORS) as (keyof typeof PROTOCOL_MINORS)[]);
+const lifetime = seconds;
 
 /** The publication list as given, and the names it holds. */
 function publications(value: unknown): { list: string; names: string[] } {
@@ -147,6 +78,27 @@ function publications(value: unknown): { list: string; names: string[] } {
   return { list: value, names: parsePublications(value) };
 }
 
+const tlsVersion = oneOf<TlsVersion>(TLS_VERSIONS);
+
+/** libpq's false values of `replication` (anything else asks for a walsender). */
+const NOT_REPLICATION = /^(|0|off|false|no)$/i;
+
+/** Why the keywords pgpipe cannot honour are refused. */
+const WHY = {
+  socketOption: "Deno gives no access to that socket option (the system default applies)",
+  crl: "neither TLS path checks certificate revocation lists (Deno's node:tls parses a CRL " +
+    "and ignores it)",
+  keylog: "neither TLS path can log one connection's keys (Deno's native TLS logs every " +
+    "connection of a process started with the SSLKEYLOGFILE environment variable)",
+  requirepeer: "Deno cannot read a unix socket peer's credentials",
+  oauth: "pgpipe has no OAuth (OAUTHBEARER) client",
+  replication: "pgpipe opens replication connections itself for sql.subscribe(); a pool of " +
+    "walsender connections cannot run its queries",
+  compression: "TLS compression is gone from TLS 1.3 and from both TLS paths",
+  gssenc: "pgpipe has no GSSAPI, so it cannot encrypt with it",
+  certmode: "neither TLS path tells whether the server asked for the client certificate",
+} as const;
+
 // ---------------------------------------------------------------------------------------------
 // The keywords
 
@@ -154,7 +106,7 @@ function publications(value: unknown): { list: string; names: string[] } {
  * `host` and `port`: lists whose entries pair up across sources (a host's own `:port`, one port
  * list for every host), so resolve.ts's `resolveHosts` reads them together instead of as rows of
  * KEYWORDS. They come from the `path`, `host` and `port` options, the URL's `?host=` and
- * `?port=`, the URL's authority, these variables, then these defaults.
+ * `?port=`, the URL's authority, a service file, these variables, then these defaults.
  */
 export const HOST_KEYWORDS = {
   host: { env: "PGHOST", default: "localhost" },
@@ -167,6 +119,10 @@ export const HOST_KEYWORDS = {
  */
 export const KEYWORDS = {
   // libpq's keywords
+  /** The service file section to read (resolve.ts reads it before any other keyword). */
+  service: { env: ["PGSERVICE"], parse: text },
+  /** The service file (libpq 18); else `~/.pg_service.conf`, then `$PGSYSCONFDIR/pg_service.conf`. */
+  servicefile: { env: ["PGSERVICEFILE"], parse: text },
   user: {
     option: (o) => o.user ?? o.username,
     env: ["PGUSER", "USER"],
@@ -177,14 +133,115 @@ export const KEYWORDS = {
   dbname: { option: (o) => o.database ?? o.db, env: ["PGDATABASE"], parse: text },
   /** Without one, the password file, read per host when the server asks (resolve.ts). */
   password: { option: (o) => o.password ?? o.pass, env: ["PGPASSWORD"], parse: password },
-  application_name: {
-    option: "application_name",
-    env: ["PGAPPNAME"],
-    default: "pgpipe",
-    parse: text,
+  /** The password file; without one, `~/.pgpass` (resolve.ts). */
+  passfile: { env: ["PGPASSFILE"], parse: text },
+  require_auth: { env: ["PGREQUIREAUTH"], parse: requireAuth },
+  channel_binding: {
+    env: ["PGCHANNELBINDING"],
+    default: "prefer",
+    parse: oneOf(["disable", "prefer", "require"]),
   },
+  /** One numeric address per host (resolve.ts pairs them). */
+  hostaddr: { env: ["PGHOSTADDR"], parse: addressList },
+  /** Milliseconds; a function when the option is an object read at each attempt. */
+  connect_timeout: {
+    option: (o) => o.connect_timeout === null ? 0 : o.connect_timeout,
+    env: ["PGCONNECT_TIMEOUT"],
+    default: CONNECT_TIMEOUT,
+    parse: connectTimeout,
+  },
+  client_encoding: { env: ["PGCLIENTENCODING"], parse: clientEncoding },
+  /** Command-line options for the server, sent as the `options` startup parameter. */
+  options: { env: ["PGOPTIONS"], parse: text },
+  /** Without one, `fallback_application_name`, then "pgpipe" (resolve.ts). */
+  application_name: { env: ["PGAPPNAME"], parse: text },
+  fallback_application_name: { parse: text },
+  keepalives: { default: "1", parse: libpqSwitch },
+  /** Milliseconds (0: the system's default). */
+  keepalives_idle: { parse: seconds },
+  keepalives_interval: { parse: unsupported(WHY.socketOption, (t) => t === "" || t === "0") },
+  keepalives_count: { parse: unsupported(WHY.socketOption, (t) => t === "" || t === "0") },
+  tcp_user_timeout: { parse: unsupported(WHY.socketOption, (t) => t === "" || t === "0") },
+  replication: { parse: unsupported(WHY.replication, (t) => NOT_REPLICATION.test(t)) },
+  gssencmode: {
+    env: ["PGGSSENCMODE"],
+    default: "disable",
+    parse: (value, given) => {
+      const mode = oneOf(["disable", "prefer", "require"])(value, given);
+      return unsupported(WHY.gssenc, (t) => t !== "require")(mode, given);
+    },
+  },
+  /** The `ssl` option also takes a boolean, or a mode with certificates (tls.ts). */
+  sslmode: {
+    option: "ssl",
+    env: ["PGSSLMODE"],
+    default: "prefer",
+    parse: parseSsl,
+  },
+  sslnegotiation: {
+    option: "sslnegotiation",
+    env: ["PGSSLNEGOTIATION"],
+    default: "postgres",
+    parse: oneOf<SslNegotiation>(["postgres", "direct"]),
+  },
+  sslcompression: {
+    env: ["PGSSLCOMPRESSION"],
+    default: "0",
+    parse: unsupported(WHY.compression, (t) => t === "0"),
+  },
+  /** A file, or the certificate's PEM text (also the `ssl` option's `cert`). */
+  sslcert: { option: (o) => o.sslcert ?? sslObject(o.ssl)?.cert, env: ["PGSSLCERT"], parse: text },
+  /** A file, or the key's PEM text (also the `ssl` option's `key`). */
+  sslkey: { option: (o) => o.sslkey ?? sslObject(o.ssl)?.key, env: ["PGSSLKEY"], parse: text },
+  /** The key's passphrase (also the `ssl` option's `passphrase`). */
+  sslpassword: { option: (o) => o.sslpassword ?? sslObject(o.ssl)?.passphrase, parse: text },
+  sslcertmode: {
+    env: ["PGSSLCERTMODE"],
+    default: "allow",
+    parse: (value, given) => {
+      const mode = oneOf(["disable", "allow", "require"])(value, given);
+      return unsupported(WHY.certmode, (t) => t !== "require")(mode, given) as
+        | "disable"
+        | "allow";
+    },
+  },
+  /** A file of CA certificates, their PEM text, or `system` (the `ssl` option's `ca` gives them). */
+  sslrootcert: { env: ["PGSSLROOTCERT"], parse: text },
+  sslcrl: { env: ["PGSSLCRL"], parse: unsupported(WHY.crl) },
+  sslcrldir: { env: ["PGSSLCRLDIR"], parse: unsupported(WHY.crl) },
+  sslsni: { env: ["PGSSLSNI"], default: "1", parse: libpqSwitch },
+  sslkeylogfile: { parse: unsupported(WHY.keylog) },
+  requirepeer: { env: ["PGREQUIREPEER"], parse: unsupported(WHY.requirepeer) },
+  /** Also the `ssl` option's `minVersion`. */
+  ssl_min_protocol_version: {
+    option: (o) => o.ssl_min_protocol_version ?? sslObject(o.ssl)?.minVersion,
+    env: ["PGSSLMINPROTOCOLVERSION"],
+    default: "TLSv1.2",
+    parse: tlsVersion,
+  },
+  /** Also the `ssl` option's `maxVersion`. */
+  ssl_max_protocol_version: {
+    option: (o) => o.ssl_max_protocol_version ?? sslObject(o.ssl)?.maxVersion,
+    env: ["PGSSLMAXPROTOCOLVERSION"],
+    parse: tlsVersion,
+  },
+  /** Read as the protocol minor version it asks for (0 or 2). */
+  min_protocol_version: {
+    env: ["PGMINPROTOCOLVERSION"],
+    default: "3.0",
+    parse: protocolVersion,
+  },
+  /** Read as the protocol minor version it asks for (0 or 2). */
+  max_protocol_version: {
+    env: ["PGMAXPROTOCOLVERSION"],
+    default: "3.0",
+    parse: protocolVersion,
+  },
+  // GSSAPI's: harmless without GSSAPI (a server that asks for it gets AUTH_UNSUPPORTED).
+  krbsrvname: { env: ["PGKRBSRVNAME"], parse: text },
+  gsslib: { env: ["PGGSSLIB"], parse: oneOf(["gssapi", "sspi"]) },
+  gssdelegation: { env: ["PGGSSDELEGATION"], default: "0", parse: libpqSwitch },
   target_session_attrs: {
-    option: "target_session_attrs",
     env: ["PGTARGETSESSIONATTRS"],
     default: "any",
     parse: oneOf<TargetSessionAttrs>([
@@ -197,61 +254,47 @@ export const KEYWORDS = {
     ]),
   },
   load_balance_hosts: {
-    option: "load_balance_hosts",
     env: ["PGLOADBALANCEHOSTS"],
     default: "disable",
     parse: oneOf<LoadBalanceHosts>(["disable", "random"]),
   },
-  /** Read as the protocol minor version it asks for (0 or 2). */
-  max_protocol_version: {
-    option: "max_protocol_version",
-    env: ["PGMAXPROTOCOLVERSION"],
-    default: "3.0",
-    parse: (value, given) => PROTOCOL_MINORS[protocolVersion(value, given)],
-  },
-  /** The `ssl` option also takes a boolean, or a mode with CA certificates. */
-  sslmode: {
-    option: "ssl",
-    env: ["PGSSLMODE"],
-    default: "prefer",
-    parse: (value) => parseSsl(value as SslOption),
-  },
-  /** A file of CA certificates (the `ssl` option's `ca` gives them instead); `system`: the defaults. */
-  sslrootcert: { env: ["PGSSLROOTCERT"], parse: text },
-  sslnegotiation: {
-    option: "sslnegotiation",
-    env: ["PGSSLNEGOTIATION"],
-    default: "postgres",
-    parse: oneOf<SslNegotiation>(["postgres", "direct"]),
-  },
-  /** Milliseconds; a function when the option is an object read at each attempt. */
-  connect_timeout: {
-    option: (o) => o.connect_timeout === null ? 0 : o.connect_timeout,
-    env: ["PGCONNECT_TIMEOUT"],
-    default: CONNECT_TIMEOUT,
-    parse: connectTimeout,
-  },
+  oauth_issuer: { parse: unsupported(WHY.oauth) },
+  oauth_client_id: { parse: unsupported(WHY.oauth) },
+  oauth_client_secret: { parse: unsupported(WHY.oauth, undefined, { secret: true }) },
+  oauth_scope: { parse: unsupported(WHY.oauth) },
+  scram_client_key: { parse: scramKey },
+  scram_server_key: { parse: scramKey },
 
   // postgres.js's own (times are read as milliseconds)
-  max: { option: "max", default: "10", parse: positiveInteger },
-  max_pipeline: { option: "max_pipeline", default: "1000", parse: positiveInteger },
-  idle_timeout: { option: "idle_timeout", default: "0", parse: lifetime },
+  max: { default: "10", parse: positiveInteger },
+  max_pipeline: { default: "1000", parse: positiveInteger },
+  max_pipeline_bytes: { default: String(16 * 1024 * 1024), parse: positiveInteger },
+  max_queue: { default: "100000", parse: count },
+  max_statements: { default: "1000", parse: count },
+  idle_timeout: { default: "0", parse: lifetime },
   /** Random, 30 to 60 minutes, so connections do not all retire at once. */
   max_lifetime: {
-    option: "max_lifetime",
     default: () => String(60 * (30 + Math.random() * 30)),
     parse: lifetime,
   },
-  query_timeout: { option: "query_timeout", default: "0", parse: milliseconds },
-  fetch_types: { option: "fetch_types", default: "true", parse: flag },
+  query_timeout: { default: "0", parse: seconds },
+  fetch_types: { default: "true", parse: flag },
   prepare: {
     option: (o) => o.prepare ?? (o.no_prepare === true ? false : undefined),
     default: "true",
     parse: flag,
   },
-  force_prepare: { option: "force_prepare", default: "false", parse: flag },
-  publications: { option: "publications", default: "alltables", parse: publications },
+  force_prepare: { default: "false", parse: flag },
+  bigint: { default: "false", parse: flag },
+  publications: { default: "alltables", parse: publications },
 } satisfies Record<string, Keyword<unknown>>;
+
+/** libpq's own keywords (a service file may give only these). */
+export const LIBPQ_KEYWORDS: ReadonlySet<string> = new Set([
+  "host",
+  "port",
+  ...Object.keys(KEYWORDS).slice(0, Object.keys(KEYWORDS).indexOf("max")),
+]);
 
 /** Each keyword's value once read: undefined only for those without a default. */
 export type Settings = {

@@ -7,21 +7,64 @@
 import type { FieldMap, Notification } from "../protocol/backend.ts";
 import type { SslMode, SslNegotiation, UserSocket } from "../connection/transport/transport.ts";
 import type { PasswordSource } from "../connection/startup.ts";
+import type { AuthPolicy } from "../connection/authentication.ts";
+import type { TlsSettings } from "./tls.ts";
 import type { CustomTypes, PostgresType } from "../query/custom_types.ts";
 import type { Transform, Transforms } from "../query/transform.ts";
 import type { Notice } from "../errors.ts";
 import type { TelemetryOptions } from "../telemetry/otel.ts";
 
 /**
- * TLS settings: a mode, or a mode with trusted CA certificates.
+ * TLS settings: a mode (`true` is `require`, `false` is `disable`), or postgres.js's object of
+ * node:tls options. The object's `mode` is pgpipe's; without one it verifies the server fully
+ * (`verify-full`, as node:tls does for postgres.js) unless `rejectUnauthorized` is false
+ * (`require`). PEM values may be strings or bytes. Any other key is refused.
  *
  * @example
  * ```ts
  * import postgres from "jsr:@pgpipe/pgpipe";
- * const sql = postgres({ host: "db.example.com", ssl: { mode: "verify-full", ca: Deno.env.get("DB_CA") } });
+ * const sql = postgres({
+ *   host: "db.example.com",
+ *   ssl: {
+ *     ca: Deno.env.get("DB_CA"),
+ *     cert: Deno.env.get("DB_CLIENT_CERT"),
+ *     key: Deno.env.get("DB_CLIENT_KEY"),
+ *   },
+ * });
  * ```
  */
-export type SslOption = boolean | SslMode | { mode?: SslMode; ca?: string | string[] };
+export type SslOption = boolean | SslMode | SslObjectOption;
+
+/**
+ * The `ssl` option as an object (postgres.js passes it to node:tls; pgpipe honours these keys).
+ *
+ * @example
+ * ```ts
+ * import postgres, { type SslObjectOption } from "jsr:@pgpipe/pgpipe";
+ * const ssl: SslObjectOption = { mode: "verify-ca", ca: Deno.env.get("DB_CA") };
+ * const sql = postgres({ host: "10.0.0.5", ssl });
+ * ```
+ */
+export interface SslObjectOption {
+  /** The sslmode (pgpipe's own key); see {@link SslOption} for the default. */
+  mode?: SslMode;
+  /** CA certificates to trust (PEM), instead of `sslrootcert`. */
+  ca?: string | Uint8Array | (string | Uint8Array)[];
+  /** The client certificate (PEM), as `sslcert`. */
+  cert?: string | Uint8Array;
+  /** The client certificate's private key (PEM), as `sslkey`. */
+  key?: string | Uint8Array;
+  /** The private key's passphrase, as `sslpassword`. */
+  passphrase?: string;
+  /** false: do not verify the server (`require`); true: verify it (`verify-full`). */
+  rejectUnauthorized?: boolean;
+  /** The name to verify the server's certificate against and send as SNI, instead of the host. */
+  servername?: string;
+  /** The lowest TLS version, as `ssl_min_protocol_version` (`TLSv1.2`, `TLSv1.3`). */
+  minVersion?: string;
+  /** The highest TLS version, as `ssl_max_protocol_version`. */
+  maxVersion?: string;
+}
 
 /**
  * What the `socket` option's function is called with: the configuration (in
@@ -145,6 +188,93 @@ export interface Options {
    * never falls back to plain). Default: `PGSSLNEGOTIATION` or `postgres` (an SSLRequest first).
    */
   sslnegotiation?: SslNegotiation;
+  /**
+   * libpq's `sslrootcert`: a file of CA certificates, their PEM text, or `system` (the default
+   * roots). The `ssl` option's `ca` wins over it. Default: `PGSSLROOTCERT`, else
+   * `~/.postgresql/root.crt` when it exists.
+   */
+  sslrootcert?: string;
+  /**
+   * libpq's `sslcert`: the client certificate, a file or its PEM text (also `ssl.cert`).
+   * Default: `PGSSLCERT`, else `~/.postgresql/postgresql.crt` when it exists.
+   */
+  sslcert?: string;
+  /**
+   * libpq's `sslkey`: the client certificate's private key, a file (no access for group or
+   * others) or its PEM text; PKCS#1, SEC1 or PKCS#8, encrypted or not (also `ssl.key`).
+   * Default: `PGSSLKEY`, else `~/.postgresql/postgresql.key`.
+   */
+  sslkey?: string;
+  /** libpq's `sslpassword`: the passphrase of an encrypted `sslkey` (also `ssl.passphrase`). */
+  sslpassword?: string;
+  /**
+   * libpq's `sslcertmode`: `allow` sends the client certificate when there is one; `disable`
+   * never does. (`require` is refused: no TLS path says whether the server asked for one.)
+   * Default: `PGSSLCERTMODE` or `allow`.
+   */
+  sslcertmode?: "disable" | "allow";
+  /** libpq's `sslsni`: 0 or false sends no server name (SNI). Default: `PGSSLSNI` or 1. */
+  sslsni?: boolean | 0 | 1;
+  /** The lowest TLS version: `TLSv1.2` or `TLSv1.3` (`TLSv1`, `TLSv1.1` mean 1.2). Default `TLSv1.2`. */
+  ssl_min_protocol_version?: "TLSv1" | "TLSv1.1" | "TLSv1.2" | "TLSv1.3";
+  /** The highest TLS version: `TLSv1.2` or `TLSv1.3`. Default: none (1.3). */
+  ssl_max_protocol_version?: "TLSv1.2" | "TLSv1.3";
+  /**
+   * libpq's `channel_binding`: `prefer` binds SCRAM to the TLS connection
+   * (SCRAM-SHA-256-PLUS) when it can; `require` refuses any authentication that is not bound,
+   * so a server that is not the one you meant never gets a password or proof; `disable`.
+   * Default: `PGCHANNELBINDING` or `prefer`.
+   */
+  channel_binding?: "disable" | "prefer" | "require";
+  /**
+   * libpq's `require_auth`: the methods the server may ask for (`password`, `md5`,
+   * `scram-sha-256`, `gss`, `sspi`, `oauth`, `none`), comma-separated, or those it may not
+   * (`!md5,!password`). A server asking for another gets nothing: AUTH_REFUSED.
+   * Default: `PGREQUIREAUTH`, else any.
+   */
+  require_auth?: string;
+  /**
+   * libpq's `scram_client_key` and `scram_server_key` (base64): SCRAM proves the client and
+   * checks the server with these keys instead of deriving them from a password.
+   */
+  scram_client_key?: string;
+  /** See `scram_client_key`. */
+  scram_server_key?: string;
+  /**
+   * libpq's `hostaddr`: numeric addresses, one per host, to connect to without looking the host
+   * names up; TLS still verifies (and the password file matches) the host name.
+   * Default: `PGHOSTADDR`.
+   */
+  hostaddr?: string | string[];
+  /** A section of the connection service file to read settings from. Default: `PGSERVICE`. */
+  service?: string;
+  /** The service file. Default: `PGSERVICEFILE`, else `~/.pg_service.conf`. */
+  servicefile?: string;
+  /** The password file. Default: `PGPASSFILE`, else `~/.pgpass`. */
+  passfile?: string;
+  /** libpq's `options`: command-line options for the server (`-c search_path=app`). Default: `PGOPTIONS`. */
+  options?: string;
+  /** UTF8 (or `auto`): the only encoding pgpipe reads and writes. Default: `PGCLIENTENCODING`. */
+  client_encoding?: string;
+  /** The application_name when none is given. */
+  fallback_application_name?: string;
+  /** TCP keep-alive probes: true/1 (the default) or false/0. */
+  keepalives?: boolean | 0 | 1;
+  /** Seconds of silence before the first keep-alive probe (0: the system's default). */
+  keepalives_idle?: number;
+  /** libpq's `gssencmode`: `disable` or `prefer` (pgpipe has no GSSAPI; `require` is refused). */
+  gssencmode?: "disable" | "prefer";
+  /** libpq's `krbsrvname` (no effect: pgpipe has no GSSAPI). */
+  krbsrvname?: string;
+  /** libpq's `gsslib` (no effect: pgpipe has no GSSAPI). */
+  gsslib?: "gssapi" | "sspi";
+  /** libpq's `gssdelegation` (no effect: pgpipe has no GSSAPI). */
+  gssdelegation?: boolean | 0 | 1;
+  /**
+   * The oldest protocol version the server may answer with: `3.0`, or `3.2` (`latest`), which
+   * refuses a server before 18. Default: `PGMINPROTOCOLVERSION` or `3.0`.
+   */
+  min_protocol_version?: "3.0" | "3.2" | "latest";
   /** Most connections; each pipelines, and a query goes to the least busy. Default 10. */
   max?: number;
   /** Seconds a connection may stay idle before it is closed (0: never). Default 0. */
@@ -268,6 +398,8 @@ export type LoadBalanceHosts = NonNullable<Options["load_balance_hosts"]>;
 export interface HostTarget {
   host: string;
   port: number;
+  /** The numeric address to connect to instead of looking `host` up (libpq's `hostaddr`). */
+  address?: string;
   password: PasswordSource;
 }
 
@@ -295,9 +427,17 @@ export interface ResolvedOptions {
   loadBalanceHosts: LoadBalanceHosts;
   /** The protocol minor version to ask for (0 or 2), from `max_protocol_version`. */
   protocolMinor: number;
+  /** The lowest protocol minor version the server may answer with, `min_protocol_version`. */
+  protocolMinMinor: number;
   sslmode: SslMode;
   ca?: string[];
   sslnegotiation: SslNegotiation;
+  /** The rest of the TLS settings (client certificate, SNI, versions). */
+  tls: TlsSettings;
+  /** What the server may authenticate the client with. */
+  auth: AuthPolicy;
+  /** TCP keep-alive: on or off, and the idle time before the first probe (ms; absent: the system's). */
+  keepalive: { enabled: boolean; idleMs?: number };
   max: number;
   idleTimeout: number;
   maxLifetime: number;

@@ -1,5 +1,5 @@
 /**
- * The password file libpq reads: `~/.pgpass` or `PGPASSFILE`, lines of
+ * The password file libpq reads: `passfile` (or `PGPASSFILE`), else `~/.pgpass`, lines of
  * `hostname:port:database:username:password` with `*` wildcards and `\\`
  * escapes. Like libpq it is ignored when group or others can read it, and,
  * without `--allow-read`/`--allow-env`, it is simply absent.
@@ -44,10 +44,16 @@ export function matchPgpass(text: string, target: PgpassTarget): string | undefi
   return undefined;
 }
 
-/** Reads the password file and returns the matching password, or undefined. */
-export async function readPgpass(target: PgpassTarget): Promise<string | undefined> {
+/**
+ * Reads the password file (`passfile`, else `~/.pgpass`) and returns the matching password, or
+ * undefined.
+ */
+export async function readPgpass(
+  target: PgpassTarget,
+  passfile?: string,
+): Promise<string | undefined> {
   const home = env("HOME");
-  const path = env("PGPASSFILE") ?? (home ? `${home}/.pgpass` : undefined);
+  const path = passfile ?? (home ? `${home}/.pgpass` : undefined);
   if (path === undefined) return undefined;
   try {
     const info = await Deno.stat(path);

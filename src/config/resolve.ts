@@ -1,6 +1,7 @@
 /**
  * Resolution: each setting from the first source that gives it. The precedence, as in libpq and
- * postgres.js: the options object, then the URL, then `PG*` environment variables, then defaults.
+ * postgres.js: the options object, then the URL, then the service file's section (service.ts),
+ * then `PG*` environment variables, then defaults.
  * The sources are weighed here and nowhere else; keywords.ts says what each keyword is called in
  * each source and how its value is read.
  *
@@ -22,29 +23,54 @@ import {
   pickPort,
   plainHosts,
 } from "./host_list.ts";
-import { HOST_KEYWORDS, isKeyword, type Keyword, KEYWORDS, type Settings } from "./keywords.ts";
+import {
+  HOST_KEYWORDS,
+  isKeyword,
+  type Keyword,
+  KEYWORDS,
+  LIBPQ_KEYWORDS,
+  type Settings,
+} from "./keywords.ts";
 import type { HostTarget, Options, ResolvedOptions } from "./options.ts";
 import { readPgpass } from "./pgpass.ts";
+import { readService } from "./service.ts";
+import { isConninfo, parseConninfo } from "./conninfo.ts";
 import { tlsSettings } from "./tls.ts";
 import { type ParsedUrl, parseUrl, urlText } from "./url.ts";
 
-/** Applies options, URL, environment and defaults. */
+/** The sources after the options object, in order, for one keyword: its text, if one gives it. */
+interface TextSources {
+  url: ParsedUrl;
+  /** The service file's section, when a service is named. */
+  service?: ReadonlyMap<string, string>;
+}
+
+/** Applies options, URL, service file, environment and defaults. */
 export function resolveOptions(url: string | undefined, options: Options = {}): ResolvedOptions {
-  const parsed: ParsedUrl = url === undefined ? { hosts: [], query: new Map() } : parseUrl(url);
+  const parsed: ParsedUrl = url === undefined
+    ? { hosts: [], query: new Map() }
+    : isConninfo(url)
+    ? parseConninfo(url, isKeyword)
+    : parseUrl(url);
   const coercion = new Coercion();
-  const entries = resolveHosts(options, parsed, coercion);
-  const keywords = readKeywords(options, parsed, coercion);
+  const sources: TextSources = { url: parsed, service: service(options, parsed, coercion) };
+  const keywords = readKeywords(options, sources, coercion);
+  const entries = resolveHosts(options, sources, keywords.hostaddr, coercion);
   const { user, password } = keywords;
   const database = keywords.dbname ?? user; // libpq's default: the user's name
-  const hosts: HostTarget[] = entries.map(({ host, port }) => ({
+  const passfile = keywords.passfile;
+  const hosts: HostTarget[] = entries.map(({ host, port, address }) => ({
     host,
     port,
+    ...(address !== undefined ? { address } : {}),
     // Read only if the server asks for a password, as libpq does; per host, as libpq does.
-    password: password ?? (() => readPgpass({ host, port, database, user }) as Promise<string>),
+    password: password ??
+      (() => readPgpass({ host, port, database, user }, passfile) as Promise<string>),
   }));
-  const tls = tlsSettings(keywords.sslmode, keywords.sslrootcert, keywords.sslnegotiation);
+  const tls = tlsSettings(keywords);
   const params = serverSettings(keywords, database, parsed, options.connection, coercion);
   checkHooks(options);
+  checkCombinations(keywords, tls.sslmode);
   const socket = bindSocket(options, hosts, database, user, tls.sslmode);
   const first = hosts[0];
   return {
@@ -60,9 +86,27 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     targetSessionAttrs: keywords.target_session_attrs,
     loadBalanceHosts: keywords.load_balance_hosts,
     protocolMinor: keywords.max_protocol_version,
+    protocolMinMinor: keywords.min_protocol_version,
     sslmode: tls.sslmode,
     ca: tls.ca,
     sslnegotiation: tls.sslnegotiation,
+    tls,
+    auth: {
+      channelBinding: keywords.channel_binding,
+      ...(keywords.require_auth !== undefined ? { requireAuth: keywords.require_auth } : {}),
+      ...(keywords.scram_client_key !== undefined && keywords.scram_server_key !== undefined
+        ? {
+          scramKeys: {
+            clientKey: keywords.scram_client_key,
+            serverKey: keywords.scram_server_key,
+          },
+        }
+        : {}),
+    },
+    keepalive: {
+      enabled: keywords.keepalives,
+      ...(keywords.keepalives_idle ? { idleMs: keywords.keepalives_idle } : {}),
+    },
     max: keywords.max,
     idleTimeout: keywords.idle_timeout,
     maxLifetime: keywords.max_lifetime,
@@ -70,14 +114,14 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     debug: typeof options.debug === "function" ? options.debug : undefined,
     debugStacks: options.debug !== undefined && options.debug !== false,
     queryTimeout: keywords.query_timeout,
-    maxQueue: options.max_queue ?? 100_000,
+    maxQueue: keywords.max_queue,
     connectTimeout: keywords.connect_timeout,
     prepare: keywords.prepare,
     forcePrepare: keywords.prepare && keywords.force_prepare,
     maxPipeline: keywords.max_pipeline,
-    maxPipelineBytes: options.max_pipeline_bytes ?? 16 * 1024 * 1024,
-    maxStatements: options.max_statements ?? 1000,
-    bigint: options.bigint ?? false,
+    maxPipelineBytes: keywords.max_pipeline_bytes,
+    maxStatements: keywords.max_statements,
+    bigint: keywords.bigint,
     transform: normalizeTransform(options.transform),
     types: customTypes(options.types),
     params,
@@ -91,18 +135,57 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
 }
 
 /**
+ * The service file's section the `service` keyword names (from the options, the URL or
+ * `PGSERVICE`), or undefined when none is named.
+ */
+function service(
+  options: Options,
+  url: ParsedUrl,
+  co: Coercion,
+): ReadonlyMap<string, string> | undefined {
+  const name = co.optional(options.service) ?? urlText(url, "service") ??
+    firstEnv(KEYWORDS.service.env);
+  if (name === undefined || name === "") return undefined;
+  const file = co.optional(options.servicefile) ?? urlText(url, "servicefile") ??
+    firstEnv(KEYWORDS.servicefile.env);
+  return readService(name, file, (key) => LIBPQ_KEYWORDS.has(key));
+}
+
+/** Refuses keywords that each are valid but cannot hold together. */
+function checkCombinations(k: Settings, sslmode: string): void {
+  if (k.min_protocol_version > k.max_protocol_version) {
+    throw new TypeError(
+      `min_protocol_version 3.${k.min_protocol_version} is above max_protocol_version ` +
+        `3.${k.max_protocol_version}`,
+    );
+  }
+  if (k.channel_binding === "require" && sslmode === "disable") {
+    throw new TypeError("channel_binding=require needs TLS, and sslmode is disable");
+  }
+  if (k.channel_binding === "require" && k.require_auth?.allowed.has("scram-sha-256") === false) {
+    throw new TypeError(
+      `channel_binding=require needs SCRAM, which require_auth=${k.require_auth.text} does not allow`,
+    );
+  }
+  if ((k.scram_client_key === undefined) !== (k.scram_server_key === undefined)) {
+    throw new TypeError("scram_client_key and scram_server_key must be given together");
+  }
+}
+
+/**
  * Each keyword of KEYWORDS, in order, from the first source that gives it: the options object,
  * then the URL, then the environment, then its default.
  */
-function readKeywords(options: Options, url: ParsedUrl, coercion: Coercion): Settings {
+function readKeywords(options: Options, sources: TextSources, coercion: Coercion): Settings {
   const out: Record<string, unknown> = {};
   for (const [keyword, row] of Object.entries(KEYWORDS) as [string, Keyword<unknown>][]) {
-    const option = fromOptions(options, row);
+    const option = fromOptions(options, keyword, row);
     if (option !== undefined && option !== null) {
       out[keyword] = row.parse(option, { keyword, text: false, coercion });
       continue;
     }
-    const text = urlText(url, keyword) ?? firstEnv(row.env ?? []) ??
+    const text = urlText(sources.url, keyword) ?? sources.service?.get(keyword) ??
+      firstEnv(row.env ?? []) ??
       (typeof row.default === "function" ? row.default() : row.default);
     out[keyword] = text === undefined
       ? undefined
@@ -112,40 +195,48 @@ function readKeywords(options: Options, url: ParsedUrl, coercion: Coercion): Set
 }
 
 /** What the options object gives for a keyword (undefined and null: nothing). */
-function fromOptions(options: Options, row: Keyword<unknown>): unknown {
+function fromOptions(options: Options, keyword: string, row: Keyword<unknown>): unknown {
   if (typeof row.option === "function") return row.option(options);
-  return row.option === undefined ? undefined : options[row.option];
+  return (options as Record<string, unknown>)[row.option ?? keyword];
 }
 
 /**
- * The hosts to try and their ports. Hosts come from the first of: `path`,
- * `host`, the URL's `?host=`, the URL's authority, `PGHOST`, localhost. A
- * port list (`port` option, `?port=`) applies over every host; else a host's
- * own `:port`, then the URL's ports, `PGPORT`, 5432. A list holds one port
- * for all hosts or one per host.
+ * The hosts to try, their ports and addresses. Hosts come from the first of: `path`, `host`, the
+ * URL's `?host=`, the URL's authority, the service file, `PGHOST`, localhost. A port list (`port`
+ * option, `?port=`) applies over every host; else a host's own `:port`, then the URL's ports,
+ * the service file's, `PGPORT`, 5432. A list holds one port for all hosts or one per host.
+ * `hostaddr` gives one address per host; with no host given, each address is its own host.
  */
 function resolveHosts(
   options: Options,
-  parsed: ParsedUrl,
+  sources: TextSources,
+  hostaddr: string[] | undefined,
   co: Coercion,
-): { host: string; port: number }[] {
+): { host: string; port: number; address?: string }[] {
+  const { url: parsed, service } = sources;
   const q = parsed.query;
   const urlHosts = parsed.hosts.some((h) => h.host !== undefined) ? parsed.hosts : undefined;
-  const pgHost = env(HOST_KEYWORDS.host.env);
+  const listed = service?.get("host") ?? env(HOST_KEYWORDS.host.env);
   const path = co.optional(options.path);
   const host = options.host === undefined || options.host === null
     ? undefined
     : Array.isArray(options.host)
     ? options.host.map((h) => co.text(h))
     : co.text(options.host);
-  const entries: HostEntry[] = path !== undefined
+  const given: HostEntry[] | undefined = path !== undefined
     ? [{ host: path }]
     : host !== undefined
     ? optionHosts(host)
     : q.get("host")
     ? plainHosts(q.get("host")!)
-    : urlHosts ?? (pgHost ? plainHosts(pgHost) : [{}]);
+    : urlHosts ?? (listed ? plainHosts(listed) : undefined);
+  // libpq: addresses alone name the hosts; else there is one address per host.
+  const entries: HostEntry[] = given ??
+    (hostaddr !== undefined ? hostaddr.map((a) => ({ host: a || undefined })) : [{}]);
   const n = entries.length;
+  if (hostaddr !== undefined && hostaddr.length !== n) {
+    throw new TypeError(`hostaddr gives ${hostaddr.length} addresses for ${n} hosts`);
+  }
   const explicit: (number | undefined)[] | undefined = options.port !== undefined
     ? (Array.isArray(options.port) ? options.port : [options.port])
     : q.get("port")
@@ -156,16 +247,20 @@ function resolveHosts(
       (parsed.hosts.length === 1 || parsed.hosts.length === n)
     ? parsed.hosts.map((h) => h.port)
     : undefined;
-  const pgPort = env(HOST_KEYWORDS.port.env);
-  const envPorts = pgPort ? parsePortList(pgPort) : undefined;
+  const portText = service?.get("port") ?? env(HOST_KEYWORDS.port.env);
+  const textPorts = portText ? parsePortList(portText) : undefined;
   return entries.map((entry, i) => {
     let port = explicit !== undefined ? pickPort(explicit, i, n, "the port option") : undefined;
     port ??= entry.port;
     if (port === undefined && urlPorts !== undefined) port = pickPort(urlPorts, i, n, "the URL");
-    if (port === undefined && envPorts !== undefined) port = pickPort(envPorts, i, n, "PGPORT");
+    if (port === undefined && textPorts !== undefined) {
+      port = pickPort(textPorts, i, n, service?.has("port") ? "the service file" : "PGPORT");
+    }
+    const address = hostaddr?.[i] || undefined;
     return {
       host: entry.host ?? HOST_KEYWORDS.host.default,
       port: port === undefined ? HOST_KEYWORDS.port.default : checkPort(port),
+      ...(address !== undefined ? { address } : {}),
     };
   });
 }
@@ -184,9 +279,13 @@ function serverSettings(
   const params: Record<string, string> = {
     user: keywords.user,
     database,
-    application_name: keywords.application_name,
+    application_name: keywords.application_name ?? keywords.fallback_application_name ?? "pgpipe",
     client_encoding: "UTF8",
     DateStyle: "ISO, MDY",
+    // libpq's `options`: the server's command-line options, its own startup parameter.
+    ...(keywords.options !== undefined && keywords.options !== ""
+      ? { options: keywords.options }
+      : {}),
   };
   for (const [key, value] of url.query) if (!isKeyword(key)) params[key] = value;
   for (const [key, value] of Object.entries(connection ?? {})) {

@@ -1,15 +1,42 @@
 /**
- * The TLS keywords: `sslmode` (the `ssl` option: a mode, a boolean, or a mode with CA
- * certificates), `sslrootcert` and `sslnegotiation`, and the rules that tie them together.
+ * The TLS keywords: `sslmode` (the `ssl` option: a mode, a boolean, or postgres.js's object of
+ * node:tls options), `sslrootcert`, `sslnegotiation`, the client certificate (client_cert.ts),
+ * `sslsni` and the protocol version bounds, and the rules that tie them together. Files are read
+ * here, in `postgres()`, so a missing or unreadable one fails at once.
  */
+import * as crypto from "node:crypto";
 import type { SslMode, SslNegotiation } from "../connection/transport/transport.ts";
-import type { SslOption } from "./options.ts";
+import {
+  type ClientCertificate,
+  clientCertificate,
+  postgresqlDir,
+  readPem,
+} from "./client_cert.ts";
+import { TLS_VERSIONS, type TlsVersion } from "./values.ts";
 
-/** The sslmode and the CA certificates given with it (the `ssl` option's `ca`). */
+/** The `ssl` option as an object, its values as strings. */
+export interface SslObject {
+  mode?: SslMode;
+  ca?: string[];
+  cert?: string;
+  key?: string;
+  passphrase?: string;
+  rejectUnauthorized?: boolean;
+  servername?: string;
+  minVersion?: string;
+  maxVersion?: string;
+}
+
+/** The sslmode and what the `ssl` option's object gives with it. */
 export interface SslSetting {
   mode: SslMode;
   ca?: string[];
+  /** The `ssl` object's `servername`: the name TLS verifies and sends (SNI). */
+  servername?: string;
 }
+
+/** The TLS versions both of pgpipe's TLS paths speak. */
+export type SpokenTlsVersion = "TLSv1.2" | "TLSv1.3";
 
 /** The TLS settings a connection needs. */
 export interface TlsSettings {
@@ -17,6 +44,15 @@ export interface TlsSettings {
   /** The CA certificates to trust, when not the default roots. */
   ca?: string[];
   sslnegotiation: SslNegotiation;
+  /** The client certificate and its key (PEM, decrypted), when one is to be sent. */
+  clientCertificate?: ClientCertificate;
+  /** The name TLS verifies and sends as SNI, when not the host's (the `ssl` object's `servername`). */
+  servername?: string;
+  /** Whether to send the host name as SNI (libpq's `sslsni`). */
+  sni: boolean;
+  /** The TLS versions allowed, lowest and highest. */
+  minVersion: SpokenTlsVersion;
+  maxVersion: SpokenTlsVersion;
 }
 
 const SSL_MODES: readonly SslMode[] = [
@@ -28,47 +64,225 @@ const SSL_MODES: readonly SslMode[] = [
   "verify-full",
 ];
 
-/** The `ssl` option, or an sslmode's text: `true` is `require`, `false` is `disable`. */
-export function parseSsl(value: SslOption | string): SslSetting {
-  if (value === true) return { mode: "require" };
-  if (value === false) return { mode: "disable" };
-  if (typeof value === "string") {
-    if (!SSL_MODES.includes(value as SslMode)) {
-      throw new TypeError(`invalid sslmode "${value}": use one of ${SSL_MODES.join(", ")}`);
-    }
-    return { mode: value as SslMode };
+/** The `ssl` object's keys pgpipe honours; any other is refused, never ignored. */
+const SSL_KEYS = new Set([
+  "mode",
+  "ca",
+  "cert",
+  "key",
+  "passphrase",
+  "rejectUnauthorized",
+  "servername",
+  "minVersion",
+  "maxVersion",
+]);
+
+function checkMode(value: unknown, what: string): SslMode {
+  if (!SSL_MODES.includes(value as SslMode)) {
+    throw new TypeError(
+      `invalid ${what} ${JSON.stringify(value)}: use one of ${SSL_MODES.join(", ")}`,
+    );
   }
-  const ca = value.ca === undefined ? undefined : Array.isArray(value.ca) ? value.ca : [value.ca];
-  return { mode: value.mode ?? (ca ? "verify-full" : "require"), ca };
+  return value as SslMode;
+}
+
+/** A PEM value of the `ssl` object: a string, or bytes (a Buffer from readFileSync). */
+function pemText(value: unknown, key: string): string {
+  if (typeof value === "string") return value;
+  if (value instanceof Uint8Array) return new TextDecoder().decode(value);
+  throw new TypeError(`ssl.${key} must be PEM text (a string or bytes); got ${typeof value}`);
+}
+
+function optionalString(value: unknown, key: string): string | undefined {
+  if (value === undefined || typeof value === "string") return value;
+  throw new TypeError(`ssl.${key} must be a string; got ${typeof value}`);
 }
 
 /**
- * The TLS settings from the three keywords: the `sslrootcert` file is read here (unless the `ssl`
- * option gave certificates), and `sslnegotiation=direct` is refused with a mode that may go plain.
+ * The `ssl` option's object with its values checked, or undefined when the option is not an
+ * object. A key pgpipe cannot honour (`ciphers`, `checkServerIdentity`, ...) is refused.
  */
-export function tlsSettings(
-  ssl: SslSetting,
-  rootCert: string | undefined,
-  sslnegotiation: SslNegotiation,
-): TlsSettings {
-  let ca = ssl.ca;
-  // As libpq: no file is read for a connection that never encrypts, and `system` means the
-  // default roots (which the native TLS path trusts anyway).
-  if (
-    rootCert !== undefined && rootCert !== "system" && ca === undefined && ssl.mode !== "disable"
-  ) {
-    try {
-      ca = [Deno.readTextFileSync(rootCert)];
-    } catch (e) {
-      const hint = e instanceof Deno.errors.NotCapable ? ` (grant --allow-read=${rootCert})` : "";
-      throw new TypeError(`cannot read sslrootcert ${rootCert}: ${(e as Error).message}${hint}`);
+export function sslObject(value: unknown): SslObject | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  for (const key of Object.keys(value)) {
+    if (!SSL_KEYS.has(key)) {
+      throw new TypeError(
+        `ssl.${key} is not supported: the ssl option takes ${[...SSL_KEYS].join(", ")}`,
+      );
     }
   }
-  if (sslnegotiation === "direct" && !/^(require|verify-ca|verify-full)$/.test(ssl.mode)) {
-    // libpq's rule: direct TLS never falls back to plain, so a mode that allows plain is refused.
+  const o = value as Record<string, unknown>;
+  const ca = o.ca === undefined
+    ? undefined
+    : (Array.isArray(o.ca) ? o.ca : [o.ca]).map((c) => pemText(c, "ca"));
+  if (o.rejectUnauthorized !== undefined && typeof o.rejectUnauthorized !== "boolean") {
     throw new TypeError(
-      `sslnegotiation=direct needs sslmode require, verify-ca or verify-full, not ${ssl.mode}`,
+      `ssl.rejectUnauthorized must be a boolean; got ${typeof o.rejectUnauthorized}`,
     );
   }
-  return { sslmode: ssl.mode, ca, sslnegotiation };
+  return {
+    ...(o.mode !== undefined ? { mode: checkMode(o.mode, "ssl.mode") } : {}),
+    ...(ca !== undefined ? { ca } : {}),
+    ...(o.cert !== undefined ? { cert: pemText(o.cert, "cert") } : {}),
+    ...(o.key !== undefined ? { key: pemText(o.key, "key") } : {}),
+    ...(o.passphrase !== undefined
+      ? { passphrase: optionalString(o.passphrase, "passphrase") }
+      : {}),
+    ...(o.rejectUnauthorized !== undefined ? { rejectUnauthorized: o.rejectUnauthorized } : {}),
+    ...(o.servername !== undefined
+      ? { servername: optionalString(o.servername, "servername") }
+      : {}),
+    ...(o.minVersion !== undefined
+      ? { minVersion: optionalString(o.minVersion, "minVersion") }
+      : {}),
+    ...(o.maxVersion !== undefined
+      ? { maxVersion: optionalString(o.maxVersion, "maxVersion") }
+      : {}),
+  };
+}
+
+/**
+ * The `ssl` option, or an sslmode's text: `true` is `require`, `false` is `disable`. An object
+ * without a `mode` verifies the server fully, as node:tls does for postgres.js, unless its
+ * `rejectUnauthorized` is false (then `require`).
+ */
+export function parseSsl(value: unknown): SslSetting {
+  if (value === true) return { mode: "require" };
+  if (value === false) return { mode: "disable" };
+  if (typeof value === "string") return { mode: checkMode(value, "sslmode") };
+  if (typeof value !== "object" || value === null) {
+    throw new TypeError(`ssl must be a boolean, an sslmode or an object; got ${typeof value}`);
+  }
+  const o = sslObject(value)!;
+  const verifying = o.mode === "verify-ca" || o.mode === "verify-full";
+  if (o.rejectUnauthorized === false && verifying) {
+    throw new TypeError(`ssl.rejectUnauthorized false contradicts ssl.mode ${o.mode}`);
+  }
+  if (o.rejectUnauthorized === true && o.mode !== undefined && !verifying) {
+    throw new TypeError(
+      `ssl.rejectUnauthorized true contradicts ssl.mode ${o.mode} (use verify-ca or verify-full)`,
+    );
+  }
+  const mode = o.mode ?? (o.rejectUnauthorized === false ? "require" : "verify-full");
+  return {
+    mode,
+    ...(o.ca !== undefined ? { ca: o.ca } : {}),
+    ...(o.servername !== undefined ? { servername: o.servername } : {}),
+  };
+}
+
+/** What tlsSettings reads. */
+export interface TlsKeywords {
+  sslmode: SslSetting;
+  sslrootcert?: string;
+  sslnegotiation: SslNegotiation;
+  sslcert?: string;
+  sslkey?: string;
+  sslpassword?: string;
+  sslcertmode: "disable" | "allow";
+  sslsni: boolean;
+  ssl_min_protocol_version: TlsVersion;
+  ssl_max_protocol_version?: TlsVersion;
+}
+
+/**
+ * `pems` with every certificate in them parsed, so a file or text that holds none, or a broken
+ * one, fails `postgres()` instead of every handshake.
+ */
+function checkCertificates(pems: string[], what: string): string[] {
+  for (const pem of pems) {
+    const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g);
+    if (blocks === null) throw new TypeError(`${what} holds no PEM certificate`);
+    for (const block of blocks) {
+      try {
+        new crypto.X509Certificate(block);
+      } catch {
+        throw new TypeError(`${what} holds a certificate that cannot be read`);
+      }
+    }
+  }
+  return pems;
+}
+
+/** The trusted CAs: the `ssl` object's, else `sslrootcert`'s (a file, PEM text or `system`). */
+function rootCertificates(k: TlsKeywords): string[] | undefined {
+  if (k.sslmode.ca !== undefined) return checkCertificates(k.sslmode.ca, "ssl.ca");
+  // As libpq: `system` means the default roots (which the native TLS path trusts anyway).
+  if (k.sslrootcert === "system") return undefined;
+  if (k.sslrootcert !== undefined) {
+    return checkCertificates([readPem(k.sslrootcert, "sslrootcert")], "sslrootcert");
+  }
+  // libpq's default file, used when it exists (then require verifies the chain, as in libpq).
+  const dir = postgresqlDir();
+  if (dir !== undefined) {
+    const crl = `${dir}/root.crl`;
+    if (exists(crl)) {
+      throw new TypeError(
+        `${crl} exists, and pgpipe cannot check revocation lists: move it away, or set ` +
+          "sslrootcert to choose the CAs explicitly",
+      );
+    }
+    const root = `${dir}/root.crt`;
+    if (exists(root)) return checkCertificates([readPem(root, "sslrootcert")], root);
+  }
+  return undefined;
+}
+
+/** Whether a file exists (false without the permission to look). */
+function exists(path: string): boolean {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch {
+    return false;
+  }
+}
+
+/** The TLS version bounds: both TLS paths speak 1.2 and 1.3, so lower minimums mean 1.2. */
+function versions(
+  min: TlsVersion,
+  max: TlsVersion | undefined,
+): { minVersion: SpokenTlsVersion; maxVersion: SpokenTlsVersion } {
+  const rank = (v: TlsVersion) => TLS_VERSIONS.indexOf(v);
+  if (max !== undefined && rank(max) < rank("TLSv1.2")) {
+    throw new TypeError(
+      `ssl_max_protocol_version=${max} is not supported: pgpipe's TLS paths speak TLS 1.2 and 1.3 only`,
+    );
+  }
+  if (max !== undefined && rank(min) > rank(max)) {
+    throw new TypeError(
+      `invalid TLS version range: ssl_min_protocol_version ${min} is above ssl_max_protocol_version ${max}`,
+    );
+  }
+  return {
+    minVersion: min === "TLSv1.3" ? "TLSv1.3" : "TLSv1.2",
+    maxVersion: max === "TLSv1.2" ? "TLSv1.2" : "TLSv1.3",
+  };
+}
+
+/**
+ * The TLS settings from the keywords. Nothing is read for a connection that never encrypts
+ * (sslmode `disable`), as in libpq; `sslnegotiation=direct` is refused with a mode that may go
+ * plain.
+ */
+export function tlsSettings(k: TlsKeywords): TlsSettings {
+  const mode = k.sslmode.mode;
+  if (k.sslnegotiation === "direct" && !/^(require|verify-ca|verify-full)$/.test(mode)) {
+    // libpq's rule: direct TLS never falls back to plain, so a mode that allows plain is refused.
+    throw new TypeError(
+      `sslnegotiation=direct needs sslmode require, verify-ca or verify-full, not ${mode}`,
+    );
+  }
+  const bounds = versions(k.ssl_min_protocol_version, k.ssl_max_protocol_version);
+  const base = { sslmode: mode, sslnegotiation: k.sslnegotiation, sni: k.sslsni, ...bounds };
+  if (mode === "disable") return base;
+  const ca = rootCertificates(k);
+  const certificate = k.sslcertmode === "disable"
+    ? undefined
+    : clientCertificate(k.sslcert, k.sslkey, k.sslpassword);
+  return {
+    ...base,
+    ...(ca !== undefined ? { ca } : {}),
+    ...(certificate !== undefined ? { clientCertificate: certificate } : {}),
+    ...(k.sslmode.servername !== undefined ? { servername: k.sslmode.servername } : {}),
+  };
 }

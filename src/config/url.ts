@@ -33,7 +33,12 @@ function decode(s: string): string {
  */
 export function parseUrl(url: string): ParsedUrl {
   const match = /^postgres(?:ql)?:\/\/([^/?#]*)([^?#]*)(?:\?([^#]*))?/.exec(url);
-  if (!match) throw new TypeError("connection URL must start with postgres:// or postgresql://");
+  if (!match) {
+    throw new TypeError(
+      "connection URL must start with postgres:// or postgresql:// " +
+        "(or be libpq's keyword=value string)",
+    );
+  }
   const [, authority, path, search] = match;
   const out: ParsedUrl = { hosts: [], query: new Map() };
   let hosts = authority;

@@ -26,6 +26,7 @@ import type { DecodeOptions } from "../types/text_decoders.ts";
 import type { EncodeContext, PipelineRequest, RequestIO } from "./requests/request.ts";
 import type { ConnectionState } from "./requests/request.ts";
 import { type PasswordSource, startup, type StartupIO } from "./startup.ts";
+import type { AuthPolicy } from "./authentication.ts";
 import { StatementCache } from "./statement.ts";
 import { mayBeCancelRequest, sendCancel, StrayCancels } from "./cancel.ts";
 import { openTransport } from "./transport/connect.ts";
@@ -46,6 +47,10 @@ export interface ConnectionOptions extends ServerHooks {
   password: PasswordSource;
   /** The protocol minor version to ask for: 0 (3.0) or 2 (3.2, PostgreSQL 18's longer cancel key). */
   protocolMinor?: number;
+  /** The lowest protocol minor version the server may answer with (`min_protocol_version`). */
+  protocolMinMinor?: number;
+  /** What the server may authenticate the client with (`require_auth`, `channel_binding`). */
+  auth?: AuthPolicy;
   /**
    * Milliseconds allowed for connect, TLS and startup; 0 for no limit. A
    * function is called at each attempt (the `connect_timeout` option is read
@@ -234,12 +239,11 @@ export class Connection implements EncodeContext {
     this.#opened = true;
     if (signal.aborted) this.#transport.close();
     options.onstage?.("transport", this.#transport.tls !== null);
-    const result = await startup(
-      this.#startupIO(),
-      options.params,
-      options.password,
-      options.protocolMinor,
-    );
+    const result = await startup(this.#startupIO(), options.params, options.password, {
+      minor: options.protocolMinor,
+      minMinor: options.protocolMinMinor,
+      auth: options.auth,
+    });
     this.pid = result.pid;
     this.secret = result.secret;
     this.cancelKey = result.key;
@@ -307,6 +311,8 @@ export class Connection implements EncodeContext {
         this.#authenticated = true;
       },
       serverVerified: this.#transport.verified,
+      encrypted: this.#transport.tls !== null,
+      serverCertificate: this.#transport.serverCertificate,
       next: async () => {
         while (!framer.next()) {
           const n = await transport().read(framer.space());

@@ -49,7 +49,10 @@ export async function withSslFallback<T>(
   } catch (e) {
     const retryPlain = mode === "prefer" && e instanceof ConnectionError &&
       e.code === "SSL_FAILED";
-    const retryTls = mode === "allow" && e instanceof PostgresError;
+    // allow: the server refused the plain attempt, or the client did (channel_binding=require
+    // cannot bind without TLS; nothing was sent): TLS may do.
+    const retryTls = mode === "allow" &&
+      (e instanceof PostgresError || (e instanceof ConnectionError && e.code === "AUTH_REFUSED"));
     // A user's socket is plain under prefer and allow (see openTransport): nothing to retry.
     if ((!retryPlain && !retryTls) || endpoint.socket !== undefined) throw e;
     return await attempt(retryTls);

@@ -1,53 +1,43 @@
 /**
- * The startup conversation: StartupMessage, authentication (cleartext, MD5,
- * SCRAM-SHA-256), then ParameterStatus and BackendKeyData until ReadyForQuery.
+ * The startup conversation: StartupMessage, authentication (authentication.ts answers the
+ * server's requests under the client's policy), then ParameterStatus and BackendKeyData until
+ * ReadyForQuery.
  *
- * Queries need not wait for ReadyForQuery: the server reads them only after
- * it, so they may ride in the same write as the last authentication message
- * (`StartupIO.ride`). Behind a password that is the password message. Behind
- * SCRAM it is the client-final message, but only when TLS already proved the
- * server's identity; otherwise the server's SCRAM signature must be checked
- * first (an impostor would see the queries), so they go as soon as it is.
+ * Queries need not wait for ReadyForQuery: the server reads them only after it, so they may ride
+ * in the same write as the last authentication message (`AuthIO.ride`).
  */
 import { Auth, Backend, cstrEnd, fields, i32, utf8 } from "../protocol/backend.ts";
 import * as fe from "../protocol/frontend.ts";
-import { md5Password } from "../protocol/md5.ts";
-import { ScramClient, ScramError } from "../protocol/scram.ts";
-import type { Writer } from "../protocol/writer.ts";
 import { ConnectionError, PostgresError } from "../errors.ts";
+import {
+  Authenticator,
+  type AuthIO,
+  type AuthPolicy,
+  type PasswordSource,
+} from "./authentication.ts";
 
-/**
- * A password, or a function that supplies one when the server asks.
- *
- * @example
- * ```ts
- * import postgres from "jsr:@pgpipe/pgpipe";
- * const sql = postgres({ password: async () => (await fetch("https://vault.internal/pg")).text() });
- * ```
- */
-export type PasswordSource = string | (() => string | Promise<string>) | undefined;
+export type { PasswordSource };
 
 /** What the startup exchange needs from the connection. */
-export interface StartupIO {
-  /** The writer to encode outgoing messages into (flush swaps it for a spare). */
-  writer(): Writer;
-  /** Sends what is in the writer. */
-  flush(): Promise<void>;
+export interface StartupIO extends AuthIO {
   /** Waits for the next message; its body is `buf[start, end)`. */
   next(): Promise<{ type: number; buf: Uint8Array; start: number; end: number }>;
   /** A ParameterStatus arrived. */
   parameter(name: string, value: string): void;
   /** A NoticeResponse arrived. */
   notice(fields: Record<string, string>): void;
-  /**
-   * Authentication is about to end: what the writer holds is the last message the server
-   * needs, so queries waiting for this connection may be encoded behind it.
-   */
-  ride(): void;
   /** AuthenticationOk arrived: the server accepted the credentials. */
   authenticated(): void;
-  /** Whether TLS verified the server's identity (a chain and host name check passed). */
-  readonly serverVerified: boolean;
+}
+
+/** The protocol versions to ask for and accept, and the authentication policy. */
+export interface StartupOptions {
+  /** The minor version to ask for: 0 (3.0) or 2 (3.2), `max_protocol_version`. */
+  minor?: number;
+  /** The lowest minor version the server may answer with, `min_protocol_version`. */
+  minMinor?: number;
+  /** `require_auth`, `channel_binding` and SCRAM keys. */
+  auth?: AuthPolicy;
 }
 
 /** What the server told us during startup. */
@@ -67,28 +57,6 @@ const PROTOCOL_3_0 = 0x30000;
 /** Protocol 3.2 lets the server send a cancel key of up to 256 bytes. */
 const MAX_CANCEL_KEY = 256;
 
-async function resolvePassword(source: PasswordSource, method: string): Promise<string> {
-  let value: unknown = source;
-  if (typeof source === "function") {
-    try {
-      value = await source();
-    } catch (e) {
-      throw new ConnectionError(
-        "AUTH_FAILED",
-        `the password function failed: ${(e as Error)?.message ?? e}`,
-        { cause: e },
-      );
-    }
-  }
-  if (typeof value !== "string") {
-    throw new ConnectionError(
-      "AUTH_FAILED",
-      `the server asked for a password (${method}) but none was given`,
-    );
-  }
-  return value;
-}
-
 function violation(message: string): ConnectionError {
   return new ConnectionError("PROTOCOL_VIOLATION", message);
 }
@@ -103,6 +71,7 @@ function negotiate(
   start: number,
   end: number,
   asked: number,
+  lowest: number,
   again: boolean,
 ): number {
   if (again) throw violation("NegotiateProtocolVersion sent twice");
@@ -128,6 +97,12 @@ function negotiate(
         `instead of the 3.${asked} asked for`,
     );
   }
+  if (minor < lowest) {
+    throw new ConnectionError(
+      "PROTOCOL_VIOLATION",
+      `the server speaks protocol 3.${minor}, below min_protocol_version 3.${lowest}`,
+    );
+  }
   return minor;
 }
 
@@ -139,11 +114,12 @@ export async function startup(
   io: StartupIO,
   params: Record<string, string>,
   password: PasswordSource,
-  minor = 0,
+  options: StartupOptions = {},
 ): Promise<StartupResult> {
+  const minor = options.minor ?? 0;
   fe.startup(io.writer(), params, minor);
   await io.flush();
-  let scram: ScramClient | null = null;
+  const auth = new Authenticator(io, params.user, password, options.auth);
   let authenticated = false;
   let negotiated = false;
   const result: StartupResult = { pid: 0, secret: 0, key: new Uint8Array(4), minor };
@@ -155,69 +131,10 @@ export async function startup(
         if (authenticated) throw violation("authentication request after authentication succeeded");
         const code = i32(buf, start);
         if (code === Auth.Ok) {
-          if (scram !== null) throw violation("authentication ended before SCRAM completed");
+          auth.ok();
           authenticated = true;
           io.authenticated();
-        } else if (code === Auth.CleartextPassword) {
-          fe.password(io.writer(), await resolvePassword(password, "cleartext"));
-          io.ride();
-          await io.flush();
-        } else if (code === Auth.MD5Password) {
-          if (end - start < 8) throw violation("MD5 request without salt");
-          const pw = await resolvePassword(password, "md5");
-          fe.password(io.writer(), md5Password(params.user, pw, buf.slice(start + 4, start + 8)));
-          io.ride();
-          await io.flush();
-        } else if (code === Auth.SASL) {
-          const mechanisms: string[] = [];
-          for (let at = start + 4; at < end && buf[at] !== 0;) {
-            const stop = cstrEnd(buf, at, end);
-            mechanisms.push(utf8(buf, at, stop));
-            at = stop + 1;
-          }
-          if (!mechanisms.includes("SCRAM-SHA-256")) {
-            throw new ConnectionError(
-              "AUTH_UNSUPPORTED",
-              `the server offers SASL mechanisms ${
-                mechanisms.join(", ")
-              }; pgpipe supports SCRAM-SHA-256`,
-            );
-          }
-          scram = new ScramClient(await resolvePassword(password, "scram-sha-256"));
-          fe.saslInitialResponse(io.writer(), "SCRAM-SHA-256", scram.start());
-          await io.flush();
-        } else if (code === Auth.SASLContinue) {
-          if (scram === null) throw violation("SASLContinue without SASL");
-          try {
-            fe.saslResponse(io.writer(), await scram.respond(utf8(buf, start + 4, end)));
-          } catch (e) {
-            throw new ConnectionError("AUTH_FAILED", (e as Error).message, { cause: e });
-          }
-          if (io.serverVerified) io.ride();
-          await io.flush();
-        } else if (code === Auth.SASLFinal) {
-          if (scram === null) throw violation("SASLFinal without SASL");
-          try {
-            scram.verify(utf8(buf, start + 4, end));
-          } catch (e) {
-            const message = e instanceof ScramError ? e.message : String(e);
-            throw new ConnectionError("AUTH_FAILED", message, { cause: e });
-          }
-          scram = null;
-          if (!io.serverVerified) {
-            // The server proved it knows the password: now queries may go.
-            io.ride();
-            await io.flush();
-          }
-        } else {
-          const names: Record<number, string> = { 2: "Kerberos V5", 7: "GSSAPI", 9: "SSPI" };
-          throw new ConnectionError(
-            "AUTH_UNSUPPORTED",
-            `the server requires ${
-              names[code] ?? `authentication method ${code}`
-            }, which pgpipe does not support`,
-          );
-        }
+        } else await auth.request(code, buf, start, end);
         break;
       }
       case Backend.ErrorResponse:
@@ -244,7 +161,7 @@ export async function startup(
         break;
       }
       case Backend.NegotiateProtocolVersion:
-        result.minor = negotiate(buf, start, end, result.minor, negotiated);
+        result.minor = negotiate(buf, start, end, result.minor, options.minMinor ?? 0, negotiated);
         negotiated = true;
         break;
       case Backend.ReadyForQuery:

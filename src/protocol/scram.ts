@@ -1,9 +1,15 @@
 /**
- * SCRAM-SHA-256 (RFC 5802, RFC 7677) client steps, on Web Crypto only.
+ * SCRAM-SHA-256 and SCRAM-SHA-256-PLUS (RFC 5802, RFC 7677, RFC 5929's tls-server-end-point)
+ * client steps, on Web Crypto only.
  *
  * Usage: `start()` gives the client-first message; `respond(serverFirst)` the
  * client-final message; `verify(serverFinal)` checks the server's signature,
  * which proves the server knew the password too.
+ *
+ * The GS2 header's flag says what the client does about channel binding: `p` binds to the
+ * server certificate's hash (the -PLUS mechanism), `y` says the client could bind but the server
+ * offered no -PLUS mechanism (a server that did offer one then refuses the exchange: a
+ * downgrade), and `n` says the client cannot bind on this connection.
  */
 
 const encoder = new TextEncoder();
@@ -126,24 +132,64 @@ async function derive(password: Uint8Array, salt: string, iterations: number): P
   return { clientKey, storedKey, serverKey: await hmac(salted, "Server Key") };
 }
 
-/** One SCRAM-SHA-256 exchange for one password. */
+/**
+ * What a SCRAM exchange does about channel binding: `n`, the client cannot bind on this
+ * connection; `y`, it could but the server offered no -PLUS mechanism; `p`, SCRAM-SHA-256-PLUS
+ * bound with tls-server-end-point to `data`, the hash of the server's certificate.
+ */
+export type ChannelBinding =
+  | { flag: "n" }
+  | { flag: "y" }
+  | { flag: "p"; data: Uint8Array };
+
+/** The client key and server key given instead of a password (libpq's `scram_client_key`). */
+export interface ScramKeyPair {
+  clientKey: Uint8Array;
+  serverKey: Uint8Array;
+}
+
+/** What the client proves itself with: a password, or the keys derived from it. */
+export type ScramSecret = string | ScramKeyPair;
+
+/** The keys of a given key pair: the stored key is the client key's hash (RFC 5802 §3). */
+async function givenKeys(pair: ScramKeyPair): Promise<ScramKeys> {
+  const storedKey = new Uint8Array(
+    await crypto.subtle.digest("SHA-256", pair.clientKey as Uint8Array<ArrayBuffer>),
+  );
+  return { clientKey: pair.clientKey, storedKey, serverKey: pair.serverKey };
+}
+
+/** One SCRAM-SHA-256 exchange for one password (or key pair). */
 export class ScramClient {
-  #password: string;
+  #secret: ScramSecret;
   #nonce: string;
+  #gs2: string;
+  #binding: Uint8Array;
   #clientFirstBare: string;
   #serverSignature: Uint8Array | null = null;
 
-  /** `nonce` is for tests; by default 18 random bytes are used. */
-  constructor(password: string, nonce?: string) {
-    this.#password = password;
-    this.#nonce = nonce ?? base64(crypto.getRandomValues(new Uint8Array(18)));
+  /**
+   * `binding` defaults to `n` (no channel binding); `nonce` is for tests (by default 18 random
+   * bytes are used).
+   */
+  constructor(secret: ScramSecret, options: { binding?: ChannelBinding; nonce?: string } = {}) {
+    this.#secret = secret;
+    this.#nonce = options.nonce ?? base64(crypto.getRandomValues(new Uint8Array(18)));
+    const binding = options.binding ?? { flag: "n" };
+    this.#gs2 = binding.flag === "p" ? "p=tls-server-end-point,," : `${binding.flag},,`;
+    this.#binding = binding.flag === "p" ? binding.data : new Uint8Array(0);
     // The user name is taken from the startup message, so it is left empty here.
     this.#clientFirstBare = `n=,r=${this.#nonce}`;
   }
 
-  /** The client-first message (no channel binding). */
+  /** The SASL mechanism this exchange runs: SCRAM-SHA-256, or -PLUS when it binds. */
+  get mechanism(): string {
+    return this.#gs2.startsWith("p") ? "SCRAM-SHA-256-PLUS" : "SCRAM-SHA-256";
+  }
+
+  /** The client-first message. */
   start(): string {
-    return `n,,${this.#clientFirstBare}`;
+    return `${this.#gs2}${this.#clientFirstBare}`;
   }
 
   /** Computes the client-final message from the server-first message. */
@@ -158,8 +204,15 @@ export class ScramClient {
     if (!salt || !Number.isInteger(iterations) || iterations < 1) {
       throw new ScramError("SCRAM server-first message is malformed");
     }
-    const { clientKey, storedKey, serverKey } = await keysFor(this.#password, salt, iterations);
-    const withoutProof = `c=biws,r=${nonce}`;
+    const { clientKey, storedKey, serverKey } = typeof this.#secret === "string"
+      ? await keysFor(this.#secret, salt, iterations)
+      : await givenKeys(this.#secret);
+    // c=: the GS2 header again, with the channel binding data after it when binding.
+    const header = encoder.encode(this.#gs2);
+    const cbind = new Uint8Array(header.length + this.#binding.length);
+    cbind.set(header);
+    cbind.set(this.#binding, header.length);
+    const withoutProof = `c=${base64(cbind)},r=${nonce}`;
     const authMessage = `${this.#clientFirstBare},${serverFirst},${withoutProof}`;
     const clientSignature = await hmac(storedKey, authMessage);
     this.#serverSignature = await hmac(serverKey, authMessage);

@@ -18,8 +18,23 @@ export interface ClusterInfo {
   ssl: boolean;
   caCertPath?: string;
   caCert?: string;
+  /** The folder of the TLS cluster's certificates (server.crt, server.key: what a pooler may reuse). */
+  certDir?: string;
   otherCaCert?: string;
-  users: { trust: TestUser; password: TestUser; md5: TestUser; scram: TestUser; sslonly: TestUser };
+  /**
+   * Client certificates the server's CA signed (TLS clusters): for `users.cert` (pg_hba `cert`),
+   * for `users.certfull` (SCRAM with `clientcert=verify-full`), and one whose CN names no user.
+   */
+  clientCerts?: Record<"cert" | "certfull" | "nobody", { certPath: string; keyPath: string }>;
+  users: {
+    trust: TestUser;
+    password: TestUser;
+    md5: TestUser;
+    scram: TestUser;
+    sslonly: TestUser;
+    cert: TestUser;
+    certfull: TestUser;
+  };
   version: number;
 }
 
@@ -133,7 +148,25 @@ subjectKeyIdentifier = hash
 authorityKeyIdentifier = keyid
 `;
 
-/** Writes ca.crt, server.crt, server.key and other-ca.crt into dir (ECDSA P-256: fast). */
+// A client certificate: its CN is the user name the server matches (pg_hba `cert`).
+const CLIENT_EXT = `basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature
+extendedKeyUsage = clientAuth
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+`;
+
+/** The client certificates made for a TLS cluster: file stem and the CN (the user) it names. */
+const CLIENT_CERTS = {
+  cert: "pgpipe_cert",
+  certfull: "pgpipe_certfull",
+  nobody: "pgpipe_nobody",
+} as const;
+
+/**
+ * Writes ca.crt, server.crt, server.key, other-ca.crt and a client certificate and key per
+ * CLIENT_CERTS (client-<name>.crt/.key) into dir (ECDSA P-256: fast).
+ */
 async function makeCerts(dir: string): Promise<void> {
   const ssl = (...args: string[]) => run("openssl", args, { cwd: dir });
   const newKey = (name: string, cn: string) => [
@@ -154,6 +187,22 @@ async function makeCerts(dir: string): Promise<void> {
   await ssl("x509", ...csr, ...signer, ...serial, ...days);
   // The server refuses a key file readable by group/others.
   await Deno.chmod(join(dir, "server.key"), 0o600);
+  await Deno.writeTextFile(join(dir, "client.ext"), CLIENT_EXT);
+  await Promise.all(
+    Object.entries(CLIENT_CERTS).map(async ([name, cn]) => {
+      const stem = `client-${name}`;
+      await ssl("req", "-new", ...newKey(stem, cn), "-out", `${stem}.csr`);
+      await ssl(
+        "x509",
+        ...["-req", "-in", `${stem}.csr`, "-out", `${stem}.crt`],
+        ...["-CA", "ca.crt", "-CAkey", "ca.key", "-extfile", "client.ext"],
+        ...["-set_serial", `0x2${randomHex(8)}`],
+        ...days,
+      );
+      // libpq's rule, which pgpipe keeps: a key file no one but its owner may read.
+      await Deno.chmod(join(dir, `${stem}.key`), 0o600);
+    }),
+  );
 }
 
 const USER_NAMES = {
@@ -162,6 +211,8 @@ const USER_NAMES = {
   md5: "pgpipe_md5",
   scram: "pgpipe_scram",
   sslonly: "pgpipe_sslonly",
+  cert: CLIENT_CERTS.cert,
+  certfull: CLIENT_CERTS.certfull,
 } as const;
 
 type Users = ClusterInfo["users"];
@@ -175,6 +226,8 @@ function makeUsers(): Users {
     md5: mk(USER_NAMES.md5),
     scram: mk(USER_NAMES.scram),
     sslonly: mk(USER_NAMES.sslonly),
+    cert: mk(USER_NAMES.cert),
+    certfull: mk(USER_NAMES.certfull),
   };
 }
 
@@ -196,6 +249,8 @@ function setupSql(u: Users): string {
     "SET password_encryption = 'scram-sha-256';",
     role(u.scram, "CREATEDB"),
     role(u.sslonly, "CREATEDB"),
+    role(u.cert, "CREATEDB"),
+    role(u.certfull, "CREATEDB"),
     "SELECT current_setting('server_version_num');",
   ].join("\n");
 }
@@ -214,6 +269,16 @@ function hbaConf(ssl: boolean, replication: boolean): string {
   add("local", USER_NAMES.sslonly, "reject");
   add("hostnossl", USER_NAMES.sslonly, "reject");
   if (ssl) add("hostssl", USER_NAMES.sslonly, "scram-sha-256");
+  // Client certificates: the certificate alone (its CN is the user), or SCRAM and a certificate
+  // whose CN is the user (clientcert=verify-full).
+  for (const user of [USER_NAMES.cert, USER_NAMES.certfull]) {
+    add("local", user, "reject");
+    add("hostnossl", user, "reject");
+  }
+  if (ssl) {
+    add("hostssl", USER_NAMES.cert, "cert");
+    add("hostssl", USER_NAMES.certfull, "scram-sha-256 clientcert=verify-full");
+  }
   const methods: [string, string][] = [
     [USER_NAMES.password, "password"],
     [USER_NAMES.md5, "md5"],
@@ -255,6 +320,8 @@ function serverConf(
   if (ssl) {
     conf.ssl_cert_file = join(certDir, "server.crt");
     conf.ssl_key_file = join(certDir, "server.key");
+    // The CA that signs client certificates (pg_hba `cert`, `clientcert=`).
+    conf.ssl_ca_file = join(certDir, "ca.crt");
   }
   const lines = Object.entries(conf).map(([k, v]) =>
     `${k} = ${typeof v === "number" ? v : lit(v)}`
@@ -403,8 +470,15 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     };
     if (ssl) {
       info.caCertPath = join(certDir, "ca.crt");
+      info.certDir = certDir;
       info.caCert = await Deno.readTextFile(info.caCertPath);
       info.otherCaCert = await Deno.readTextFile(join(certDir, "other-ca.crt"));
+      info.clientCerts = Object.fromEntries(
+        Object.keys(CLIENT_CERTS).map((name) => [name, {
+          certPath: join(certDir, `client-${name}.crt`),
+          keyPath: join(certDir, `client-${name}.key`),
+        }]),
+      ) as ClusterInfo["clientCerts"];
     }
     const halt = async () => {
       await run(pgCtl, ["-D", dataDir, "-m", "fast", "-w", "-t", "30", "stop"], {

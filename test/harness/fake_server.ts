@@ -124,14 +124,21 @@ export interface FrontendMessage {
   body: Uint8Array;
 }
 
+/** What a Peer reads and writes: a Deno.Conn, or a TLS socket adapted to its three methods. */
+export interface PeerConn {
+  read(p: Uint8Array): Promise<number | null>;
+  write(p: Uint8Array): Promise<number>;
+  close(): void;
+}
+
 /** The server side of one client connection, with buffered reads. */
 export class Peer {
-  readonly conn: Deno.Conn;
+  readonly conn: PeerConn;
   #buf = new Uint8Array(4096);
   #read = 0;
   #filled = 0;
 
-  constructor(conn: Deno.Conn) {
+  constructor(conn: PeerConn) {
     this.conn = conn;
   }
 
@@ -229,6 +236,36 @@ export class Peer {
       this.conn.close();
     } catch {
       // already closed
+    }
+  }
+
+  /**
+   * Everything the client sends from now until it closes its end (or `ms` pass): the bytes
+   * already buffered, then the rest of the stream.
+   */
+  async rest(ms: number): Promise<{ closed: boolean; bytes: Uint8Array }> {
+    const parts: Uint8Array[] = [this.#buf.slice(this.#read, this.#filled)];
+    this.#read = this.#filled = 0;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<false>((r) => timer = setTimeout(() => r(false), ms));
+    const eof = (async () => {
+      try {
+        for (;;) {
+          const chunk = new Uint8Array(4096);
+          const n = await this.conn.read(chunk);
+          if (n === null) break;
+          parts.push(chunk.subarray(0, n));
+        }
+      } catch {
+        // reset by the client, or closed by us: either way it is over
+      }
+      return true as const;
+    })();
+    try {
+      const closed = await Promise.race([eof, expired]);
+      return { closed, bytes: concat(...parts) };
+    } finally {
+      clearTimeout(timer);
     }
   }
 

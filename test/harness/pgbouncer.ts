@@ -29,6 +29,16 @@ export interface BouncerOptions {
   users: string[];
   /** Server connections per database/user pair. Default 4. */
   poolSize?: number;
+  /**
+   * Clients must use TLS with this certificate and key (files PgBouncer can read), as a managed
+   * pooler does (Supabase's, Neon's); PgBouncer terminates TLS, so it offers no SCRAM-PLUS.
+   */
+  tls?: { certFile: string; keyFile: string };
+  /**
+   * Clients authenticate with SCRAM-SHA-256 against these passwords (PgBouncer uses them to log in
+   * to the server too); default: trust.
+   */
+  passwords?: Record<string, string>;
 }
 
 const quote = (s: string) => `"${s.replaceAll('"', '""')}"`;
@@ -46,7 +56,14 @@ export async function startPgbouncer(opts: BouncerOptions): Promise<Bouncer> {
     "listen_addr = 127.0.0.1",
     `listen_port = ${port}`,
     "unix_socket_dir =",
-    "auth_type = trust",
+    `auth_type = ${opts.passwords ? "scram-sha-256" : "trust"}`,
+    ...(opts.tls
+      ? [
+        "client_tls_sslmode = require",
+        `client_tls_cert_file = ${opts.tls.certFile}`,
+        `client_tls_key_file = ${opts.tls.keyFile}`,
+      ]
+      : []),
     `auth_file = ${join(tmp, "userlist.txt")}`,
     "pool_mode = transaction",
     `default_pool_size = ${opts.poolSize ?? 4}`,
@@ -61,7 +78,7 @@ export async function startPgbouncer(opts: BouncerOptions): Promise<Bouncer> {
   await Deno.writeTextFile(join(tmp, "pgbouncer.ini"), ini);
   await Deno.writeTextFile(
     join(tmp, "userlist.txt"),
-    opts.users.map((u) => `${quote(u)} ""`).join("\n") + "\n",
+    opts.users.map((u) => `${quote(u)} ${quote(opts.passwords?.[u] ?? "")}`).join("\n") + "\n",
   );
   if (isRoot()) await run("chown", ["-R", "postgres:", tmp]);
 

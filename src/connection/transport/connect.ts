@@ -19,7 +19,8 @@ import {
 } from "./negotiate.ts";
 import { nativeTls } from "./native_tls.ts";
 import { nodeTls } from "./node_tls.ts";
-import { denoConnect, DenoConnTransport, tcpConnect } from "./socket.ts";
+import { denoConnect, DenoConnTransport, isUnix, needsNodeSocket, nodeConnect } from "./socket.ts";
+import { NodeSocketTransport } from "./node_socket.ts";
 import { connectFailure } from "./socket_errors.ts";
 import { knownPath, rememberPath } from "./tls_paths.ts";
 import { type Endpoint, PLAIN, type Transport, type Where, whereOf } from "./transport.ts";
@@ -41,7 +42,7 @@ export async function openTransport(
 ): Promise<Transport> {
   const where = whereOf(endpoint);
   const mode = endpoint.sslmode;
-  const unix = endpoint.host.startsWith("/");
+  const unix = isUnix(endpoint);
   const n = new Negotiation(signal);
   if (endpoint.socket !== undefined) {
     let raw: unknown;
@@ -60,10 +61,11 @@ export async function openTransport(
     }
   }
   try {
-    if (unix || !tryTls || mode === "disable") {
-      const conn = n.track(await denoConnect(endpoint), (c) => c.close());
-      n.done();
-      return new DenoConnTransport(conn, PLAIN);
+    if (unix || !tryTls || mode === "disable") return await plain(endpoint, n);
+    if (nativeCannot(endpoint) !== null) {
+      // Only node:tls can do what is asked; a server that says "N" to prefer/allow goes on plain
+      // over the same socket.
+      return (await nodeTls(endpoint, n, where, undefined, true))!;
     }
     const target = tlsTarget(endpoint);
     const known = knownPath(target);
@@ -89,13 +91,46 @@ export async function openTransport(
     }
     // prefer/allow, and the server said "N" although it offered TLS before
     // (ssl turned off since): connect plain.
-    return new DenoConnTransport(n.track(await tcpConnect(endpoint), (c) => c.close()), PLAIN);
+    return await plain(endpoint, n);
   } catch (e) {
     if (e instanceof ConnectionError) throw e;
     throw connectFailure(e, endpoint, where);
   } finally {
     n.done();
   }
+}
+
+/**
+ * A plain connection: a unix socket or TCP through Deno, or TCP through node:net when keep-alive
+ * needs its delay (see needsNodeSocket).
+ */
+async function plain(endpoint: Endpoint, n: Negotiation): Promise<Transport> {
+  if (!isUnix(endpoint) && needsNodeSocket(endpoint)) {
+    return new NodeSocketTransport(n.track(await nodeConnect(endpoint), (s) => s.destroy()));
+  }
+  return new DenoConnTransport(n.track(await denoConnect(endpoint), (c) => c.close()), PLAIN);
+}
+
+/**
+ * Why Deno's native TLS cannot serve this endpoint, or null when it can. `Deno.startTls` takes a
+ * host name, CAs and ALPN and nothing else, and its connection shows no certificate, so what asks
+ * for more takes node:tls, for every connection:
+ * - a client certificate (`Deno.connectTls` takes one, for direct TLS only, but its socket keeps
+ *   Nagle's algorithm on, with no `setNoDelay`: pipelined writes would wait for ACKs);
+ * - `channel_binding=require`, which binds SCRAM to the server's certificate;
+ * - `sslsni=0` (rustls sends the name it verifies);
+ * - TLS version bounds narrower than 1.2 to 1.3;
+ * - a keep-alive idle time (only a node:net socket takes one, and startTls needs Deno's).
+ */
+function nativeCannot(endpoint: Endpoint): string | null {
+  if (endpoint.clientCertificate !== undefined) return "a client certificate";
+  if (endpoint.needsServerCertificate) return "channel_binding=require";
+  if (endpoint.sni === false) return "sslsni=0";
+  if (endpoint.minVersion === "TLSv1.3" || endpoint.maxVersion === "TLSv1.2") {
+    return "TLS version bounds";
+  }
+  if (needsNodeSocket(endpoint)) return "keepalives_idle";
+  return null;
 }
 
 /**

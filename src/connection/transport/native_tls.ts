@@ -39,6 +39,7 @@ const NATIVE: StreamTraits = {
   verified: true,
   gatherWrites: true,
   idleReadCosts: true,
+  serverCertificate: null,
 };
 
 /**
@@ -55,7 +56,7 @@ async function nativeHandshake(
   // The socket must have setNoDelay(true) already: else every handshake stalls ~40 ms
   // (Nagle against the server's delayed ACK).
   const secured = await Deno.startTls(conn, {
-    hostname: t.host,
+    hostname: t.name,
     ...(t.ca ? { caCerts: t.ca } : {}),
     ...(t.alpn ? { alpnProtocols: t.alpn } : {}),
   });

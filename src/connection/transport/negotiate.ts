@@ -37,22 +37,37 @@ export function mayStayPlain(mode: SslMode): boolean {
 
 /** What a handshake needs to know about the server and the policy. */
 export interface TlsTarget {
-  host: string;
+  /** The name the certificate must carry and SNI sends: the `servername` given, else the host. */
+  name: string;
   port: number;
+  /** The numeric address connected to, when not the name looked up (libpq's `hostaddr`). */
+  address?: string;
   sslmode: SslMode;
   ca?: string[];
   /** ALPN protocols to offer (direct TLS offers `postgresql`). */
   alpn?: string[];
+  /** Whether SNI is sent (libpq's `sslsni`). */
+  sni: boolean;
+  /** The client certificate and key to present (PEM). */
+  clientCertificate?: { cert: string; key: string };
+  /** The TLS versions allowed. */
+  minVersion: "TLSv1.2" | "TLSv1.3";
+  maxVersion: "TLSv1.2" | "TLSv1.3";
 }
 
 /** The handshake's view of an endpoint. */
 export function tlsTarget(endpoint: Endpoint): TlsTarget {
   return {
-    host: endpoint.host,
+    name: endpoint.servername ?? endpoint.host,
     port: endpoint.port,
+    ...(endpoint.address !== undefined ? { address: endpoint.address } : {}),
     sslmode: endpoint.sslmode,
     ca: endpoint.ca,
     ...(endpoint.sslnegotiation === "direct" ? { alpn: ["postgresql"] } : {}),
+    sni: endpoint.sni ?? true,
+    ...(endpoint.clientCertificate ? { clientCertificate: endpoint.clientCertificate } : {}),
+    minVersion: endpoint.minVersion ?? "TLSv1.2",
+    maxVersion: endpoint.maxVersion ?? "TLSv1.3",
   };
 }
 

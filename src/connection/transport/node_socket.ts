@@ -39,6 +39,7 @@ export class NodeSocketTransport implements Transport {
   readonly verified: boolean;
   readonly gatherWrites: boolean;
   readonly idleReadCosts: boolean;
+  readonly serverCertificate: Uint8Array | null;
 
   constructor(
     socket: NodeLikeSocket,
@@ -51,6 +52,7 @@ export class NodeSocketTransport implements Transport {
     this.verified = traits.verified;
     this.gatherWrites = traits.gatherWrites;
     this.idleReadCosts = traits.idleReadCosts;
+    this.serverCertificate = traits.serverCertificate;
     socket.on("data", (chunk: Uint8Array) => this.#push(chunk));
     socket.on("end", () => this.#finish(null));
     socket.on("close", () => this.#finish(null));

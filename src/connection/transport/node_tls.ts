@@ -51,18 +51,45 @@ export function wouldPassNatively(
   }
 }
 
-/** node:tls's options for a handshake with `t`, verifying what the mode asks (no socket yet). */
+/** The server's certificate (DER) from a node:tls socket, for channel binding; null if none. */
+function certificateOf(socket: tls.TLSSocket): Uint8Array | null {
+  try {
+    const raw = socket.getPeerCertificate().raw as Uint8Array | undefined;
+    return raw instanceof Uint8Array && raw.length > 0 ? new Uint8Array(raw) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The `host` node:tls is told when no SNI may go out (`sslsni=0`): an IP address, for which
+ * neither node nor rustls sends a server name. The name is still checked (checkServerIdentity).
+ */
+const NO_SNI = "0.0.0.0";
+
+/**
+ * node:tls's options for a handshake with `t`, verifying what the mode asks (no socket yet):
+ * the name the certificate must carry (and SNI sends, unless it is an IP or sslsni=0), the client
+ * certificate, the TLS version bounds.
+ */
 function nodeOptions(t: TlsTarget): tls.ConnectionOptions {
   const verify = verification(t.sslmode, t.ca);
-  const isIp = net.isIP(t.host) !== 0;
+  const isIp = net.isIP(t.name) !== 0;
+  const sendsName = t.sni && !isIp;
   return {
-    host: t.host,
-    ...(isIp ? {} : { servername: t.host }),
+    host: t.sni ? t.name : NO_SNI,
+    ...(sendsName ? { servername: t.name } : {}),
     rejectUnauthorized: verify !== "none",
     ...(t.ca ? { ca: t.ca } : {}),
     ...(t.alpn ? { ALPNProtocols: t.alpn } : {}),
-    // verify-ca checks the chain but, unlike verify-full, not the host name.
-    ...(verify === "full" ? {} : { checkServerIdentity: () => undefined }),
+    ...(t.clientCertificate ? t.clientCertificate : {}),
+    minVersion: t.minVersion,
+    maxVersion: t.maxVersion,
+    // verify-ca checks the chain but, unlike verify-full, not the host name; verify-full checks
+    // the name asked for, whatever node:tls was told as `host`.
+    checkServerIdentity: verify === "full"
+      ? (_host, cert) => tls.checkServerIdentity(t.name, cert)
+      : () => undefined,
   };
 }
 
@@ -172,14 +199,21 @@ export async function nodeTlsOver(
   }
   // A certificate the native check would accept authenticates the server as well as that check
   // does, whatever the sslmode asked.
-  const native = wouldPassNatively(secured, endpoint.host);
+  const target = tlsTarget(endpoint);
+  const native = wouldPassNatively(secured, target.name);
   learn?.(native);
   const verified = native || verification(endpoint.sslmode, endpoint.ca) !== "none";
   // node:tls reads by events (nothing to spare on an idle read) and gained nothing measurable
   // from gathered writes.
   return new NodeSocketTransport(
     secured,
-    { tls: "node", verified, gatherWrites: false, idleReadCosts: false },
+    {
+      tls: "node",
+      verified,
+      gatherWrites: false,
+      idleReadCosts: false,
+      serverCertificate: certificateOf(secured),
+    },
     () => readSwitch(socket),
   );
 }
@@ -206,13 +240,15 @@ export function nodeTlsAnswered(
  * plain (a reconnect would cost the cold start a round trip) and later
  * connections go native, which keeps its socket on "N"; otherwise the server
  * needed node:tls before but has stopped offering TLS (ssl=off and a reload),
- * and this resolves to null, so the caller connects plain instead of failing.
+ * and this resolves to null, so the caller connects plain instead of failing. `keepPlain` keeps
+ * the socket plain on "N" without `learn` (an endpoint only node:tls serves: nothing to learn).
  */
 export async function nodeTls(
   endpoint: Endpoint,
   n: Negotiation,
   where: Where,
   learn?: (native: boolean) => void,
+  keepPlain = learn !== undefined,
 ): Promise<Transport | null> {
   // Taught (once per host) while a round trip is under way: the first handshake then needs no
   // HelloRetryRequest from PostgreSQL 17 and older (tls_group.ts). The first teaching in a
@@ -240,8 +276,8 @@ export async function nodeTls(
   });
   if (answer === WILL_ENCRYPT) await (taught ?? teach());
   if (answer === WONT_ENCRYPT && plainAllowed) {
-    if (learn !== undefined) {
-      learn(true);
+    if (keepPlain) {
+      learn?.(true);
       return new NodeSocketTransport(socket);
     }
     close();

@@ -3,6 +3,7 @@
  * runs over), and a Deno-style connection (Deno's TCP, unix or native TLS connection, or one the
  * user's `socket` function returned) as a {@link Transport}.
  */
+import { lookup } from "node:dns/promises";
 import * as net from "node:net";
 import {
   type DenoLikeConn,
@@ -19,12 +20,14 @@ export class DenoConnTransport implements Transport {
   readonly verified: boolean;
   readonly gatherWrites: boolean;
   readonly idleReadCosts: boolean;
+  readonly serverCertificate: Uint8Array | null;
   constructor(conn: DenoLikeConn, traits: StreamTraits) {
     this.#conn = conn;
     this.tls = traits.tls;
     this.verified = traits.verified;
     this.gatherWrites = traits.gatherWrites;
     this.idleReadCosts = traits.idleReadCosts;
+    this.serverCertificate = traits.serverCertificate;
   }
   read(p: Uint8Array): Promise<number | null> {
     return this.#conn.read(p);
@@ -41,29 +44,59 @@ export class DenoConnTransport implements Transport {
   }
 }
 
-/** A TCP connection through Deno, with Nagle off and keepalive on. */
+/** Where TCP connects: libpq's `hostaddr` when given, else the host name. */
+function tcpHost(endpoint: Endpoint): string {
+  return endpoint.address ?? endpoint.host;
+}
+
+/** Whether the endpoint is a unix socket: a host starting with `/`, and no `hostaddr`. */
+export function isUnix(endpoint: Endpoint): boolean {
+  return endpoint.host.startsWith("/") && endpoint.address === undefined;
+}
+
+/**
+ * Whether keep-alive needs node:net: only its socket takes the idle time before the first
+ * probe (`Deno.TcpConn.setKeepAlive` turns probes on or off, with the system's timing).
+ */
+export function needsNodeSocket(endpoint: Endpoint): boolean {
+  return endpoint.keepalive?.idleMs !== undefined;
+}
+
+/** A TCP connection through Deno, with Nagle off and keep-alive as the endpoint says (on). */
 export async function tcpConnect(endpoint: Endpoint): Promise<Deno.TcpConn> {
-  const conn = await Deno.connect({ hostname: endpoint.host, port: endpoint.port });
+  const conn = await Deno.connect({ hostname: tcpHost(endpoint), port: endpoint.port });
   // Pipelined requests are coalesced by us; Nagle would only add latency.
   conn.setNoDelay(true);
-  conn.setKeepAlive(true);
+  conn.setKeepAlive(endpoint.keepalive?.enabled ?? true);
   return conn;
 }
 
 /** A unix socket (a host starting with `/` names its directory) or TCP connection through Deno. */
 export function denoConnect(endpoint: Endpoint): Promise<Deno.Conn> {
-  if (endpoint.host.startsWith("/")) {
+  if (isUnix(endpoint)) {
     return Deno.connect({ transport: "unix", path: socketPath(endpoint.host, endpoint.port) });
   }
   return tcpConnect(endpoint);
 }
 
-/** A TCP connection through node:net, for node:tls to run over. */
-export function nodeConnect(endpoint: Endpoint): Promise<net.Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: endpoint.host, port: endpoint.port });
+/**
+ * Where node:net connects. Deno's node:tls sends the name its socket connected to as SNI, whatever
+ * it is told, so with `sslsni=0` the socket connects to the name's address, looked up first.
+ */
+async function nodeHost(endpoint: Endpoint): Promise<string> {
+  const host = tcpHost(endpoint);
+  if (endpoint.sni !== false || net.isIP(host) !== 0) return host;
+  return (await lookup(host)).address;
+}
+
+/** A TCP connection through node:net (what node:tls runs over, and keep-alive with a delay). */
+export async function nodeConnect(endpoint: Endpoint): Promise<net.Socket> {
+  const host = await nodeHost(endpoint);
+  return await new Promise((resolve, reject) => {
+    const socket = net.connect({ host, port: endpoint.port });
     socket.setNoDelay(true);
-    socket.setKeepAlive(true);
+    const keepalive = endpoint.keepalive ?? { enabled: true };
+    socket.setKeepAlive(keepalive.enabled, keepalive.idleMs ?? 0);
     socket.once("connect", () => {
       socket.off("error", reject);
       resolve(socket);

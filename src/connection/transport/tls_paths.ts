@@ -19,7 +19,7 @@ const PARK_MS = 60_000;
 const parked = new Map<string, number>();
 
 function key(t: TlsTarget): string {
-  return `${t.host}:${t.port}\n${t.ca?.join("\n") ?? ""}`;
+  return `${t.name}:${t.port}@${t.address ?? ""}\n${t.ca?.join("\n") ?? ""}`;
 }
 
 /**

@@ -130,6 +130,24 @@ export interface Endpoint {
    * connection (and each cancel) instead of opening a socket ourselves.
    */
   socket?: (target: { host: string; port: number }) => unknown;
+  /**
+   * The numeric address to connect to instead of looking `host` up (libpq's `hostaddr`); TLS
+   * still verifies `host` (or `servername`).
+   */
+  address?: string;
+  /** The name TLS verifies and sends as SNI instead of `host` (the `ssl` object's `servername`). */
+  servername?: string;
+  /** Whether the TLS name goes out as SNI (libpq's `sslsni`); default true. */
+  sni?: boolean;
+  /** The client certificate chain and its unencrypted key (PEM), sent when the server asks. */
+  clientCertificate?: { cert: string; key: string };
+  /** The TLS versions allowed; default TLS 1.2 to 1.3. */
+  minVersion?: "TLSv1.2" | "TLSv1.3";
+  maxVersion?: "TLSv1.2" | "TLSv1.3";
+  /** The TLS stream must show the server's certificate (`channel_binding=require` binds to it). */
+  needsServerCertificate?: boolean;
+  /** TCP keep-alive probes (default on), and the idle time before the first (ms; default the system's). */
+  keepalive?: { enabled: boolean; idleMs?: number };
 }
 
 /** What a stream tells the connection about itself, beside reading and writing. */
@@ -153,6 +171,11 @@ export interface StreamTraits {
    * then holds its next read until a write is under way.
    */
   readonly idleReadCosts: boolean;
+  /**
+   * The server's TLS certificate (DER), for channel binding; null when the stream is not
+   * encrypted or cannot show it (Deno's native TLS does not).
+   */
+  readonly serverCertificate: Uint8Array | null;
 }
 
 /** The byte stream the connection reads and writes. */
@@ -171,6 +194,7 @@ export const PLAIN: StreamTraits = {
   verified: false,
   gatherWrites: false,
   idleReadCosts: false,
+  serverCertificate: null,
 };
 
 /** The unix socket file for a socket directory and port, as libpq names it. */

@@ -1,0 +1,130 @@
+/**
+ * The client certificate (libpq's `sslcert`, `sslkey`, `sslpassword`; postgres.js's `ssl.cert`,
+ * `ssl.key`, `ssl.passphrase`): each a file or its PEM text (Deno Deploy has no files), else
+ * libpq's default files `~/.postgresql/postgresql.crt` and `.key` when they exist. The key may be
+ * PKCS#1, SEC1 or PKCS#8, encrypted or not; it is decrypted here, checked against the
+ * certificate, and handed on as unencrypted PKCS#8 PEM, so a wrong passphrase or a mismatched
+ * pair fails `postgres()` instead of a handshake. No error quotes the key or the passphrase.
+ */
+import * as crypto from "node:crypto";
+import { env } from "./environment.ts";
+
+/** A client certificate chain and its private key, as PEM. */
+export interface ClientCertificate {
+  cert: string;
+  /** Unencrypted PKCS#8. */
+  key: string;
+}
+
+/** libpq's folder of default TLS files: `~/.postgresql` (undefined without HOME). */
+export function postgresqlDir(): string | undefined {
+  const home = env("HOME");
+  return home ? `${home}/.postgresql` : undefined;
+}
+
+/** Whether a keyword's value is PEM text rather than a file name. */
+function isPem(value: string): boolean {
+  return value.trimStart().startsWith("-----BEGIN ");
+}
+
+function hint(e: unknown, path: string): string {
+  return e instanceof Deno.errors.NotCapable ? ` (grant --allow-read=${path})` : "";
+}
+
+/** A keyword's PEM: its text as it is, or the file it names read now. */
+export function readPem(value: string, keyword: string): string {
+  if (isPem(value)) return value;
+  try {
+    return Deno.readTextFileSync(value);
+  } catch (e) {
+    throw new TypeError(
+      `cannot read ${keyword} ${value}: ${(e as Error).message}${hint(e, value)}`,
+    );
+  }
+}
+
+/**
+ * libpq's rule for a key file: no access for group or others (0600 or less), or, owned by root,
+ * read for the group at most (0640 or less).
+ */
+function checkKeyFile(path: string): void {
+  let info: Deno.FileInfo;
+  try {
+    info = Deno.statSync(path);
+  } catch (e) {
+    throw new TypeError(`cannot read sslkey ${path}: ${(e as Error).message}${hint(e, path)}`);
+  }
+  if (info.mode === null) return; // no such permissions here (Windows)
+  const allowed = info.uid === 0 ? 0o037 : 0o077;
+  if ((info.mode & allowed) !== 0) {
+    throw new TypeError(
+      `private key file ${path} has group or world access; it must be u=rw (0600) or less, ` +
+        "or u=rw,g=r (0640) or less if owned by root",
+    );
+  }
+}
+
+/** The default files, when the certificate exists (libpq reads them only then). */
+function defaults(): { cert: string; key: string } | undefined {
+  const dir = postgresqlDir();
+  if (dir === undefined) return undefined;
+  const cert = `${dir}/postgresql.crt`;
+  try {
+    if (!Deno.statSync(cert).isFile) return undefined;
+  } catch {
+    return undefined; // absent, or not permitted to look: as if absent
+  }
+  return { cert, key: `${dir}/postgresql.key` };
+}
+
+/** The private key, decrypted with `passphrase` if it needs one, as unencrypted PKCS#8 PEM. */
+function decryptKey(pem: string, passphrase: string | undefined): crypto.KeyObject {
+  const encrypted = /-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: *4,ENCRYPTED/.test(pem);
+  if (encrypted && passphrase === undefined) {
+    throw new TypeError("sslkey is encrypted: give its passphrase as sslpassword");
+  }
+  try {
+    return crypto.createPrivateKey({
+      key: pem,
+      format: "pem",
+      ...(encrypted ? { passphrase } : {}),
+    });
+  } catch {
+    throw new TypeError(
+      encrypted
+        ? "sslpassword does not decrypt sslkey"
+        : "sslkey is not a PEM private key (PKCS#1, SEC1 or PKCS#8)",
+    );
+  }
+}
+
+/**
+ * The client certificate to send, from `sslcert` and `sslkey` (files or PEM text) or libpq's
+ * default files; undefined when there is none. Throws a TypeError when only one half is given,
+ * a file cannot be read, the key is badly protected, cannot be decrypted or does not match.
+ */
+export function clientCertificate(
+  sslcert: string | undefined,
+  sslkey: string | undefined,
+  sslpassword: string | undefined,
+): ClientCertificate | undefined {
+  const fallback = sslcert === undefined && sslkey === undefined ? defaults() : undefined;
+  const certValue = sslcert ?? fallback?.cert;
+  const keyValue = sslkey ?? fallback?.key;
+  if (certValue === undefined && keyValue === undefined) return undefined;
+  if (certValue === undefined) throw new TypeError("sslkey is given without sslcert");
+  if (keyValue === undefined) throw new TypeError("sslcert is given without sslkey");
+  const certPem = readPem(certValue, "sslcert");
+  if (!isPem(keyValue)) checkKeyFile(keyValue);
+  const key = decryptKey(readPem(keyValue, "sslkey"), sslpassword);
+  let certificate: crypto.X509Certificate;
+  try {
+    certificate = new crypto.X509Certificate(certPem);
+  } catch {
+    throw new TypeError("sslcert is not a PEM certificate");
+  }
+  if (!certificate.checkPrivateKey(key)) {
+    throw new TypeError("sslkey is not the private key of sslcert's certificate");
+  }
+  return { cert: certPem, key: key.export({ type: "pkcs8", format: "pem" }) as string };
+}

@@ -1,0 +1,250 @@
+/**
+ * Channel binding without a server: tls-server-end-point's hash per certificate signature
+ * algorithm (checked against openssl's digest of the certificate), and the GS2 header rules the
+ * client follows for each offer (`p` when it binds, `y` only when it could but no -PLUS was
+ * offered, `n` otherwise), with the refusals of channel_binding=require.
+ */
+import assert from "node:assert/strict";
+import { Authenticator, type AuthIO, type AuthPolicy } from "../src/connection/authentication.ts";
+import { endPointHash, tlsServerEndPoint } from "../src/protocol/channel_binding.ts";
+import { ScramClient } from "../src/protocol/scram.ts";
+import { Writer } from "../src/protocol/writer.ts";
+import { ConnectionError } from "../mod.ts";
+import { run } from "./harness/cluster.ts";
+import { CertDir } from "./harness/certs.ts";
+
+/** A self-signed certificate made with `args` (key options) and `digest`, as DER. */
+async function certificate(dir: CertDir, name: string, keyArgs: string[], digest?: string) {
+  await run("openssl", [
+    "req",
+    "-x509",
+    "-config",
+    "ca.cnf",
+    ...keyArgs,
+    "-nodes",
+    "-keyout",
+    `${name}.key`,
+    "-subj",
+    `/CN=${name}`,
+    ...(digest ? [`-${digest}`] : []),
+    "-days",
+    "1",
+    "-outform",
+    "DER",
+    "-out",
+    `${name}.der`,
+  ], { cwd: dir.dir });
+  return await Deno.readFile(`${dir.dir}/${name}.der`);
+}
+
+/** openssl's digest of a file, as bytes (its hex output, read back). */
+async function opensslDigest(dir: CertDir, name: string, hash: string): Promise<Uint8Array> {
+  const hex = (await run("openssl", ["dgst", `-${hash}`, "-r", `${name}.der`], { cwd: dir.dir }))
+    .split(" ")[0];
+  return Uint8Array.from(hex.match(/../g)!, (h) => parseInt(h, 16));
+}
+
+Deno.test("tls-server-end-point: the hash of the certificate's signature algorithm, SHA-256 for SHA-1, none for Ed25519", async () => {
+  const dir = await CertDir.create("pgpipe-cb-");
+  try {
+    const cases: [string, string[], string | undefined, string | undefined][] = [
+      [
+        "ecdsa256",
+        ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"],
+        "sha256",
+        "sha256",
+      ],
+      [
+        "ecdsa384",
+        ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:secp384r1"],
+        "sha384",
+        "sha384",
+      ],
+      ["rsa256", ["-newkey", "rsa:2048"], "sha256", "sha256"],
+      ["rsa512", ["-newkey", "rsa:2048"], "sha512", "sha512"],
+      ["rsa-sha1", ["-newkey", "rsa:2048"], "sha1", "sha256"],
+      [
+        "pss384",
+        [
+          "-newkey",
+          "rsa-pss",
+          "-pkeyopt",
+          "rsa_keygen_bits:2048",
+          "-sigopt",
+          "rsa_padding_mode:pss",
+        ],
+        "sha384",
+        "sha384",
+      ],
+      ["ed25519", ["-newkey", "ed25519"], undefined, undefined],
+    ];
+    for (const [name, keyArgs, digest, expected] of cases) {
+      const der = await certificate(dir, name, keyArgs, digest);
+      assert.equal(endPointHash(der), expected?.replace("sha", "SHA-"), name);
+      const data = await tlsServerEndPoint(der);
+      if (expected === undefined) assert.equal(data, null, name);
+      else assert.deepEqual(data, await opensslDigest(dir, name, expected), name);
+    }
+    assert.equal(endPointHash(Uint8Array.of(0x30, 0x82, 0xff)), undefined, "truncated DER");
+  } finally {
+    await dir.remove();
+  }
+});
+
+/** An AuthIO that records what the client sends. */
+function stubIO(o: { encrypted: boolean; certificate: Uint8Array | null }) {
+  const sent: Uint8Array[] = [];
+  let writer = new Writer(1024);
+  const io: AuthIO = {
+    writer: () => writer,
+    flush: () => {
+      sent.push(writer.buf.slice(0, writer.length));
+      writer = new Writer(1024);
+      return Promise.resolve();
+    },
+    ride: () => {},
+    serverVerified: false,
+    encrypted: o.encrypted,
+    serverCertificate: o.certificate,
+  };
+  return { io, sent };
+}
+
+/** The AuthenticationSASL body offering `mechanisms`. */
+function saslRequest(...mechanisms: string[]): { buf: Uint8Array; start: number; end: number } {
+  const body = new TextEncoder().encode(`\0\0\0\x0a${mechanisms.map((m) => `${m}\0`).join("")}\0`);
+  return { buf: body, start: 0, end: body.length };
+}
+
+/** The mechanism and GS2 header of a SASLInitialResponse the client sent. */
+function initial(bytes: Uint8Array): { mechanism: string; gs2: string } {
+  const body = new TextDecoder().decode(bytes.subarray(5));
+  const mechanism = body.slice(0, body.indexOf("\0"));
+  const data = body.slice(body.indexOf("\0") + 5);
+  return { mechanism, gs2: data.slice(0, data.indexOf("n=,r=")) };
+}
+
+Deno.test("GS2 header: p binds to -PLUS, y only when the server offered no -PLUS, n when this connection cannot bind", async () => {
+  const dir = await CertDir.create("pgpipe-gs2-");
+  try {
+    const cert = await certificate(dir, "server", [
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+    ], "sha256");
+    const both = ["SCRAM-SHA-256-PLUS", "SCRAM-SHA-256"];
+    const cases: [string, string[], boolean, Uint8Array | null, AuthPolicy, string, string][] = [
+      [
+        "TLS, certificate, both offered",
+        both,
+        true,
+        cert,
+        {},
+        "SCRAM-SHA-256-PLUS",
+        "p=tls-server-end-point,,",
+      ],
+      [
+        "TLS, certificate, no -PLUS offered",
+        ["SCRAM-SHA-256"],
+        true,
+        cert,
+        {},
+        "SCRAM-SHA-256",
+        "y,,",
+      ],
+      [
+        "TLS, no certificate (native path), both offered",
+        both,
+        true,
+        null,
+        {},
+        "SCRAM-SHA-256",
+        "n,,",
+      ],
+      ["TLS, no certificate, no -PLUS", ["SCRAM-SHA-256"], true, null, {}, "SCRAM-SHA-256", "n,,"],
+      ["no TLS", ["SCRAM-SHA-256"], false, null, {}, "SCRAM-SHA-256", "n,,"],
+      [
+        "channel_binding=disable",
+        both,
+        true,
+        cert,
+        { channelBinding: "disable" },
+        "SCRAM-SHA-256",
+        "n,,",
+      ],
+      [
+        "channel_binding=require",
+        both,
+        true,
+        cert,
+        { channelBinding: "require" },
+        "SCRAM-SHA-256-PLUS",
+        "p=tls-server-end-point,,",
+      ],
+    ];
+    for (const [what, offered, encrypted, certificate, policy, mechanism, gs2] of cases) {
+      const { io, sent } = stubIO({ encrypted, certificate });
+      const auth = new Authenticator(io, "u", "pw", policy);
+      const { buf, start, end } = saslRequest(...offered);
+      await auth.request(10, buf, start, end);
+      assert.deepEqual(initial(sent[0]), { mechanism, gs2 }, what);
+    }
+  } finally {
+    await dir.remove();
+  }
+});
+
+Deno.test("channel_binding=require refuses before sending: no TLS, no -PLUS offered, a TLS path without the certificate", async () => {
+  const dir = await CertDir.create("pgpipe-cbreq-");
+  try {
+    const cert = await certificate(dir, "server", [
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+    ], "sha256");
+    const ed = await certificate(dir, "ed", ["-newkey", "ed25519"]);
+    const cases: [string[], boolean, Uint8Array | null, RegExp][] = [
+      [["SCRAM-SHA-256"], false, null, /not encrypted/],
+      [["SCRAM-SHA-256"], true, cert, /does not offer SCRAM-SHA-256-PLUS/],
+      [["SCRAM-SHA-256-PLUS", "SCRAM-SHA-256"], true, null, /cannot show the server's certificate/],
+      [["SCRAM-SHA-256-PLUS", "SCRAM-SHA-256"], true, ed, /defines no tls-server-end-point hash/],
+    ];
+    for (const [offered, encrypted, certificate, pattern] of cases) {
+      const { io, sent } = stubIO({ encrypted, certificate });
+      let called = 0;
+      const auth = new Authenticator(io, "u", () => {
+        called++;
+        return "pw";
+      }, { channelBinding: "require" });
+      const { buf, start, end } = saslRequest(...offered);
+      await assert.rejects(auth.request(10, buf, start, end), (e: unknown) => {
+        assert.ok(e instanceof ConnectionError);
+        assert.equal(e.code, "AUTH_REFUSED");
+        assert.match(e.message, pattern);
+        return true;
+      });
+      assert.equal(sent.length, 0);
+      assert.equal(called, 0);
+    }
+  } finally {
+    await dir.remove();
+  }
+});
+
+Deno.test("SCRAM-SHA-256-PLUS: c= carries the GS2 header and the binding data (RFC 5802 §7)", async () => {
+  const data = Uint8Array.of(1, 2, 3, 250);
+  const client = new ScramClient("pw", { nonce: "abc", binding: { flag: "p", data } });
+  assert.equal(client.mechanism, "SCRAM-SHA-256-PLUS");
+  assert.equal(client.start(), "p=tls-server-end-point,,n=,r=abc");
+  const final = await client.respond(`r=abcdef,s=${btoa("salt")},i=4096`);
+  const c = /^c=([^,]*)/.exec(final)![1];
+  const bytes = Uint8Array.from(atob(c), (ch) => ch.charCodeAt(0));
+  const header = new TextEncoder().encode("p=tls-server-end-point,,");
+  assert.deepEqual(bytes.subarray(0, header.length), header);
+  assert.deepEqual(bytes.subarray(header.length), data);
+  const y = new ScramClient("pw", { nonce: "abc", binding: { flag: "y" } });
+  assert.equal(y.start(), "y,,n=,r=abc");
+  assert.match(await y.respond(`r=abcdef,s=${btoa("salt")},i=4096`), /^c=eSws,/);
+});
