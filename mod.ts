@@ -28,6 +28,27 @@ import { createSql, type Sql } from "./src/client/client.ts";
 import type { Options } from "./src/config/options.ts";
 import { BigIntType, type PostgresType } from "./src/query/custom_types.ts";
 import { PostgresError } from "./src/errors.ts";
+// The same types under other names, for the `postgres` namespace (whose members take
+// postgres.js's names, so they cannot refer to these by theirs).
+import type {
+  ConnectionError as AnyConnectionError,
+  Notice as ServerNotice,
+  PostgresError as ServerError,
+  QueryError as AnyQueryError,
+} from "./src/errors.ts";
+import type { Sql as SqlClient } from "./src/client/client.ts";
+import type { Options as ClientOptions } from "./src/config/options.ts";
+import type { PostgresType as CustomType } from "./src/query/custom_types.ts";
+import type { Helper as QueryHelper } from "./src/query/helpers.ts";
+import type { Query as PendingQueryOf } from "./src/query/query.ts";
+import type {
+  Result as ResultOf,
+  ResultColumn as ResultColumnOf,
+  Row as ResultRow,
+} from "./src/query/result.ts";
+import type { Parameter as TypedParameter } from "./src/types/encode.ts";
+import type { ReservedSql as ReservedSqlTag } from "./src/client/reserve.ts";
+import type { TransactionSql as TransactionSqlTag } from "./src/client/transaction.ts";
 import {
   camel,
   type CaseBoth,
@@ -84,7 +105,13 @@ export type { SqlTag } from "./src/client/sql.ts";
 export type { Transaction, TransactionSql, UnwrapQueries } from "./src/client/transaction.ts";
 export type { ReservedSql } from "./src/client/reserve.ts";
 export type { PublicOptions } from "./src/client/public_options.ts";
-export { CLOSE, type DescribedStatement, Query, type QueryMode } from "./src/query/query.ts";
+export {
+  CLOSE,
+  type ColumnValue,
+  type DescribedStatement,
+  Query,
+  type QueryMode,
+} from "./src/query/query.ts";
 export { Identifier } from "./src/query/identifier.ts";
 export { Helper } from "./src/query/helpers.ts";
 export { Parameter } from "./src/types/encode.ts";
@@ -98,7 +125,13 @@ export type {
   Transform,
   TransformColumn,
 } from "./src/query/transform.ts";
-export { Result, type ResultColumn, type ResultStatement, type Row } from "./src/query/result.ts";
+export {
+  Result,
+  type ResultColumn,
+  type ResultState,
+  type ResultStatement,
+  type Row,
+} from "./src/query/result.ts";
 export {
   ConnectionError,
   type ConnectionErrorCode,
@@ -212,6 +245,68 @@ const postgres: Postgres = Object.assign(create, {
   BigInt: BigIntType,
   PostgresError,
 });
+
+/**
+ * pgpipe's types under the names postgres.js gives them in its `postgres` namespace, so code
+ * written against postgres.js's types (`sql: postgres.Sql`, `postgres.RowList<User[]>`, ...)
+ * type-checks with only its import changed. Type parameters postgres.js has and pgpipe does not
+ * need (a client's custom types) are accepted and ignored.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ *
+ * interface User {
+ *   id: number;
+ *   name: string;
+ * }
+ * async function names(sql: postgres.Sql): Promise<string[]> {
+ *   const users: postgres.RowList<User[]> = await sql<User[]>`select id, name from users`;
+ *   return users.map((u) => u.name);
+ * }
+ * ```
+ */
+declare namespace postgres {
+  /** A client: {@link Sql}. */
+  export type Sql<_Types extends Record<string, unknown> = Record<string, unknown>> = SqlClient;
+  /** The `sql` of a transaction: {@link TransactionSql}. */
+  export type TransactionSql<_Types extends Record<string, unknown> = Record<string, unknown>> =
+    TransactionSqlTag;
+  /** A reserved connection: {@link ReservedSql}. */
+  export type ReservedSql<_Types extends Record<string, unknown> = Record<string, unknown>> =
+    ReservedSqlTag;
+  /** The options of `postgres()`: {@link Options}. */
+  export type Options<_Types extends Record<string, unknown> = Record<string, unknown>> =
+    ClientOptions;
+  /** A row as an object keyed by column name: {@link Row}. */
+  export type Row = ResultRow;
+  /** A row, or none (`const [user]: postgres.MaybeRow[] = await sql...`). */
+  export type MaybeRow = ResultRow | undefined;
+  /** The awaited result of a query of rows `T` (an array type): a {@link Result}. */
+  export type RowList<T extends readonly unknown[]> = ResultOf<T[number]>;
+  /** A query not yet awaited, of rows `T` (an array type): a {@link Query}. */
+  export type PendingQuery<T extends readonly unknown[]> = PendingQueryOf<T>;
+  /** A query used as a fragment of another. */
+  export type Fragment = PendingQueryOf<any>;
+  /** A result column: {@link ResultColumn}. */
+  export type Column<_Name extends string = string> = ResultColumnOf;
+  /** A custom type for the `types` option: {@link PostgresType}. */
+  export type PostgresType<T = any> = CustomType<T>;
+  /** An error the server reported: {@link PostgresError}. */
+  export type PostgresError = ServerError;
+  /** Any error a query may reject with. */
+  export type Error = ServerError | AnyConnectionError | AnyQueryError;
+  /** A notice from the server: {@link Notice}. */
+  export type Notice = ServerNotice;
+  /** A typed parameter (`sql.typed`, `sql.json`, `sql.array`): {@link Parameter}. */
+  export type Parameter<_T = unknown> = TypedParameter;
+  /** A helper (`sql(object)`, `sql(list)`): {@link Helper}. */
+  export type Helper<_T = unknown, _U = unknown> = QueryHelper;
+  /** A value a query takes as a parameter (pgpipe takes any value and checks it when sent). */
+  export type SerializableParameter<_T = never> = unknown;
+  /** A value a query takes as a parameter or as JSON. */
+  export type ParameterOrJSON<_T = never> = unknown;
+}
 
 export default postgres;
 export { postgres };

@@ -8,7 +8,8 @@
  */
 import assert from "node:assert/strict";
 import postgres, { ConnectionError, type Options } from "../mod.ts";
-import { CertDir, type Pair } from "./harness/certs.ts";
+import { CertDir, noOpenssl, type Pair } from "./harness/certs.ts";
+import { type CertPem, makeTestCerts } from "./harness/cluster_certs.ts";
 import {
   auth,
   concat,
@@ -20,6 +21,7 @@ import {
 } from "./harness/fake_server.ts";
 import { fakeTlsServer } from "./harness/fake_tls_server.ts";
 import { plainCluster } from "./harness/env.ts";
+import { run } from "./harness/cluster.ts";
 
 const PASSWORD = "never-leaves:\u00e9-7f3a";
 const decoder = new TextDecoder();
@@ -58,19 +60,19 @@ function attacker(request: Uint8Array) {
   };
 }
 
-/** The attacker's own certificate (a CA the client was never given). */
-let attackerCert: Pair | undefined;
+/**
+ * The attacker's own certificate, for localhost and 127.0.0.1, signed by a CA the client was never
+ * given (made with WebCrypto: these tests need no openssl).
+ */
+let attackerCert: Promise<CertPem> | undefined;
+function attackerPair(): Promise<CertPem> {
+  return attackerCert ??= makeTestCerts({}).then((c) => ({ cert: c.serverCert, key: c.serverKey }));
+}
+
+/** A folder for the certificates only openssl makes (an expired one). */
 let certs: CertDir | undefined;
-async function attackerPair(): Promise<Pair> {
-  if (attackerCert === undefined) {
-    certs = await CertDir.create("pgpipe-attacker-");
-    const ca = await certs.ca("attacker-ca", "attacker CA");
-    attackerCert = await certs.leaf("attacker", ca, {
-      cn: "localhost",
-      names: ["localhost", "127.0.0.1"],
-    });
-  }
-  return attackerCert;
+async function certDir(): Promise<CertDir> {
+  return certs ??= await CertDir.create("pgpipe-attacker-");
 }
 
 /** Connects as a victim would, counting calls of the password function; returns the error. */
@@ -228,6 +230,45 @@ Deno.test("attacker: SCRAM under require_auth=scram-sha-256 sends a proof, never
   }
 });
 
+Deno.test({
+  name:
+    "attacker with an Ed25519 certificate (no tls-server-end-point hash) offering -PLUS: the default channel_binding=prefer sends nothing",
+  ignore: noOpenssl,
+  fn: async () => {
+    // Such a relay cannot be bound to; SCRAM without binding (`n`) would reach the real server,
+    // which accepts it, and the relay would hold an authenticated session.
+    const dir = (await certDir()).dir;
+    await run("openssl", [
+      "req",
+      "-x509",
+      "-newkey",
+      "ed25519",
+      "-nodes",
+      "-keyout",
+      "ed.key",
+      "-subj",
+      "/CN=localhost",
+      "-days",
+      "1",
+      "-out",
+      "ed.crt",
+    ], { cwd: dir });
+    const pair = {
+      cert: await Deno.readTextFile(`${dir}/ed.crt`),
+      key: await Deno.readTextFile(`${dir}/ed.key`),
+    };
+    const offer = auth(10, cstr("SCRAM-SHA-256-PLUS"), cstr("SCRAM-SHA-256"), cstr(""));
+    const server = await fakeTlsServer(attacker(offer), pair);
+    try {
+      const outcome = await victim(server.port, { ssl: "require" });
+      const received = await server.results[0] as { closed: boolean; bytes: Uint8Array };
+      assertNothingLeft(outcome, received, /defines no tls-server-end-point hash/);
+    } finally {
+      await server.close();
+    }
+  },
+});
+
 Deno.test("attacker: channel_binding=require with sslmode=disable is refused at postgres()", () => {
   assert.throws(
     () => postgres("postgres://u@h/d?sslmode=disable&channel_binding=require"),
@@ -250,37 +291,42 @@ async function handshakeWith(pair: Pair, options: Options, direct: boolean): Pro
   }
 }
 
-Deno.test("attacker: under verify-full, a certificate for another host and an expired one are SSL_FAILED on both TLS paths", async () => {
-  await attackerPair();
-  const ca = await certs!.ca("victims-ca", "a CA the victim trusts");
-  const otherHost = await certs!.leaf("other-host", ca, {
-    cn: "db.example.com",
-    names: ["db.example.com"],
-  });
-  const expired = await certs!.leaf("expired", ca, {
-    cn: "localhost",
-    names: ["localhost", "127.0.0.1"],
-    expired: true,
-  });
-  // A first connection with an SSLRequest takes node:tls; direct TLS under verify-full stays
-  // native (Deno.startTls). Deno's node:tls names an expired certificate "unable to verify the
-  // first certificate"; rustls says "certificate expired".
-  const cases = [[otherHost, /not in the cert's list|NotValidForName|name/i], [
-    expired,
-    /expired|unable to verify/i,
-  ]] as const;
-  for (const [pair, pattern] of cases) {
-    for (const direct of [false, true]) {
-      const e = await handshakeWith(pair, {
-        ssl: { mode: "verify-full", ca: ca.cert },
-        sslnegotiation: direct ? "direct" : "postgres",
-      }, direct);
-      assert.ok(e instanceof ConnectionError, `${e}`);
-      assert.equal(e.code, "SSL_FAILED", `${e.message} (direct: ${direct})`);
-      assert.match(e.message, pattern);
-      assert.ok(!e.message.includes(PASSWORD));
+Deno.test({
+  name:
+    "attacker: under verify-full, a certificate for another host and an expired one are SSL_FAILED on both TLS paths",
+  ignore: noOpenssl,
+  fn: async () => {
+    const certs = await certDir();
+    const ca = await certs.ca("victims-ca", "a CA the victim trusts");
+    const otherHost = await certs.leaf("other-host", ca, {
+      cn: "db.example.com",
+      names: ["db.example.com"],
+    });
+    const expired = await certs.leaf("expired", ca, {
+      cn: "localhost",
+      names: ["localhost", "127.0.0.1"],
+      expired: true,
+    });
+    // A first connection with an SSLRequest takes node:tls; direct TLS under verify-full stays
+    // native (Deno.startTls). Deno's node:tls names an expired certificate "unable to verify the
+    // first certificate"; rustls says "certificate expired".
+    const cases = [[otherHost, /not in the cert's list|NotValidForName|name/i], [
+      expired,
+      /expired|unable to verify/i,
+    ]] as const;
+    for (const [pair, pattern] of cases) {
+      for (const direct of [false, true]) {
+        const e = await handshakeWith(pair, {
+          ssl: { mode: "verify-full", ca: ca.cert },
+          sslnegotiation: direct ? "direct" : "postgres",
+        }, direct);
+        assert.ok(e instanceof ConnectionError, `${e}`);
+        assert.equal(e.code, "SSL_FAILED", `${e.message} (direct: ${direct})`);
+        assert.match(e.message, pattern);
+        assert.ok(!e.message.includes(PASSWORD));
+      }
     }
-  }
+  },
 });
 
 /** A tracer provider that keeps every name, attribute, event and status as text. */

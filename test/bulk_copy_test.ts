@@ -15,6 +15,7 @@ import postgres, {
 } from "../mod.ts";
 import { databaseUrl, tlsCluster } from "./harness/env.ts";
 import { serverVersion } from "./harness/util.ts";
+import { until } from "./harness/wait.ts";
 
 const url = databaseUrl();
 /** Session zone = this process's zone, so Dates cast on the server mean what JS means by them. */
@@ -607,8 +608,7 @@ Deno.test("copyFrom: a throwing source and an AbortSignal cancel the COPY; the t
   );
   assert.equal(await count(sql, "streamed"), 0);
   await usable(sql);
-  for (let i = 0; i < 100 && !closed; i++) await new Promise((r) => setTimeout(r, 1));
-  assert.ok(closed, "the source was closed (its finally ran)");
+  await until("the source closed (its finally ran)", () => closed, 5000);
 
   // Abort while the source itself is stuck: the promise does not wait for it.
   let stuck = 0;
@@ -866,12 +866,11 @@ for (const { name, path, options } of readPaths) {
       assert.equal(first.value?.length, 1000);
       // Wait until the server is blocked writing to us (what a bounded read-ahead leads to) or is
       // done sending (what reading everything ahead would lead to).
-      let state: Record<string, unknown> = {};
-      for (let i = 0; i < 1000; i++) {
-        [state] = await admin`select state, wait_event from pg_stat_activity where pid = ${pid}`;
-        if (state.state !== "active" || state.wait_event === "ClientWrite") break;
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      const state = await until("the server blocked writing, or done", async () => {
+        const [row] =
+          await admin`select state, wait_event from pg_stat_activity where pid = ${pid}`;
+        return row.state !== "active" || row.wait_event === "ClientWrite" ? row : null;
+      });
       assert.deepEqual({ ...state }, { state: "active", wait_event: "ClientWrite" });
       // Nothing the consumer has not asked for was decoded: the rows read ahead wait as bytes.
       assert.equal(decoded, 2 * 1000);

@@ -11,7 +11,7 @@ import { ScramClient } from "../src/protocol/scram.ts";
 import { Writer } from "../src/protocol/writer.ts";
 import { ConnectionError } from "../mod.ts";
 import { run } from "./harness/cluster.ts";
-import { CertDir } from "./harness/certs.ts";
+import { CertDir, noOpenssl } from "./harness/certs.ts";
 
 /** A self-signed certificate made with `args` (key options) and `digest`, as DER. */
 async function certificate(dir: CertDir, name: string, keyArgs: string[], digest?: string) {
@@ -44,55 +44,60 @@ async function opensslDigest(dir: CertDir, name: string, hash: string): Promise<
   return Uint8Array.from(hex.match(/../g)!, (h) => parseInt(h, 16));
 }
 
-Deno.test("tls-server-end-point: the hash of the certificate's signature algorithm, SHA-256 for SHA-1, none for Ed25519", async () => {
-  const dir = await CertDir.create("pgpipe-cb-");
-  try {
-    const cases: [string, string[], string | undefined, string | undefined][] = [
-      [
-        "ecdsa256",
-        ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"],
-        "sha256",
-        "sha256",
-      ],
-      [
-        "ecdsa384",
-        ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:secp384r1"],
-        "sha384",
-        "sha384",
-      ],
-      ["rsa256", ["-newkey", "rsa:2048"], "sha256", "sha256"],
-      ["rsa512", ["-newkey", "rsa:2048"], "sha512", "sha512"],
-      ["rsa-sha1", ["-newkey", "rsa:2048"], "sha1", "sha256"],
-      [
-        "pss384",
+Deno.test({
+  name:
+    "tls-server-end-point: the hash of the certificate's signature algorithm, SHA-256 for SHA-1, none for Ed25519",
+  ignore: noOpenssl,
+  fn: async () => {
+    const dir = await CertDir.create("pgpipe-cb-");
+    try {
+      const cases: [string, string[], string | undefined, string | undefined][] = [
         [
-          "-newkey",
-          "rsa-pss",
-          "-pkeyopt",
-          "rsa_keygen_bits:2048",
-          "-sigopt",
-          "rsa_padding_mode:pss",
+          "ecdsa256",
+          ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"],
+          "sha256",
+          "sha256",
         ],
-        "sha384",
-        "sha384",
-      ],
-      ["ed25519", ["-newkey", "ed25519"], undefined, undefined],
-    ];
-    for (const [name, keyArgs, digest, expected] of cases) {
-      const der = await certificate(dir, name, keyArgs, digest);
-      assert.equal(endPointHash(der), expected?.replace("sha", "SHA-"), name);
-      const data = await tlsServerEndPoint(der);
-      if (expected === undefined) assert.equal(data, null, name);
-      else assert.deepEqual(data, await opensslDigest(dir, name, expected), name);
+        [
+          "ecdsa384",
+          ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:secp384r1"],
+          "sha384",
+          "sha384",
+        ],
+        ["rsa256", ["-newkey", "rsa:2048"], "sha256", "sha256"],
+        ["rsa512", ["-newkey", "rsa:2048"], "sha512", "sha512"],
+        ["rsa-sha1", ["-newkey", "rsa:2048"], "sha1", "sha256"],
+        [
+          "pss384",
+          [
+            "-newkey",
+            "rsa-pss",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-sigopt",
+            "rsa_padding_mode:pss",
+          ],
+          "sha384",
+          "sha384",
+        ],
+        ["ed25519", ["-newkey", "ed25519"], undefined, undefined],
+      ];
+      for (const [name, keyArgs, digest, expected] of cases) {
+        const der = await certificate(dir, name, keyArgs, digest);
+        assert.equal(endPointHash(der), expected?.replace("sha", "SHA-"), name);
+        const data = await tlsServerEndPoint(der);
+        if (expected === undefined) assert.equal(data, null, name);
+        else assert.deepEqual(data, await opensslDigest(dir, name, expected), name);
+      }
+      assert.equal(endPointHash(Uint8Array.of(0x30, 0x82, 0xff)), undefined, "truncated DER");
+    } finally {
+      await dir.remove();
     }
-    assert.equal(endPointHash(Uint8Array.of(0x30, 0x82, 0xff)), undefined, "truncated DER");
-  } finally {
-    await dir.remove();
-  }
+  },
 });
 
 /** An AuthIO that records what the client sends. */
-function stubIO(o: { encrypted: boolean; certificate: Uint8Array | null }) {
+function stubIO(o: { encrypted: boolean; certificate: Uint8Array | null; verified?: boolean }) {
   const sent: Uint8Array[] = [];
   let writer = new Writer(1024);
   const io: AuthIO = {
@@ -103,7 +108,7 @@ function stubIO(o: { encrypted: boolean; certificate: Uint8Array | null }) {
       return Promise.resolve();
     },
     ride: () => {},
-    serverVerified: false,
+    serverVerified: o.verified ?? false,
     encrypted: o.encrypted,
     serverCertificate: o.certificate,
   };
@@ -124,113 +129,194 @@ function initial(bytes: Uint8Array): { mechanism: string; gs2: string } {
   return { mechanism, gs2: data.slice(0, data.indexOf("n=,r=")) };
 }
 
-Deno.test("GS2 header: p binds to -PLUS, y only when the server offered no -PLUS, n when this connection cannot bind", async () => {
-  const dir = await CertDir.create("pgpipe-gs2-");
-  try {
-    const cert = await certificate(dir, "server", [
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:prime256v1",
-    ], "sha256");
-    const both = ["SCRAM-SHA-256-PLUS", "SCRAM-SHA-256"];
-    const cases: [string, string[], boolean, Uint8Array | null, AuthPolicy, string, string][] = [
-      [
-        "TLS, certificate, both offered",
-        both,
-        true,
-        cert,
-        {},
-        "SCRAM-SHA-256-PLUS",
-        "p=tls-server-end-point,,",
-      ],
-      [
-        "TLS, certificate, no -PLUS offered",
-        ["SCRAM-SHA-256"],
-        true,
-        cert,
-        {},
-        "SCRAM-SHA-256",
-        "y,,",
-      ],
-      [
-        "TLS, no certificate (native path), both offered",
-        both,
-        true,
-        null,
-        {},
-        "SCRAM-SHA-256",
-        "n,,",
-      ],
-      ["TLS, no certificate, no -PLUS", ["SCRAM-SHA-256"], true, null, {}, "SCRAM-SHA-256", "n,,"],
-      ["no TLS", ["SCRAM-SHA-256"], false, null, {}, "SCRAM-SHA-256", "n,,"],
-      [
-        "channel_binding=disable",
-        both,
-        true,
-        cert,
-        { channelBinding: "disable" },
-        "SCRAM-SHA-256",
-        "n,,",
-      ],
-      [
-        "channel_binding=require",
-        both,
-        true,
-        cert,
-        { channelBinding: "require" },
-        "SCRAM-SHA-256-PLUS",
-        "p=tls-server-end-point,,",
-      ],
-    ];
-    for (const [what, offered, encrypted, certificate, policy, mechanism, gs2] of cases) {
-      const { io, sent } = stubIO({ encrypted, certificate });
-      const auth = new Authenticator(io, "u", "pw", policy);
-      const { buf, start, end } = saslRequest(...offered);
-      await auth.request(10, buf, start, end);
-      assert.deepEqual(initial(sent[0]), { mechanism, gs2 }, what);
+Deno.test({
+  name:
+    "GS2 header: p binds to -PLUS, y only when the server offered no -PLUS, n when this connection cannot bind",
+  ignore: noOpenssl,
+  fn: async () => {
+    const dir = await CertDir.create("pgpipe-gs2-");
+    try {
+      const cert = await certificate(dir, "server", [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+      ], "sha256");
+      const ed = await certificate(dir, "ed", ["-newkey", "ed25519"]);
+      const both = ["SCRAM-SHA-256-PLUS", "SCRAM-SHA-256"];
+      const cases: [string, string[], boolean, Uint8Array | null, AuthPolicy, string, string][] = [
+        [
+          "TLS, certificate, both offered",
+          both,
+          true,
+          cert,
+          {},
+          "SCRAM-SHA-256-PLUS",
+          "p=tls-server-end-point,,",
+        ],
+        [
+          "TLS, certificate, no -PLUS offered",
+          ["SCRAM-SHA-256"],
+          true,
+          cert,
+          {},
+          "SCRAM-SHA-256",
+          "y,,",
+        ],
+        [
+          "TLS, no certificate (native path), both offered",
+          both,
+          true,
+          null,
+          {},
+          "SCRAM-SHA-256",
+          "n,,",
+        ],
+        [
+          "TLS, no certificate, no -PLUS",
+          ["SCRAM-SHA-256"],
+          true,
+          null,
+          {},
+          "SCRAM-SHA-256",
+          "n,,",
+        ],
+        // A certificate shown but not hashable: the client could bind (this stack shows
+        // certificates), so a server that hides -PLUS hears `y`, which a real server refuses.
+        [
+          "TLS, Ed25519 certificate, no -PLUS",
+          ["SCRAM-SHA-256"],
+          true,
+          ed,
+          {},
+          "SCRAM-SHA-256",
+          "y,,",
+        ],
+        ["no TLS", ["SCRAM-SHA-256"], false, null, {}, "SCRAM-SHA-256", "n,,"],
+        [
+          "channel_binding=disable",
+          both,
+          true,
+          cert,
+          { channelBinding: "disable" },
+          "SCRAM-SHA-256",
+          "n,,",
+        ],
+        [
+          "channel_binding=require",
+          both,
+          true,
+          cert,
+          { channelBinding: "require" },
+          "SCRAM-SHA-256-PLUS",
+          "p=tls-server-end-point,,",
+        ],
+      ];
+      for (const [what, offered, encrypted, certificate, policy, mechanism, gs2] of cases) {
+        const { io, sent } = stubIO({ encrypted, certificate });
+        const auth = new Authenticator(io, "u", "pw", policy);
+        const { buf, start, end } = saslRequest(...offered);
+        await auth.request(10, buf, start, end);
+        assert.deepEqual(initial(sent[0]), { mechanism, gs2 }, what);
+      }
+      // -PLUS offered and a certificate that cannot be bound to: `n` is safe only where TLS
+      // verified the server; on an unverified connection whoever holds that certificate could
+      // relay the exchange to the real server, which accepts `n`. So nothing is sent.
+      const verified = stubIO({ encrypted: true, certificate: ed, verified: true });
+      await new Authenticator(verified.io, "u", "pw").request(10, ...saslArgs(both));
+      assert.deepEqual(initial(verified.sent[0]), { mechanism: "SCRAM-SHA-256", gs2: "n,," });
+      const unverified = stubIO({ encrypted: true, certificate: ed });
+      let called = 0;
+      const auth = new Authenticator(unverified.io, "u", () => {
+        called++;
+        return "pw";
+      });
+      await assert.rejects(auth.request(10, ...saslArgs(both)), (e: unknown) => {
+        assert.ok(e instanceof ConnectionError);
+        assert.equal(e.code, "AUTH_REFUSED");
+        assert.match(e.message, /defines no tls-server-end-point hash and TLS did not verify/);
+        return true;
+      });
+      assert.deepEqual([unverified.sent.length, called], [0, 0]);
+    } finally {
+      await dir.remove();
     }
-  } finally {
-    await dir.remove();
+  },
+});
+
+/** `saslRequest`'s parts, as `Authenticator.request` takes them after the code. */
+function saslArgs(mechanisms: string[]): [Uint8Array, number, number] {
+  const { buf, start, end } = saslRequest(...mechanisms);
+  return [buf, start, end];
+}
+
+Deno.test("AuthenticationSASL with no mechanism, or none pgpipe has: AUTH_UNSUPPORTED, nothing sent", async () => {
+  for (
+    const [offered, pattern] of [
+      [[], /offers no mechanism/],
+      [["SCRAM-SHA-1", "X-UNKNOWN"], /offers SASL mechanisms SCRAM-SHA-1, X-UNKNOWN/],
+    ] as const
+  ) {
+    const { io, sent } = stubIO({ encrypted: false, certificate: null });
+    await assert.rejects(
+      new Authenticator(io, "u", "pw").request(10, ...saslArgs([...offered])),
+      (e: unknown) => {
+        assert.ok(e instanceof ConnectionError);
+        assert.equal(e.code, "AUTH_UNSUPPORTED");
+        assert.match(e.message, pattern);
+        return true;
+      },
+    );
+    assert.equal(sent.length, 0);
   }
 });
 
-Deno.test("channel_binding=require refuses before sending: no TLS, no -PLUS offered, a TLS path without the certificate", async () => {
-  const dir = await CertDir.create("pgpipe-cbreq-");
-  try {
-    const cert = await certificate(dir, "server", [
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:prime256v1",
-    ], "sha256");
-    const ed = await certificate(dir, "ed", ["-newkey", "ed25519"]);
-    const cases: [string[], boolean, Uint8Array | null, RegExp][] = [
-      [["SCRAM-SHA-256"], false, null, /not encrypted/],
-      [["SCRAM-SHA-256"], true, cert, /does not offer SCRAM-SHA-256-PLUS/],
-      [["SCRAM-SHA-256-PLUS", "SCRAM-SHA-256"], true, null, /cannot show the server's certificate/],
-      [["SCRAM-SHA-256-PLUS", "SCRAM-SHA-256"], true, ed, /defines no tls-server-end-point hash/],
-    ];
-    for (const [offered, encrypted, certificate, pattern] of cases) {
-      const { io, sent } = stubIO({ encrypted, certificate });
-      let called = 0;
-      const auth = new Authenticator(io, "u", () => {
-        called++;
-        return "pw";
-      }, { channelBinding: "require" });
-      const { buf, start, end } = saslRequest(...offered);
-      await assert.rejects(auth.request(10, buf, start, end), (e: unknown) => {
-        assert.ok(e instanceof ConnectionError);
-        assert.equal(e.code, "AUTH_REFUSED");
-        assert.match(e.message, pattern);
-        return true;
-      });
-      assert.equal(sent.length, 0);
-      assert.equal(called, 0);
+Deno.test({
+  name:
+    "channel_binding=require refuses before sending: no TLS, no -PLUS offered, a TLS path without the certificate",
+  ignore: noOpenssl,
+  fn: async () => {
+    const dir = await CertDir.create("pgpipe-cbreq-");
+    try {
+      const cert = await certificate(dir, "server", [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+      ], "sha256");
+      const ed = await certificate(dir, "ed", ["-newkey", "ed25519"]);
+      const cases: [string[], boolean, Uint8Array | null, RegExp][] = [
+        [["SCRAM-SHA-256"], false, null, /not encrypted/],
+        [["SCRAM-SHA-256"], true, cert, /does not offer SCRAM-SHA-256-PLUS/],
+        [
+          ["SCRAM-SHA-256-PLUS", "SCRAM-SHA-256"],
+          true,
+          null,
+          /cannot show the server's certificate/,
+        ],
+        [["SCRAM-SHA-256-PLUS", "SCRAM-SHA-256"], true, ed, /defines no tls-server-end-point hash/],
+      ];
+      for (const [offered, encrypted, certificate, pattern] of cases) {
+        const { io, sent } = stubIO({ encrypted, certificate });
+        let called = 0;
+        const auth = new Authenticator(io, "u", () => {
+          called++;
+          return "pw";
+        }, { channelBinding: "require" });
+        const { buf, start, end } = saslRequest(...offered);
+        await assert.rejects(auth.request(10, buf, start, end), (e: unknown) => {
+          assert.ok(e instanceof ConnectionError);
+          assert.equal(e.code, "AUTH_REFUSED");
+          assert.match(e.message, pattern);
+          return true;
+        });
+        assert.equal(sent.length, 0);
+        assert.equal(called, 0);
+      }
+    } finally {
+      await dir.remove();
     }
-  } finally {
-    await dir.remove();
-  }
+  },
 });
 
 Deno.test("SCRAM-SHA-256-PLUS: c= carries the GS2 header and the binding data (RFC 5802 §7)", async () => {

@@ -5,12 +5,18 @@
  */
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import postgres, { ConnectionError, type Notice, PostgresError, QueryError } from "../mod.ts";
+import postgres, {
+  ConnectionError,
+  type Notice,
+  PostgresError,
+  QueryError,
+  Result,
+} from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
+import { until, untilSleeping } from "./harness/wait.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
-const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 Deno.test("debug: true gives errors the caller's line and enumerable query details", async () => {
   await using sql = postgres(url, { max: 1, debug: true, ...quiet });
@@ -73,8 +79,10 @@ Deno.test("cancel() rejects with 57014 whether the query was sent or not", async
   const unsent = sql`select 1`;
   unsent.cancel();
   await assert.rejects(unsent, (e) => e instanceof PostgresError && e.code === "57014");
+  const [{ pid }] = await sql`select pg_backend_pid() as pid`;
   const running = sql`select pg_sleep(5)`.execute();
-  await delay(50);
+  await using admin = postgres(url, { max: 1, ...quiet });
+  await untilSleeping(admin, pid);
   running.cancel();
   await assert.rejects(running, (e) => e instanceof PostgresError && e.code === "57014");
   assert.equal((await sql`select 1 as x`)[0].x, 1);
@@ -82,10 +90,11 @@ Deno.test("cancel() rejects with 57014 whether the query was sent or not", async
 
 Deno.test("end({ timeout: 0 }) rejects queries in flight with CONNECTION_DESTROYED", async () => {
   const sql = postgres(url, { max: 1, ...quiet });
-  await sql`select 1`;
+  await using admin = postgres(url, { max: 1, ...quiet });
+  const [{ pid }] = await sql`select pg_backend_pid() as pid`;
   const slow = sql`select pg_sleep(5)`.execute();
   const waiting = sql`select 1`.execute();
-  await delay(20);
+  await untilSleeping(admin, pid);
   await sql.end({ timeout: 0 });
   for (const q of [slow, waiting]) {
     await assert.rejects(
@@ -106,7 +115,12 @@ Deno.test("a transaction whose connection closes while idle rejects with CONNECT
   const err = await sql.begin(async (tx) => {
     const [{ pid }] = await tx`select pg_backend_pid() as pid`;
     await admin`select pg_terminate_backend(${pid})`;
-    await delay(100); // no query of ours is in flight when the connection goes
+    // No query of ours is in flight when the connection goes.
+    await until("the backend gone", async () => {
+      const [{ n }] =
+        await admin`select count(*)::int as n from pg_stat_activity where pid = ${pid}`;
+      return n === 0;
+    });
   }).catch((e) => e);
   assert.ok(err instanceof ConnectionError, String(err));
   assert.equal(err.code, "CONNECTION_CLOSED");
@@ -272,6 +286,100 @@ Deno.test("columns tell their table oid and column number, in results and descri
   assert.equal(d.columns[0].number, 1);
 });
 
+/** A result's completion details, as a program reads them (no rows). */
+function completion(r: Result<unknown>) {
+  return {
+    count: r.count,
+    command: r.command,
+    columns: r.columns.map((c) => c.name),
+    text: r.statement.text,
+    string: r.statement.string,
+    pid: r.state.pid > 0,
+    status: r.state.status,
+  };
+}
+
+Deno.test("every result has a count, a command, columns, a statement and a state (postgres.js's types)", async () => {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  const at = (
+    text: string,
+    count: number | null,
+    command: string | null,
+    columns: string[] = [],
+  ) => ({
+    count,
+    command,
+    columns,
+    text,
+    string: text,
+    pid: true,
+    status: "I",
+  });
+  const select = "select x from generate_series(1, 3) as x";
+  assert.deepEqual(completion(await sql.unsafe(select, [])), at(select, 3, "SELECT", ["x"]));
+  // A tag without a count (CREATE TABLE, SET, ...): count null, as postgres.js leaves it.
+  const create = "create temp table compat_done (a int)";
+  assert.deepEqual(completion(await sql.unsafe(create, [])), at(create, null, "CREATE TABLE"));
+  const set = "set application_name = 'compat'";
+  assert.deepEqual(completion(await sql.unsafe(set)), at(set, null, "SET")); // simple protocol
+  const insert = "insert into compat_done values (1), (2)";
+  assert.deepEqual(completion(await sql.unsafe(insert, [])), at(insert, 2, "INSERT"));
+  // An empty query: command and count null, as postgres.js leaves both.
+  assert.deepEqual(completion(await sql``), at("", null, null));
+  // Several statements: one complete result each, each with the connection's state.
+  const results = await sql.unsafe(
+    "select 1 as a; delete from compat_done; show DateStyle",
+  ) as unknown as Result<unknown>[];
+  assert.deepEqual(results.map((r) => [r.count, r.command, r.columns.map((c) => c.name)]), [
+    [1, "SELECT", ["a"]],
+    [2, "DELETE", []],
+    [null, "SHOW", ["DateStyle"]], // SHOW's tag carries no count
+  ]);
+  assert.ok(results.every((r) => r.state.pid > 0 && r.statement.text.startsWith("select 1")));
+  // A COPY's result: its count and its text as the statement.
+  const copy = sql`copy (select 1 union all select 2) to stdout`;
+  for await (const _ of await copy.readable()) { /* drain */ }
+  assert.deepEqual(
+    completion(await copy),
+    at("copy (select 1 union all select 2) to stdout", 2, "COPY"),
+  );
+  // forEach, values(), and a transaction's state.
+  const each = await sql`select 1 as x`.forEach(() => {});
+  assert.deepEqual([each.count, each.command, each.columns.length], [1, "SELECT", 1]);
+  assert.equal((await sql`select 1 as x`.values()).count, 1);
+  const status = await sql.begin(async (tx) => (await tx`select 1`).state.status);
+  assert.equal(status, "T");
+  // A Result made by hand has the same shape, with nothing in it (no tag: no count, no command).
+  const made = new Result();
+  assert.deepEqual(
+    [made.count, made.command, made.columns, made.statement.text, made.state.pid],
+    [null, null, [], "", 0],
+  );
+});
+
+Deno.test("postgres.js's spellings: END, describe().name, statement.string, numeric connection settings", async () => {
+  await using sql = postgres(url, {
+    max: 1,
+    ...quiet,
+    connection: { statement_timeout: 1234, jit: false },
+    // Accepted and ignored, as the README says.
+    keep_alive: 60,
+    backoff: () => 100,
+    onclose: () => {},
+  });
+  assert.equal(sql.END, sql.CLOSE);
+  const described = await sql`select ${1}::int as n`.describe();
+  assert.deepEqual([described.name, described.string, described.types], [
+    "",
+    "select $1::int as n",
+    [23],
+  ]);
+  const [{ statement_timeout, jit }] =
+    await sql`select current_setting('statement_timeout') as statement_timeout,
+    current_setting('jit') as jit`;
+  assert.deepEqual([statement_timeout, jit], ["1234ms", "off"]);
+});
+
 Deno.test("forEach hands the result as the second argument", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
   const seen: unknown[] = [];
@@ -357,18 +465,14 @@ Deno.test("tx.prepare(name) inside begin makes a two-phase transaction", async (
 Deno.test("listen: state reports the new connection after a reconnect", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
   const got: string[] = [];
-  const handle = await sql.listen("compat_state", (x) => got.push(x));
+  let listens = 0;
+  const handle = await sql.listen("compat_state", (x) => got.push(x), () => listens++);
   const before = handle.state.pid;
   await sql`select pg_terminate_backend(${before})`;
-  let after = before;
-  for (let i = 0; i < 100 && after === before; i++) {
-    await delay(20);
-    after = handle.state.pid;
-  }
-  assert.notEqual(after, before);
-  await delay(50);
+  await until("listening again", () => listens === 2);
+  assert.notEqual(handle.state.pid, before);
   await sql.notify("compat_state", "after");
-  for (let i = 0; i < 100 && got.length === 0; i++) await delay(10);
+  await until("the notification", () => got.length > 0);
   assert.deepEqual(got, ["after"]);
 });
 

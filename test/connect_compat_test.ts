@@ -14,7 +14,7 @@ import postgres, {
 } from "../mod.ts";
 import { databaseUrl, plainCluster, tlsCluster } from "./harness/env.ts";
 import { assertConnectionError, clusterTest, quiet } from "./harness/connect.ts";
-import { within } from "./harness/util.ts";
+import { delay, settledYet, until, untilSleeping, within } from "./harness/wait.ts";
 
 const url = databaseUrl();
 const server = new URL(url.replace(/^postgres(ql)?:/, "http:"));
@@ -150,18 +150,21 @@ Deno.test("socket: whatever the function throws or rejects with rejects the quer
  * `later` opens; resolves once idle_timeout closed the first, so the next caller must reconnect.
  */
 async function afterFirstConnection(later: () => unknown, connectTimeout: number): Promise<Sql> {
-  let calls = 0;
+  let first: net.Socket | null = null;
+  let firstClosed = false;
   const sql = postgres(url, {
     ...quiet,
     max: 1,
     idle_timeout: 0.05,
     connect_timeout: connectTimeout,
-    socket: (() => calls++ === 0 ? net.connect(target.port, target.host) : later()) as Options[
-      "socket"
-    ],
+    socket: (() => {
+      if (first !== null) return later();
+      first = net.connect(target.port, target.host).on("close", () => firstClosed = true);
+      return first;
+    }) as Options["socket"],
   });
   await sql`select 1`;
-  await new Promise((r) => setTimeout(r, 300));
+  await until("idle_timeout closing the first connection", () => firstClosed);
   return sql;
 }
 
@@ -248,11 +251,8 @@ Deno.test("socket: a client that was connected retries through the function's ow
   down = true;
   await sql`select pg_terminate_backend(pg_backend_pid())`.catch(() => {});
   const waiting = sql`select 2 as x`.execute();
-  const settled = waiting.then(() => "resolved", (e) => `rejected: ${e}`);
-  for (let i = 0; i < 250 && refusals < 2; i++) await new Promise((r) => setTimeout(r, 20));
-  const state = await Promise.race([settled, Promise.resolve("pending")]);
-  assert.equal(state, "pending", "the query waits while the connection is retried");
-  assert.ok(refusals >= 2, `it retried (${refusals} refusals)`);
+  await until("two refused attempts", () => refusals >= 2, 5000);
+  assert.equal(await settledYet(waiting), false, "the query waits while the connection is retried");
   down = false;
   const [{ x }] = await within(waiting, 8000, "the query waiting through the refusals");
   assert.equal(x, 2);
@@ -274,8 +274,7 @@ Deno.test("socket: a function that never resolves gives CONNECT_TIMEOUT; a socke
       write: (p: Uint8Array) => Promise.resolve(p.length),
       close: () => closed = true,
     });
-    await new Promise((r) => setTimeout(r, 20));
-    assert.equal(closed, true, "the socket handed over after the timeout was closed");
+    await until("the socket handed over after the timeout closed", () => closed, 5000);
   } finally {
     await sql.end();
   }
@@ -293,9 +292,11 @@ Deno.test("socket: query cancellation also goes through the socket function", as
   });
   await sql`select 1`;
   assert.equal(calls, 1);
+  const [{ pid }] = await sql`select pg_backend_pid() as pid`;
   const q = sql`select pg_sleep(10)`;
   const running = q.execute().then(() => assert.fail("expected a cancel"), (e) => e);
-  await new Promise((r) => setTimeout(r, 100));
+  await using admin = postgres(url, { ...quiet, max: 1 });
+  await untilSleeping(admin, pid);
   q.cancel();
   const e = await within(running, 5000, "the cancelled query");
   assert.ok(e instanceof PostgresError, String(e));
@@ -464,9 +465,9 @@ Deno.test("a client that was connected retries through ECONNREFUSED (as it did C
   try {
     await sql`select 1`;
     down();
-    await new Promise((r) => setTimeout(r, 50));
+    await delay(50); // the client sees its connection close
     const waiting = sql`select 2 as x`.execute();
-    await new Promise((r) => setTimeout(r, 300)); // several refused attempts
+    await delay(300); // an outage that lasts: several refused attempts
     up();
     const [{ x }] = await within(waiting, 8000, "the query waiting through the outage");
     assert.equal(x, 2);

@@ -10,10 +10,10 @@ import { pipeline } from "node:stream/promises";
 import postgres, { PostgresError, QueryError, type TransactionSql } from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { runWithGc } from "./harness/collect.ts";
+import { delay, within } from "./harness/wait.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
-const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // ---------------------------------------------------------------------------
 // postgres.js's tests (tests/index.js: 'Copy read' ... 'Copy from abort'), same usage
@@ -83,7 +83,7 @@ Deno.test("postgres.js 'Copy from works in transaction': end('1\\n2'), then a qu
   try {
     const xs = await sql.begin(async (sql) => {
       (await sql`copy copy_in_tx from stdin`.writable()).end("1\n2");
-      await delay(20);
+      await delay(20); // as postgres.js's own test does
       return sql`select 1 from copy_in_tx`;
     });
     assert.equal(xs.length, 2);
@@ -265,9 +265,12 @@ Deno.test("Node readable: a COPY that fails mid-way errors the stream after the 
   assert.deepEqual(seen, ["2\n", "3\n", "5\n", "10\n"]);
   await assert.rejects(query, (e) => e instanceof PostgresError && e.code === "22012");
   // Not read at all: the failure waits for a reader instead of throwing from an unheard 'error'.
-  const unread = await sql`copy (select 1 / (g - 2) from generate_series(1, 2) g) to stdout`
-    .readable();
-  await delay(20);
+  // It has arrived once the query rejects, and a round trip after it leaves any 'error' emitted
+  // then the time to throw.
+  const failing = sql`copy (select 1 / (g - 2) from generate_series(1, 2) g) to stdout`;
+  const unread = await failing.readable();
+  await assert.rejects(failing, (e) => e instanceof PostgresError && e.code === "22012");
+  assert.equal((await sql`select 1 as one`)[0].one, 1);
   const rest: string[] = [];
   await assert.rejects(
     (async () => {
@@ -400,19 +403,6 @@ Deno.test("abandoned COPY streams release the connection when collected; a flowi
 // ---------------------------------------------------------------------------
 // A transaction that ends while its COPY FROM STDIN is still open
 
-/** Fails instead of hanging: `promise` must settle within `ms` (a hang guard, not a timing check). */
-async function settles<T>(promise: Promise<T>, what: string, ms = 10_000): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const hung = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} never settled (waited ${ms} ms)`)), ms);
-  });
-  try {
-    return await Promise.race([promise, hung]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /** Opens a COPY FROM STDIN of each stream kind and sends one row through it, leaving it open. */
 const openCopyIn = {
   writable: async (tx: TransactionSql, table: string) => {
@@ -438,17 +428,18 @@ Deno.test("begin(): a callback that throws with a COPY still open fails the COPY
     let copy: Promise<unknown> | undefined;
     const boom = new Error(`boom (${kind})`);
     await assert.rejects(
-      settles(
+      within(
         sql.begin(async (tx) => {
           await tx`insert into copy_open_throw values (0)`;
           copy = (await open(tx, "copy_open_throw")).q;
           throw boom;
         }),
+        10_000,
         `begin() (${kind})`,
       ),
       (e) => e === boom,
     );
-    await assert.rejects(settles(copy!, `the COPY (${kind})`), PostgresError, kind);
+    await assert.rejects(within(copy!, 10_000, `the COPY (${kind})`), PostgresError, kind);
     assert.equal((await sql`select count(*)::int as n from copy_open_throw`)[0].n, 0, kind);
     assert.equal((await sql`select 1 as one`)[0].one, 1);
   }
@@ -460,18 +451,19 @@ Deno.test("begin(): a callback that returns with a COPY still open rejects with 
   for (const [kind, open] of Object.entries(openCopyIn)) {
     let copy: Promise<unknown> | undefined;
     await assert.rejects(
-      settles(
+      within(
         sql.begin(async (tx) => {
           await tx`insert into copy_open_return values (0)`;
           copy = (await open(tx, "copy_open_return")).q;
           return "done";
         }),
+        10_000,
         `begin() (${kind})`,
       ),
       (e) => e instanceof QueryError && e.code === "COPY_IN_PROGRESS",
       kind,
     );
-    await assert.rejects(settles(copy!, `the COPY (${kind})`), PostgresError, kind);
+    await assert.rejects(within(copy!, 10_000, `the COPY (${kind})`), PostgresError, kind);
     assert.equal((await sql`select count(*)::int as n from copy_open_return`)[0].n, 0, kind);
     assert.equal((await sql`select 1 as one`)[0].one, 1);
   }
@@ -484,11 +476,11 @@ Deno.test("begin() without a callback: commit() or rollback() with a COPY still 
     const tx = await sql.begin();
     await tx`insert into copy_open_handle values (0)`;
     const { q } = await openCopyIn.writable(tx, "copy_open_handle");
-    const ended = settles(tx[end](), `${end}()`);
+    const ended = within(tx[end](), 10_000, `${end}()`);
     if (end === "commit") {
       await assert.rejects(ended, (e) => e instanceof QueryError && e.code === "COPY_IN_PROGRESS");
     } else await ended;
-    await assert.rejects(settles(q, `the COPY (${end})`), PostgresError, end);
+    await assert.rejects(within(q, 10_000, `the COPY (${end})`), PostgresError, end);
     assert.equal((await sql`select count(*)::int as n from copy_open_handle`)[0].n, 0, end);
   }
   assert.equal((await sql`select 1 as one`)[0].one, 1);
@@ -497,7 +489,7 @@ Deno.test("begin() without a callback: commit() or rollback() with a COPY still 
 Deno.test("begin(): a COPY the callback finished before returning still commits", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
   await sql`create temp table copy_closed_return (x int)`;
-  const result = await settles(
+  const result = await within(
     sql.begin(async (tx) => {
       await pipeline(
         Readable.from(["1\n", "2\n"]),
@@ -508,6 +500,7 @@ Deno.test("begin(): a COPY the callback finished before returning still commits"
       await writer.close();
       return "done";
     }),
+    10_000,
     "begin()",
   );
   assert.equal(result, "done");
@@ -524,9 +517,11 @@ Deno.test("postgres.js 'query during copy error': max 1, a COPY FROM STDIN open:
   try {
     const writable = await sql`copy copy_busy_one from stdin`.writable();
     const refused = (e: unknown) => e instanceof QueryError && e.code === "COPY_IN_PROGRESS";
-    assert.ok(refused(await settles(sql`select 1`.then(() => null, (e) => e), "the query")));
-    assert.ok(refused(await settles(sql.reserve().then(() => null, (e) => e), "reserve()")));
-    assert.ok(refused(await settles(sql.begin(() => 1).then(() => null, (e) => e), "begin()")));
+    assert.ok(refused(await within(sql`select 1`.then(() => null, (e) => e), 10_000, "the query")));
+    assert.ok(refused(await within(sql.reserve().then(() => null, (e) => e), 10_000, "reserve()")));
+    assert.ok(
+      refused(await within(sql.begin(() => 1).then(() => null, (e) => e), 10_000, "begin()")),
+    );
     await new Promise<void>((resolve, reject) => {
       writable.on("finish", resolve).on("error", reject);
       writable.end("1\n2\n");
@@ -547,12 +542,13 @@ Deno.test("a COPY FROM STDIN open on one connection: queries and transactions go
       await sql`select 1`; // one connection open, idle: the COPY takes it
       const writable = await sql`copy copy_busy_many from stdin`.writable();
       writable.write("1\n");
-      const rows = await settles(
+      const rows = await within(
         Promise.all(Array.from({ length: 20 }, (_, i) => sql`select ${i}::int as i`.execute())),
+        10_000,
         `queries beside the COPY (max ${max})`,
       );
       assert.deepEqual(rows.map((r) => r[0].i), Array.from({ length: 20 }, (_, i) => i));
-      const inTx = await settles(sql.begin((tx) => tx`select 7 as seven`), "a transaction");
+      const inTx = await within(sql.begin((tx) => tx`select 7 as seven`), 10_000, "a transaction");
       assert.equal(inTx[0].seven, 7);
       await new Promise<void>((resolve, reject) => {
         writable.on("finish", resolve).on("error", reject);
@@ -578,7 +574,7 @@ Deno.test("a query awaited inside a cursor loop goes to another connection (max 
           seen.push((await sql`select ${rows[0].g as number}::int * 10 as x`)[0].x as number);
         }
       })();
-      await settles(reading, "the cursor loop");
+      await within(reading, 10_000, "the cursor loop");
       assert.deepEqual(seen, [10, 20, 30]);
     } finally {
       await sql.end({ timeout: 1 }); // a hung loop must not hang the suite
@@ -592,7 +588,7 @@ Deno.test("a query awaited inside a cursor loop goes to another connection (max 
     const beside = sql`select 5 as five`.execute();
     for await (const batch of cursor) rows.push(batch[0].g as number);
     assert.deepEqual(rows, [1, 2, 3]);
-    assert.equal((await settles(beside, "the query beside the cursor"))[0].five, 5);
+    assert.equal((await within(beside, 10_000, "the query beside the cursor"))[0].five, 5);
   }
 });
 
@@ -605,8 +601,9 @@ Deno.test("sql.copyFrom whose rows come from a generator that queries the same p
       const [{ n }] = await sql`select 2 as n`; // needs a connection while the COPY holds it
       yield [n];
     };
-    const e = await settles(
+    const e = await within(
       sql.copyFrom("copy_from_busy", rows()).then(() => null, (e) => e),
+      10_000,
       "copyFrom",
     );
     assert.ok(e instanceof QueryError && e.code === "COPY_IN_PROGRESS", String(e));

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import postgres, { ConnectionError, PostgresError, QueryError } from "../mod.ts";
 import { type Cluster, findPgBin, startCluster } from "./harness/cluster.ts";
 import { databaseUrl } from "./harness/env.ts";
-import { within } from "./harness/util.ts";
+import { delay, until, untilSleeping, within } from "./harness/wait.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -16,11 +16,14 @@ Deno.test("1000 queries in flight when the backend is terminated: all settle wit
   await using sql = postgres(url, { max: 1, ...quiet });
   await using admin = postgres(url, { max: 1, ...quiet });
   const [{ pid }] = await sql`select pg_backend_pid() as pid`;
-  const inflight = Array.from(
-    { length: 1000 },
-    (_, i) => sql`select ${i}::int as i, pg_sleep(0.0005)`.execute(),
-  );
-  await new Promise((r) => setTimeout(r, 30));
+  let answered = 0;
+  const count = () => answered++;
+  const inflight = Array.from({ length: 1000 }, (_, i) => {
+    const q = sql`select ${i}::int as i, pg_sleep(0.0005)`.execute();
+    q.then(count, count);
+    return q;
+  });
+  await until("the first answers", () => answered > 0); // mid-pipeline from here
   await admin`select pg_terminate_backend(${pid})`;
   const outcomes = await within(Promise.allSettled(inflight), 5000, "the in-flight queries");
   let rejected = 0;
@@ -55,7 +58,7 @@ Deno.test("requests not yet written when the connection dies are re-sent once, n
       { length: 200 },
       (_, i) => sql`insert into resent values (${i})`.execute(),
     );
-    await new Promise((r) => setTimeout(r, 50));
+    await untilSleeping(admin, pid); // the blocker runs: the inserts past max_pipeline wait
     await admin`select pg_terminate_backend(${pid})`;
     await blocker.catch(() => {});
     const outcomes = await within(Promise.allSettled(inserts), 5000, "the inserts");
@@ -90,7 +93,7 @@ Deno.test({
       assert.equal((await sql`select 1 as one`)[0].one, 1);
       await cluster.halt();
       const during = Array.from({ length: 10 }, (_, i) => sql`select ${i}::int as i`.execute());
-      await new Promise((r) => setTimeout(r, 300));
+      await delay(300); // an outage that lasts
       await cluster.resume();
       const rows = await within(Promise.all(during), 10_000, "queries issued during the outage");
       assert.deepEqual(rows.map((r) => r[0].i), Array.from({ length: 10 }, (_, i) => i));

@@ -44,6 +44,7 @@ import {
   rowDescription,
   withServer,
 } from "./harness/fake_server.ts";
+import { delay, within } from "./harness/wait.ts";
 
 // ---------------------------------------------------------------------------------------------
 // A seeded PRNG: xorshift32 (Marsaglia's shifts 13, 17, 5). Small, fast, reproducible.
@@ -551,7 +552,7 @@ function mutatingServer(queries: number[]) {
         const n = 1 + rng.int(bad.length - at);
         await peer.send(bad.subarray(at, at + n));
         at += n;
-        if (rng.chance(0.3)) await new Promise((r) => setTimeout(r, 0));
+        if (rng.chance(0.3)) await delay(0);
       }
     } catch {
       // the driver hung up first (it found the answers broken): that is fine
@@ -563,20 +564,12 @@ function mutatingServer(queries: number[]) {
 
 type Settled = { ok: true } | { ok: false; error: unknown } | { hang: true };
 
-async function settleWithin(p: PromiseLike<unknown>, ms: number): Promise<Settled> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const hang = new Promise<Settled>((r) => timer = setTimeout(() => r({ hang: true }), ms));
-  try {
-    return await Promise.race([
-      Promise.resolve(p).then(
-        () => ({ ok: true as const }),
-        (error) => ({ ok: false as const, error }),
-      ),
-      hang,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+function settleWithin(p: PromiseLike<unknown>, ms: number): Promise<Settled> {
+  const outcome = Promise.resolve(p).then(
+    (): Settled => ({ ok: true }),
+    (error): Settled => ({ ok: false, error }),
+  );
+  return within(outcome, ms, "hang").catch((): Settled => ({ hang: true }));
 }
 
 /**

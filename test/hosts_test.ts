@@ -21,7 +21,9 @@ import {
   readyForQuery,
 } from "./harness/fake_server.ts";
 import { startReplica } from "./harness/replica.ts";
-import { withEnv, within } from "./harness/util.ts";
+import { withEnv } from "./harness/util.ts";
+import { flightRecorder } from "./harness/flights.ts";
+import { poll, settledYet, until, within } from "./harness/wait.ts";
 
 const quiet = { onnotice: () => {} };
 
@@ -229,15 +231,9 @@ async function reach(
 
 /** Waits until no session stays open on the servers that were not chosen. */
 async function closedExcept(fakes: Fake[], chosen: string): Promise<void> {
-  const deadline = Date.now() + 2000;
-  for (;;) {
-    const open = fakes.filter((f) => f.role.name !== chosen && f.open > 0);
-    if (open.length === 0) return;
-    if (Date.now() > deadline) {
-      assert.fail(`sessions left open on ${open.map((f) => f.role.name).join(", ")}`);
-    }
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  const open = () => fakes.filter((f) => f.role.name !== chosen && f.open > 0);
+  await poll(() => open().length === 0, 2000);
+  assert.deepEqual(open().map((f) => f.role.name), [], "sessions left open");
 }
 
 const ROLES: Role[] = [
@@ -394,35 +390,55 @@ Deno.test({
           assert.equal(err.code, "25006", "read-only transaction");
         }
 
-        await using rw = postgres(url("read-write"), { ...quiet, max: 2, connect_timeout: 20 });
-        await rw`create table before_failover (x int)`;
-        const heard: string[] = [];
-        await rw.listen("failover", (payload) => heard.push(payload));
+        // The read-write client reaches the standby through a recorder that counts its visits.
+        const rec = flightRecorder({ hostname: "127.0.0.1", port: replica.port });
+        try {
+          const rwUrl = `postgres://postgres@127.0.0.1:${rec.port},127.0.0.1:${primary.port}/` +
+            "postgres?target_session_attrs=read-write";
+          await using rw = postgres(rwUrl, { ...quiet, max: 2, connect_timeout: 20 });
+          await rw`create table before_failover (x int)`;
+          const heard: string[] = [];
+          await rw.listen("failover", (payload) => heard.push(payload));
 
-        await primary.halt();
-        const pending = rw`
-          select inet_server_port() as port, pg_is_in_recovery() as standby`.execute();
-        let settled = false;
-        pending.then(() => settled = true, () => settled = true);
-        await new Promise((r) => setTimeout(r, 300));
-        assert.equal(settled, false, "the query waits while no server is the primary");
-        await replica.promote();
-        const [row] = await within(pending, 15_000, "the query issued during failover");
-        assert.deepEqual({ port: row.port, standby: row.standby }, {
-          port: replica.port,
-          standby: false,
-        });
-        await rw`insert into before_failover values (1)`;
-        assert.equal((await rw`select count(*)::int as n from before_failover`)[0].n, 1);
+          await primary.halt();
+          const visits = rec.connections.length;
+          const pending = rw`
+            select inet_server_port() as port, pg_is_in_recovery() as standby`.execute();
+          // Four more sessions on the standby, more than the client has connections (its pool's
+          // two and its listener's): it looked at the standby and went on looking.
+          await until(
+            "four more sessions on the standby",
+            () => rec.connections.length >= visits + 4,
+          );
+          assert.equal(
+            await settledYet(pending),
+            false,
+            "the query waits while no server is the primary",
+          );
+          await replica.promote();
+          const [row] = await within(pending, 15_000, "the query issued during failover");
+          assert.deepEqual({ port: row.port, standby: row.standby }, {
+            port: replica.port,
+            standby: false,
+          });
+          await rw`insert into before_failover values (1)`;
+          assert.equal((await rw`select count(*)::int as n from before_failover`)[0].n, 1);
 
-        // The listener reconnects to the new primary too (notifications sent before it
-        // listens again are lost, so keep sending until one arrives).
-        const deadline = Date.now() + 10_000;
-        while (heard.length === 0 && Date.now() < deadline) {
-          await rw.notify("failover", "after");
-          await new Promise((r) => setTimeout(r, 100));
+          // The listener reconnects to the new primary too (notifications sent before it
+          // listens again are lost, so keep sending until one arrives).
+          await until(
+            "the listener following the failover",
+            async () => {
+              await rw.notify("failover", "after");
+              return heard.length > 0;
+            },
+            10_000,
+            100,
+          );
+          assert.equal(heard[0], "after", "the listener follows the failover");
+        } finally {
+          await rec.close();
         }
-        assert.equal(heard[0], "after", "the listener follows the failover");
       } finally {
         await replica.stop();
       }

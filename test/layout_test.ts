@@ -42,6 +42,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   ],
   // The Kysely dialect (`@pgpipe/pgpipe/kysely`): on the client's public API, beside everything.
   kysely: ["query", "client"],
+  // Drizzle's postgres-js driver (`@pgpipe/pgpipe/drizzle`): the client, and its options to make
+  // one from `drizzle(url)` or `drizzle({ connection })`.
+  drizzle: ["client", "config"],
 };
 
 /** Every `.ts` file under `dir`, as paths relative to `src/`. */
@@ -176,10 +179,30 @@ function foreignImports(file: string): string[] {
 
 Deno.test("layout: mod.ts's import graph imports nothing outside the repository but node:", () => {
   const reached = reachedFrom("mod.ts");
-  assert.ok(reached.length > 50 && !reached.some((f) => f.includes("kysely")), reached.join());
+  assert.ok(
+    reached.length > 50 && !reached.some((f) => f.includes("kysely") || f.includes("drizzle")),
+    reached.join(),
+  );
   const foreign = reached.flatMap((f) => foreignImports(f).map((s) => `${f}: ${s}`));
   assert.deepEqual(foreign, []);
   // The check can fail: the Kysely entry imports npm:kysely.
   const kysely = reachedFrom("kysely.ts").flatMap(foreignImports);
   assert.ok(kysely.some((s) => s.startsWith("npm:kysely@")), kysely.join());
+});
+
+/** The npm packages a file's import graph names (specifiers `npm:name@...`), sorted. */
+function npmPackagesFrom(entry: string): string[] {
+  const specifiers = reachedFrom(entry).flatMap(foreignImports);
+  const names = specifiers.map((s) => s.match(/^npm:(@?[^@/]+(?:\/[^@/]+)?)/)?.[1] ?? s);
+  return [...new Set(names)].sort();
+}
+
+Deno.test("layout: each ORM entry imports its ORM from npm and nothing else outside the repository", () => {
+  assert.deepEqual(npmPackagesFrom("kysely.ts"), ["kysely"]);
+  // The Drizzle entries: drizzle-orm only, never postgres.js (test/orm_drizzle_test.ts runs them
+  // where postgres.js cannot even be resolved).
+  assert.deepEqual(npmPackagesFrom("drizzle.ts"), ["drizzle-orm"]);
+  assert.deepEqual(npmPackagesFrom("drizzle_migrator.ts"), ["drizzle-orm"]);
+  // The check can fail: the test program names both postgres.js and Drizzle's driver for it.
+  assert.deepEqual(npmPackagesFrom("test/orm_drizzle_test.ts").includes("postgres"), true);
 });

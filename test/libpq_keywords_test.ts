@@ -8,7 +8,7 @@ import { join } from "node:path";
 import postgres, { type Options } from "../mod.ts";
 import { resolveOptions } from "../src/config/resolve.ts";
 import { parseRequireAuth } from "../src/connection/auth_policy.ts";
-import { CertDir, type Pair } from "./harness/certs.ts";
+import { CertDir, noOpenssl, type Pair } from "./harness/certs.ts";
 import { databaseUrl, hasClusters, plainCluster } from "./harness/env.ts";
 import { withEnv } from "./harness/util.ts";
 
@@ -127,6 +127,20 @@ Deno.test("keywords harmless without the feature are accepted (libpq's defaults 
   }
 });
 
+Deno.test("keepalives: keepalives_idle is the delay of probes that are on, and nothing with keepalives=0", () => {
+  assert.deepEqual(resolveOptions("postgres://h/d").keepalive, { enabled: true });
+  assert.deepEqual(resolveOptions("postgres://h/d?keepalives_idle=30").keepalive, {
+    enabled: true,
+    idleMs: 30_000,
+  });
+  // No delay for probes that are off: it would only move the connection to node:net (and its
+  // TLS to node:tls, see connect.ts's nativeCannot) for nothing.
+  assert.deepEqual(
+    resolveOptions("postgres://h/d?keepalives=0&keepalives_idle=30").keepalive,
+    { enabled: false },
+  );
+});
+
 Deno.test("client_encoding: UTF8 in any of libpq's spellings, or auto", () => {
   for (const name of ["UTF8", "utf8", "UTF-8", "unicode", "auto"]) {
     assert.equal(
@@ -235,53 +249,61 @@ Deno.test("numeric options read the same from every source: numbers or numeric s
   }
 });
 
-Deno.test("the ssl object: postgres.js's node:tls keys honoured, any other refused, mode checked", async () => {
-  const { ca } = await certMaterial();
-  const mode = (ssl: unknown) => resolveOptions("postgres://h/d", { ssl } as Options).sslmode;
-  assert.equal(mode({}), "verify-full", "node:tls verifies unless told not to");
-  assert.equal(mode({ rejectUnauthorized: false }), "require");
-  assert.equal(mode({ rejectUnauthorized: true }), "verify-full");
-  assert.equal(mode({ mode: "verify-ca", ca: ca.cert }), "verify-ca");
-  assert.equal(mode({ ca: new TextEncoder().encode(ca.cert) }), "verify-full", "bytes (a Buffer)");
-  assert.throws(() => mode({ ca: "x" }), /ssl.ca holds no PEM certificate/);
-  const broken = ca.cert.replace(/\n[A-Za-z0-9+/]{10}/, "\n!!!!!!!!!!");
-  assert.throws(() => mode({ ca: broken }), /ssl.ca holds a certificate that cannot be read/);
-  assert.throws(
-    () =>
-      resolveOptions("postgres://h/d?sslmode=require&sslrootcert=-----BEGIN%20CERTIFICATE-----"),
-    /sslrootcert holds no PEM certificate/,
-  );
-  assert.throws(() => mode({ mode: "bogus" }), /invalid ssl.mode "bogus": use one of disable/);
-  assert.throws(
-    () => mode({ ciphers: "HIGH" }),
-    /ssl.ciphers is not supported: the ssl option takes mode, ca/,
-  );
-  assert.throws(
-    () => mode({ checkServerIdentity: () => undefined }),
-    /ssl.checkServerIdentity is not supported/,
-  );
-  assert.throws(() => mode({ mode: "verify-full", rejectUnauthorized: false }), /contradicts/);
-  assert.throws(() => mode({ mode: "require", rejectUnauthorized: true }), /contradicts/);
-  assert.throws(() => mode({ cert: 42 }), /ssl.cert must be PEM text/);
-  assert.throws(() => mode(7), /ssl must be a boolean, an sslmode or an object/);
-  const r = resolveOptions("postgres://h/d", {
-    ssl: { servername: "db.internal", minVersion: "TLSv1.3", rejectUnauthorized: false },
-  });
-  assert.deepEqual(
-    [r.tls.servername, r.tls.minVersion, r.tls.maxVersion],
-    ["db.internal", "TLSv1.3", "TLSv1.3"],
-  );
-  assert.throws(
-    () =>
-      resolveOptions(
-        "postgres://h/d?ssl_min_protocol_version=TLSv1.3&ssl_max_protocol_version=TLSv1.2",
-      ),
-    /ssl_min_protocol_version TLSv1.3 is above ssl_max_protocol_version TLSv1.2/,
-  );
-  assert.throws(
-    () => resolveOptions("postgres://h/d?min_protocol_version=3.2&max_protocol_version=3.0"),
-    /min_protocol_version 3.2 is above max_protocol_version 3.0/,
-  );
+Deno.test({
+  name: "the ssl object: postgres.js's node:tls keys honoured, any other refused, mode checked",
+  ignore: noOpenssl,
+  fn: async () => {
+    const { ca } = await certMaterial();
+    const mode = (ssl: unknown) => resolveOptions("postgres://h/d", { ssl } as Options).sslmode;
+    assert.equal(mode({}), "verify-full", "node:tls verifies unless told not to");
+    assert.equal(mode({ rejectUnauthorized: false }), "require");
+    assert.equal(mode({ rejectUnauthorized: true }), "verify-full");
+    assert.equal(mode({ mode: "verify-ca", ca: ca.cert }), "verify-ca");
+    assert.equal(
+      mode({ ca: new TextEncoder().encode(ca.cert) }),
+      "verify-full",
+      "bytes (a Buffer)",
+    );
+    assert.throws(() => mode({ ca: "x" }), /ssl.ca holds no PEM certificate/);
+    const broken = ca.cert.replace(/\n[A-Za-z0-9+/]{10}/, "\n!!!!!!!!!!");
+    assert.throws(() => mode({ ca: broken }), /ssl.ca holds a certificate that cannot be read/);
+    assert.throws(
+      () =>
+        resolveOptions("postgres://h/d?sslmode=require&sslrootcert=-----BEGIN%20CERTIFICATE-----"),
+      /sslrootcert holds no PEM certificate/,
+    );
+    assert.throws(() => mode({ mode: "bogus" }), /invalid ssl.mode "bogus": use one of disable/);
+    assert.throws(
+      () => mode({ ciphers: "HIGH" }),
+      /ssl.ciphers is not supported: the ssl option takes mode, ca/,
+    );
+    assert.throws(
+      () => mode({ checkServerIdentity: () => undefined }),
+      /ssl.checkServerIdentity is not supported/,
+    );
+    assert.throws(() => mode({ mode: "verify-full", rejectUnauthorized: false }), /contradicts/);
+    assert.throws(() => mode({ mode: "require", rejectUnauthorized: true }), /contradicts/);
+    assert.throws(() => mode({ cert: 42 }), /ssl.cert must be PEM text/);
+    assert.throws(() => mode(7), /ssl must be a boolean, an sslmode or an object/);
+    const r = resolveOptions("postgres://h/d", {
+      ssl: { servername: "db.internal", minVersion: "TLSv1.3", rejectUnauthorized: false },
+    });
+    assert.deepEqual(
+      [r.tls.servername, r.tls.minVersion, r.tls.maxVersion],
+      ["db.internal", "TLSv1.3", "TLSv1.3"],
+    );
+    assert.throws(
+      () =>
+        resolveOptions(
+          "postgres://h/d?ssl_min_protocol_version=TLSv1.3&ssl_max_protocol_version=TLSv1.2",
+        ),
+      /ssl_min_protocol_version TLSv1.3 is above ssl_max_protocol_version TLSv1.2/,
+    );
+    assert.throws(
+      () => resolveOptions("postgres://h/d?min_protocol_version=3.2&max_protocol_version=3.0"),
+      /min_protocol_version 3.2 is above max_protocol_version 3.0/,
+    );
+  },
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -290,9 +312,14 @@ Deno.test("the ssl object: postgres.js's node:tls keys honoured, any other refus
 let certs: CertDir | undefined;
 let material: { ca: Pair; rsa: Pair; ec: Pair; other: Pair } | undefined;
 
+/** The folder for this file's certificates and other files (no openssl needed to make it). */
+async function folder(): Promise<CertDir> {
+  return certs ??= await CertDir.create("pgpipe-keywords-");
+}
+
 async function certMaterial() {
   if (material === undefined) {
-    certs = await CertDir.create("pgpipe-keywords-");
+    const certs = await folder();
     const ca = await certs.ca("ca");
     material = {
       ca,
@@ -301,201 +328,230 @@ async function certMaterial() {
       other: await certs.leaf("other", ca, { cn: "bob", client: true }),
     };
   }
-  return { certs: certs!, ...material };
+  return { certs: await folder(), ...material };
 }
 
 const certOf = (o: Options, url = "postgres://h/d?sslmode=require") =>
   resolveOptions(url, o).tls.clientCertificate;
 
-Deno.test("client certificates: files or PEM text; PKCS#1, SEC1, PKCS#8, encrypted with sslpassword", async () => {
-  const { certs, rsa, ec } = await certMaterial();
-  const forms: [Pair, "pkcs1" | "sec1" | "pkcs8" | "pkcs8-enc" | "legacy-enc"][] = [
-    [rsa, "pkcs1"],
-    [rsa, "pkcs8"],
-    [rsa, "pkcs8-enc"],
-    [rsa, "legacy-enc"],
-    [ec, "sec1"],
-    [ec, "pkcs8-enc"],
-  ];
-  for (const [pair, form] of forms) {
-    const key = await certs.key(pair, form, "s3cret");
-    const encrypted = form.endsWith("-enc");
-    const fromText = certOf({
-      sslcert: pair.cert,
-      sslkey: key,
-      ...(encrypted ? { sslpassword: "s3cret" } : {}),
-    });
-    assert.ok(
-      fromText?.key.startsWith("-----BEGIN PRIVATE KEY-----"),
-      `${form}: unencrypted PKCS#8`,
-    );
-    assert.equal(fromText?.cert, pair.cert);
-    const keyPath = await certs.file(`${form}-${pair === rsa ? "rsa" : "ec"}.key`, key);
-    const fromFiles = certOf(
-      {},
-      `postgres://h/d?sslmode=require&sslcert=${pair.certPath}&sslkey=${keyPath}` +
-        (encrypted ? "&sslpassword=s3cret" : ""),
-    );
-    assert.equal(fromFiles?.key, fromText?.key, form);
-    // postgres.js's way: the ssl object.
-    const fromSsl = certOf({
-      ssl: {
-        rejectUnauthorized: false,
-        cert: pair.cert,
-        key,
-        ...(encrypted ? { passphrase: "s3cret" } : {}),
-      },
-    });
-    assert.equal(fromSsl?.key, fromText?.key);
-  }
-});
-
-Deno.test("client certificates: a wrong passphrase, a missing one, a mismatched pair, a loose key file: TypeErrors that quote no secret", async () => {
-  const { certs, rsa, other } = await certMaterial();
-  const encrypted = await certs.key(rsa, "pkcs8-enc", "right-pass");
-  const cases: [Options, RegExp][] = [
-    [
-      { sslcert: rsa.cert, sslkey: encrypted, sslpassword: "wrong-pass" },
-      /sslpassword does not decrypt sslkey/,
-    ],
-    [
-      { sslcert: rsa.cert, sslkey: encrypted },
-      /sslkey is encrypted: give its passphrase as sslpassword/,
-    ],
-    [
-      { sslcert: rsa.cert, sslkey: other.key },
-      /sslkey is not the private key of sslcert's certificate/,
-    ],
-    [{ sslcert: rsa.cert }, /sslcert is given without sslkey/],
-    [{ sslkey: rsa.key }, /sslkey is given without sslcert/],
-    [
-      {
-        sslcert: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
-        sslkey: rsa.key,
-      },
-      /sslcert is not a PEM certificate/,
-    ],
-    [
-      { sslcert: "/nonexistent/c.crt", sslkey: rsa.key },
-      /cannot read sslcert \/nonexistent\/c.crt/,
-    ],
-  ];
-  for (const [options, pattern] of cases) {
-    assert.throws(
-      () => certOf(options),
-      (e: Error) => {
-        assert.ok(e instanceof TypeError);
-        assert.match(e.message, pattern);
-        for (const secret of ["wrong-pass", "right-pass", "PRIVATE KEY", rsa.key.split("\n")[1]]) {
-          assert.ok(!e.message.includes(secret), `"${e.message}" quotes a secret`);
-        }
-        return true;
-      },
-    );
-  }
-  const loose = await certs.file("loose.key", rsa.key, 0o644);
-  assert.throws(
-    () => certOf({ sslcert: rsa.certPath, sslkey: loose }),
-    /has group or world access/,
-  );
-  // Nothing is read for a connection that never encrypts, or with sslcertmode=disable.
-  assert.equal(
-    certOf({ sslcert: "/nonexistent/c.crt", sslkey: loose }, "postgres://h/d?sslmode=disable"),
-    undefined,
-  );
-  assert.equal(certOf({ sslcert: "/nonexistent/c.crt", sslcertmode: "disable" }), undefined);
-});
-
-Deno.test("client certificates: libpq's default ~/.postgresql/postgresql.crt and .key, and root.crt", async () => {
-  const { certs, ca, ec } = await certMaterial();
-  const home = join(certs.dir, "home");
-  await Deno.mkdir(join(home, ".postgresql"), { recursive: true });
-  await withEnv(
-    { HOME: home, PGSSLCERT: undefined, PGSSLKEY: undefined, PGSSLROOTCERT: undefined },
-    async () => {
-      assert.equal(certOf({}), undefined, "no files: no certificate");
-      await Deno.copyFile(ec.certPath, join(home, ".postgresql", "postgresql.crt"));
-      assert.throws(
-        () => certOf({}),
-        /cannot read sslkey .*postgresql.key/,
-        "a certificate without its key",
-      );
-      await Deno.writeTextFile(join(home, ".postgresql", "postgresql.key"), ec.key, {
-        mode: 0o600,
+Deno.test({
+  name: "client certificates: files or PEM text; PKCS#1, SEC1, PKCS#8, encrypted with sslpassword",
+  ignore: noOpenssl,
+  fn: async () => {
+    const { certs, rsa, ec } = await certMaterial();
+    const forms: [Pair, "pkcs1" | "sec1" | "pkcs8" | "pkcs8-enc" | "legacy-enc"][] = [
+      [rsa, "pkcs1"],
+      [rsa, "pkcs8"],
+      [rsa, "pkcs8-enc"],
+      [rsa, "legacy-enc"],
+      [ec, "sec1"],
+      [ec, "pkcs8-enc"],
+    ];
+    for (const [pair, form] of forms) {
+      const key = await certs.key(pair, form, "s3cret");
+      const encrypted = form.endsWith("-enc");
+      const fromText = certOf({
+        sslcert: pair.cert,
+        sslkey: key,
+        ...(encrypted ? { sslpassword: "s3cret" } : {}),
       });
-      assert.equal(certOf({})?.cert, ec.cert);
-      await Deno.writeTextFile(join(home, ".postgresql", "root.crt"), ca.cert);
-      const r = resolveOptions("postgres://h/d?sslmode=require");
-      assert.deepEqual(r.ca, [ca.cert]);
-      await Deno.writeTextFile(join(home, ".postgresql", "root.crl"), "");
-      assert.throws(() => resolveOptions("postgres://h/d?sslmode=require"), /root.crl exists/);
-      assert.equal(
-        resolveOptions("postgres://h/d?sslmode=require&sslrootcert=system").ca,
-        undefined,
+      assert.ok(
+        fromText?.key.startsWith("-----BEGIN PRIVATE KEY-----"),
+        `${form}: unencrypted PKCS#8`,
       );
-    },
-  );
+      assert.equal(fromText?.cert, pair.cert);
+      const keyPath = await certs.file(`${form}-${pair === rsa ? "rsa" : "ec"}.key`, key);
+      const fromFiles = certOf(
+        {},
+        `postgres://h/d?sslmode=require&sslcert=${pair.certPath}&sslkey=${keyPath}` +
+          (encrypted ? "&sslpassword=s3cret" : ""),
+      );
+      assert.equal(fromFiles?.key, fromText?.key, form);
+      // postgres.js's way: the ssl object.
+      const fromSsl = certOf({
+        ssl: {
+          rejectUnauthorized: false,
+          cert: pair.cert,
+          key,
+          ...(encrypted ? { passphrase: "s3cret" } : {}),
+        },
+      });
+      assert.equal(fromSsl?.key, fromText?.key);
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "client certificates: a wrong passphrase, a missing one, a mismatched pair, a loose key file: TypeErrors that quote no secret",
+  ignore: noOpenssl,
+  fn: async () => {
+    const { certs, rsa, other } = await certMaterial();
+    const encrypted = await certs.key(rsa, "pkcs8-enc", "right-pass");
+    const cases: [Options, RegExp][] = [
+      [
+        { sslcert: rsa.cert, sslkey: encrypted, sslpassword: "wrong-pass" },
+        /sslpassword does not decrypt sslkey/,
+      ],
+      [
+        { sslcert: rsa.cert, sslkey: encrypted },
+        /sslkey is encrypted: give its passphrase as sslpassword/,
+      ],
+      [
+        { sslcert: rsa.cert, sslkey: other.key },
+        /sslkey is not the private key of sslcert's certificate/,
+      ],
+      [{ sslcert: rsa.cert }, /sslcert is given without sslkey/],
+      [{ sslkey: rsa.key }, /sslkey is given without sslcert/],
+      [
+        {
+          sslcert: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+          sslkey: rsa.key,
+        },
+        /sslcert is not a PEM certificate/,
+      ],
+      [
+        { sslcert: "/nonexistent/c.crt", sslkey: rsa.key },
+        /cannot read sslcert \/nonexistent\/c.crt/,
+      ],
+      // A key as openssl pkcs12 exports it (attribute lines before the PEM) is text, not a file
+      // name: an error must not quote it as one.
+      [
+        { sslcert: rsa.cert, sslkey: `Bag Attributes\n    localKeyID: 01\n${other.key}` },
+        /sslkey is not the private key of sslcert's certificate/,
+      ],
+      // Key text in a form pgpipe does not read (no PEM header) is not quoted either.
+      [
+        { sslcert: rsa.cert, sslkey: rsa.key.split("\n").slice(1, -2).join("\n") },
+        /sslkey is neither PEM text nor the name of a readable file/,
+      ],
+    ];
+    for (const [options, pattern] of cases) {
+      assert.throws(
+        () => certOf(options),
+        (e: Error) => {
+          assert.ok(e instanceof TypeError);
+          assert.match(e.message, pattern);
+          for (
+            const secret of ["wrong-pass", "right-pass", "PRIVATE KEY", rsa.key.split("\n")[1]]
+          ) {
+            assert.ok(!e.message.includes(secret), `"${e.message}" quotes a secret`);
+          }
+          return true;
+        },
+      );
+    }
+    const loose = await certs.file("loose.key", rsa.key, 0o644);
+    assert.throws(
+      () => certOf({ sslcert: rsa.certPath, sslkey: loose }),
+      /has group or world access/,
+    );
+    // Nothing is read for a connection that never encrypts, or with sslcertmode=disable.
+    assert.equal(
+      certOf({ sslcert: "/nonexistent/c.crt", sslkey: loose }, "postgres://h/d?sslmode=disable"),
+      undefined,
+    );
+    assert.equal(certOf({ sslcert: "/nonexistent/c.crt", sslcertmode: "disable" }), undefined);
+  },
+});
+
+Deno.test({
+  name: "client certificates: libpq's default ~/.postgresql/postgresql.crt and .key, and root.crt",
+  ignore: noOpenssl,
+  fn: async () => {
+    const { certs, ca, ec } = await certMaterial();
+    const home = join(certs.dir, "home");
+    await Deno.mkdir(join(home, ".postgresql"), { recursive: true });
+    await withEnv(
+      { HOME: home, PGSSLCERT: undefined, PGSSLKEY: undefined, PGSSLROOTCERT: undefined },
+      async () => {
+        assert.equal(certOf({}), undefined, "no files: no certificate");
+        await Deno.copyFile(ec.certPath, join(home, ".postgresql", "postgresql.crt"));
+        assert.throws(
+          () => certOf({}),
+          /cannot read sslkey .*postgresql.key/,
+          "a certificate without its key",
+        );
+        await Deno.writeTextFile(join(home, ".postgresql", "postgresql.key"), ec.key, {
+          mode: 0o600,
+        });
+        assert.equal(certOf({})?.cert, ec.cert);
+        await Deno.writeTextFile(join(home, ".postgresql", "root.crt"), ca.cert);
+        const r = resolveOptions("postgres://h/d?sslmode=require");
+        assert.deepEqual(r.ca, [ca.cert]);
+        await Deno.writeTextFile(join(home, ".postgresql", "root.crl"), "");
+        assert.throws(() => resolveOptions("postgres://h/d?sslmode=require"), /root.crl exists/);
+        assert.equal(
+          resolveOptions("postgres://h/d?sslmode=verify-full&sslrootcert=system").ca,
+          undefined,
+        );
+      },
+    );
+  },
 });
 
 // ---------------------------------------------------------------------------------------------
 // The service file and the password file
 
-Deno.test("service file: a section's keywords come after the URL and options, before the environment", async () => {
-  const { certs } = await certMaterial();
-  const file = await certs.file(
-    "pg_service.conf",
-    [
-      "# comment",
-      "[other]",
-      "dbname=wrong",
-      "[app]",
-      "host=svc-host",
-      "port=6000",
-      "dbname = svcdb",
-      "user=svcuser",
-      "sslmode=require",
-      "application_name=svc app",
-      "[after]",
-      "dbname=wrong-too",
-    ].join("\n"),
-  );
-  await withEnv({
-    PGSERVICEFILE: file,
-    PGSERVICE: undefined,
-    PGDATABASE: "envdb",
-    PGHOST: "envhost",
-    PGPORT: "7000",
-  }, () => {
-    const r = resolveOptions("postgres://u@/?service=app");
-    assert.deepEqual(
-      [r.host, r.port, r.database, r.user, r.sslmode, r.params.application_name],
-      ["svc-host", 6000, "svcdb", "u", "require", "svc app"],
+Deno.test({
+  name: "service file: a section's keywords come after the URL and options, before the environment",
+  fn: async () => {
+    const certs = await folder();
+    const file = await certs.file(
+      "pg_service.conf",
+      [
+        "# comment",
+        "[other]",
+        "dbname=wrong",
+        "[app]",
+        "host=svc-host",
+        "port=6000",
+        "dbname = svcdb",
+        "user=svcuser",
+        "sslmode=require",
+        "application_name=svc app",
+        "[after]",
+        "dbname=wrong-too",
+      ].join("\n"),
     );
-    const byOption = resolveOptions(undefined, { service: "app", database: "optdb" });
-    assert.deepEqual([byOption.database, byOption.user], ["optdb", "svcuser"]);
-    assert.equal(resolveOptions(undefined).database, "envdb", "no service: the environment");
+    await withEnv({
+      PGSERVICEFILE: file,
+      PGSERVICE: undefined,
+      PGDATABASE: "envdb",
+      PGHOST: "envhost",
+      PGPORT: "7000",
+    }, () => {
+      const r = resolveOptions("postgres://u@/?service=app");
+      assert.deepEqual(
+        [r.host, r.port, r.database, r.user, r.sslmode, r.params.application_name],
+        ["svc-host", 6000, "svcdb", "u", "require", "svc app"],
+      );
+      const byOption = resolveOptions(undefined, { service: "app", database: "optdb" });
+      assert.deepEqual([byOption.database, byOption.user], ["optdb", "svcuser"]);
+      assert.equal(resolveOptions(undefined).database, "envdb", "no service: the environment");
+      assert.throws(
+        () => resolveOptions("postgres://h/d?service=missing"),
+        /definition of service "missing" not found/,
+      );
+    });
+    const bad = await certs.file("bad.conf", "[x]\nhost=a\nmax=5\n");
     assert.throws(
-      () => resolveOptions("postgres://h/d?service=missing"),
-      /definition of service "missing" not found/,
+      () => resolveOptions(`postgres://h/d?service=x&servicefile=${bad}`),
+      /line 3: "max" is not a libpq keyword/,
     );
-  });
-  const bad = await certs.file("bad.conf", "[x]\nhost=a\nmax=5\n");
-  assert.throws(
-    () => resolveOptions(`postgres://h/d?service=x&servicefile=${bad}`),
-    /line 3: "max" is not a libpq keyword/,
-  );
-  const nested = await certs.file("nested.conf", "[x]\nservice=y\n");
-  assert.throws(
-    () => resolveOptions(`postgres://h/d?service=x&servicefile=${nested}`),
-    /nested service/,
-  );
-  // PGSYSCONFDIR's pg_service.conf after the user's file.
-  const sysconf = join(certs.dir, "sysconf");
-  await Deno.mkdir(sysconf, { recursive: true });
-  await Deno.writeTextFile(join(sysconf, "pg_service.conf"), "[sys]\ndbname=sysdb\n");
-  await withEnv({ PGSERVICEFILE: undefined, HOME: certs.dir, PGSYSCONFDIR: sysconf }, () => {
-    assert.equal(resolveOptions("postgres://h/?service=sys").database, "sysdb");
-  });
+    const nested = await certs.file("nested.conf", "[x]\nservice=y\n");
+    assert.throws(
+      () => resolveOptions(`postgres://h/d?service=x&servicefile=${nested}`),
+      /nested service/,
+    );
+    // PGSYSCONFDIR's pg_service.conf after the user's file.
+    const sysconf = join(certs.dir, "sysconf");
+    await Deno.mkdir(sysconf, { recursive: true });
+    await Deno.writeTextFile(join(sysconf, "pg_service.conf"), "[sys]\ndbname=sysdb\n");
+    await withEnv({ PGSERVICEFILE: undefined, HOME: certs.dir, PGSYSCONFDIR: sysconf }, () => {
+      assert.equal(resolveOptions("postgres://h/?service=sys").database, "sysdb");
+    });
+  },
 });
 
 Deno.test({
@@ -503,7 +559,7 @@ Deno.test({
     "service file and passfile: a real connection from a service section, the password from the passfile",
   ignore: plainCluster() === undefined,
   fn: async () => {
-    const { certs } = await certMaterial();
+    const certs = await folder();
     const c = plainCluster()!;
     const u = c.users.scram;
     const service = await certs.file(
@@ -523,43 +579,47 @@ Deno.test({
   },
 });
 
-Deno.test("sql.options, errors and inspection show no secret", async () => {
-  const { rsa, certs } = await certMaterial();
-  const key = await certs.key(rsa, "pkcs8-enc", "pass-phrase-9");
-  const clientKey = btoa("k".repeat(32));
-  const sql = postgres("postgres://u:url-secret-1@h/d?sslmode=require", {
-    sslcert: rsa.cert,
-    sslkey: key,
-    sslpassword: "pass-phrase-9",
-    scram_client_key: clientKey,
-    scram_server_key: btoa("s".repeat(32)),
-  });
-  for (
-    const printed of [
-      Deno.inspect(sql.options, { depth: 10 }),
-      JSON.stringify(sql.options),
-      Deno.inspect(sql, { depth: 4 }),
-    ]
-  ) {
+Deno.test({
+  name: "sql.options, errors and inspection show no secret",
+  ignore: noOpenssl,
+  fn: async () => {
+    const { rsa, certs } = await certMaterial();
+    const key = await certs.key(rsa, "pkcs8-enc", "pass-phrase-9");
+    const clientKey = btoa("k".repeat(32));
+    const sql = postgres("postgres://u:url-secret-1@h/d?sslmode=require", {
+      sslcert: rsa.cert,
+      sslkey: key,
+      sslpassword: "pass-phrase-9",
+      scram_client_key: clientKey,
+      scram_server_key: btoa("s".repeat(32)),
+    });
     for (
-      const secret of [
-        "url-secret-1",
-        "pass-phrase-9",
-        "PRIVATE KEY",
-        clientKey,
-        rsa.cert.split("\n")[1],
+      const printed of [
+        Deno.inspect(sql.options, { depth: 10 }),
+        JSON.stringify(sql.options),
+        Deno.inspect(sql, { depth: 4 }),
       ]
     ) {
-      assert.ok(!printed.includes(secret), `printed options show ${secret}`);
+      for (
+        const secret of [
+          "url-secret-1",
+          "pass-phrase-9",
+          "PRIVATE KEY",
+          clientKey,
+          rsa.cert.split("\n")[1],
+        ]
+      ) {
+        assert.ok(!printed.includes(secret), `printed options show ${secret}`);
+      }
     }
-  }
-  assert.equal(sql.options.pass, "url-secret-1", "still there for who asks");
-  await sql.end();
-  assert.throws(
-    () => resolveOptions("postgres://h/d?scram_client_key=c2VjcmV0LXZhbHVl"),
-    (e: Error) =>
-      /scram_client_key must be a 32-byte/.test(e.message) && !e.message.includes("c2VjcmV0"),
-  );
+    assert.equal(sql.options.pass, "url-secret-1", "still there for who asks");
+    await sql.end();
+    assert.throws(
+      () => resolveOptions("postgres://h/d?scram_client_key=c2VjcmV0LXZhbHVl"),
+      (e: Error) =>
+        /scram_client_key must be a 32-byte/.test(e.message) && !e.message.includes("c2VjcmV0"),
+    );
+  },
 });
 
 addEventListener("unload", () => void certs?.remove());
@@ -590,17 +650,25 @@ Deno.test("libpq's keyword=value connection string: quoting, escapes, every keyw
   );
   const o = resolveOptions(
     "host=db.example.com port = 6432 dbname='my db' user=ada password='it\\'s a secret' " +
-      "sslmode=verify-ca sslrootcert=system application_name=a\\ b",
+      "sslmode=verify-full sslrootcert=system application_name=a\\ b",
   );
   assert.deepEqual(
     [o.host, o.port, o.database, o.user, o.pass, o.sslmode, o.params.application_name],
-    ["db.example.com", 6432, "my db", "ada", "it's a secret", "verify-ca", "a b"],
+    ["db.example.com", 6432, "my db", "ada", "it's a secret", "verify-full", "a b"],
   );
   assert.deepEqual(resolveOptions("host=a,b port=1,2").hosts.map((h) => `${h.host}:${h.port}`), [
     "a:1",
     "b:2",
   ]);
   assert.throws(() => resolveOptions("host=h dbname"), /missing "=" after "dbname"/);
+  // An unquoted password with a space: its second word is not quoted back as a keyword.
+  for (const text of ["host=h password=pass xq7z", "host=h password=pass xq=7z"]) {
+    assert.throws(() => resolveOptions(text), (e: Error) => {
+      assert.match(e.message, /the word after password's value \(quote a value that holds spaces/);
+      assert.ok(!e.message.includes("xq"), e.message);
+      return true;
+    });
+  }
   assert.throws(
     () => resolveOptions("host=h password='open"),
     (e: Error) =>

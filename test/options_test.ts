@@ -7,9 +7,27 @@ import { HOST_KEYWORDS, type Keyword, KEYWORDS } from "../src/config/keywords.ts
 import { matchPgpass } from "../src/config/pgpass.ts";
 import { databaseUrl, hasClusters, tlsCluster } from "./harness/env.ts";
 import { withEnv } from "./harness/util.ts";
+import { delay, until } from "./harness/wait.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
+
+Deno.test("URL: a password (or a query value) that is not valid percent-encoding is not quoted in the error", () => {
+  for (
+    const [url, where] of [
+      ["postgres://u:s3cr%zzet@h/d", "the password"],
+      ["postgres://u@h/d?sslpassword=s3cr%zzet", "the value of sslpassword"],
+    ]
+  ) {
+    assert.throws(() => resolveOptions(url), (e: Error) => {
+      assert.ok(e instanceof TypeError);
+      assert.match(e.message, new RegExp(`invalid percent-encoding in connection URL: ${where}`));
+      assert.ok(!e.message.includes("s3cr"), e.message);
+      return true;
+    });
+  }
+  assert.throws(() => resolveOptions("postgres://u@h/d%zz"), /connection URL: d%zz/);
+});
 
 Deno.test("URL: credentials and names are percent-decoded; unknown keys become startup parameters", () => {
   const p = parseUrl(
@@ -48,6 +66,7 @@ const VALID: Record<string, string> = {
   sslkey: "/nonexistent/client.key",
   sslcertmode: "disable", // so neither file above is read
   sslrootcert: "system",
+  sslmode: "verify-full", // the only one sslrootcert=system allows
   ssl_max_protocol_version: "TLSv1.3",
   gsslib: "gssapi",
   scram_client_key: btoa("k".repeat(32)),
@@ -171,6 +190,48 @@ Deno.test("PGSSLROOTCERT is read only for a connection that may encrypt, and `sy
   });
 });
 
+Deno.test("sslrootcert=system: sslmode defaults to verify-full and a weaker one is refused, as in libpq", async () => {
+  await withEnv({ PGSSLMODE: undefined, PGSSLROOTCERT: undefined }, () => {
+    assert.equal(resolveOptions("postgres://u@h/d?sslrootcert=system").sslmode, "verify-full");
+    assert.equal(resolveOptions("postgres://u@h/d").sslmode, "prefer", "prefer without it");
+    for (const mode of ["disable", "allow", "prefer", "require", "verify-ca"]) {
+      assert.throws(
+        () => resolveOptions(`postgres://u@h/d?sslmode=${mode}&sslrootcert=system`),
+        (e) =>
+          e instanceof TypeError &&
+          e.message.includes(`sslmode=${mode} may not be used with sslrootcert=system`),
+      );
+    }
+    assert.throws(() => resolveOptions("sslrootcert=system", { ssl: true }), /sslmode=require/);
+  });
+  await withEnv({ PGSSLMODE: undefined, PGSSLROOTCERT: "system" }, () => {
+    assert.equal(resolveOptions("postgres://u@h/d").sslmode, "verify-full");
+    assert.throws(() => resolveOptions("postgres://u@h/d?sslmode=require"), /sslrootcert=system/);
+  });
+  const c = tlsCluster();
+  if (c === undefined) return;
+  // The ssl object's CAs replace sslrootcert: its rule does not apply then.
+  const own = resolveOptions("postgres://u@h/d?sslrootcert=system", {
+    ssl: { ca: c.caCert!, rejectUnauthorized: false },
+  });
+  assert.equal(own.sslmode, "require");
+  // Against the TLS cluster, whose certificate comes from a private CA: the system's roots do
+  // not trust it, so the connection fails where it used to go on unverified (sslmode=prefer).
+  const u = c.users.trust;
+  const sql = postgres(
+    `postgres://${u.user}@${c.host}:${c.port}/${c.database}?sslrootcert=system`,
+    { ...quiet, connect_timeout: 5 },
+  );
+  try {
+    await assert.rejects(sql`select 1`, (e: Error & { code?: string }) => {
+      assert.equal(e.code, "SSL_FAILED", e.message);
+      return true;
+    });
+  } finally {
+    await sql.end();
+  }
+});
+
 Deno.test(".pgpass: wildcards, escapes, first match wins, sockets match localhost", () => {
   const text = [
     "# comment",
@@ -272,15 +333,14 @@ Deno.test("idle_timeout closes idle connections; they reopen on demand", async (
   });
   await sql`select 1`;
   assert.equal(await backends(admin, "pgpipe_idle"), 1);
-  await new Promise((r) => setTimeout(r, 600));
-  assert.equal(await backends(admin, "pgpipe_idle"), 0);
+  await until("the idle connection closed", async () => await backends(admin, "pgpipe_idle") === 0);
   assert.equal((await sql`select 2 as two`)[0].two, 2);
 });
 
 Deno.test("max_lifetime replaces an old connection once it is idle", async () => {
   await using sql = postgres(url, { max: 1, max_lifetime: 0.2, ...quiet });
   const [{ pid: first }] = await sql`select pg_backend_pid() as pid`;
-  await new Promise((r) => setTimeout(r, 300));
+  await delay(300); // past max_lifetime, idle
   const [{ pid: second }] = await sql`select pg_backend_pid() as pid`;
   assert.notEqual(second, first);
 });
@@ -295,12 +355,10 @@ Deno.test("max_lifetime closes an idle connection when it expires, without anoth
   });
   await sql`select 1`;
   assert.equal(await backends(admin, "pgpipe_lifetime"), 1);
-  let open = 1;
-  for (let i = 0; i < 200 && open > 0; i++) {
-    await new Promise((r) => setTimeout(r, 20));
-    open = await backends(admin, "pgpipe_lifetime");
-  }
-  assert.equal(open, 0, "the expired idle connection was closed");
+  await until(
+    "the expired idle connection closed",
+    async () => await backends(admin, "pgpipe_lifetime") === 0,
+  );
   assert.equal((await sql`select 2 as two`)[0].two, 2);
 });
 

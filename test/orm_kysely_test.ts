@@ -35,7 +35,8 @@ import { type PgpipeConnection, PgpipeDriver } from "../src/kysely/driver.ts";
 import { needsSession } from "../src/kysely/session_statement.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { tapProxy } from "./harness/tap_proxy.ts";
-import { eventually, serverVersion } from "./harness/util.ts";
+import { serverVersion } from "./harness/util.ts";
+import { settledYet, until } from "./harness/wait.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -712,34 +713,53 @@ Deno.test("PgpipeDialect: concurrent queries outside a transaction are all on th
     { length: 20 },
     (_, i) => sql<{ i: number }>`select ${i}::int as i`.execute(db),
   );
-  // No answer can arrive while the gate is shut: every query was written without waiting for one.
-  const allWritten = await eventually(() => syncs(proxy.types()) >= 20);
-  proxy.state.gate = null;
-  open();
+  try {
+    // No answer can arrive while the gate is shut: every query was written without waiting.
+    await until("all 20 queries written under the gate", () => syncs(proxy.types()) >= 20);
+  } finally {
+    proxy.state.gate = null;
+    open();
+  }
   const rows = await Promise.all(queries);
-  assert.ok(allWritten, `only ${syncs(proxy.types())} of 20 queries were written`);
   assert.deepEqual(rows.map((r) => r.rows[0].i), Array.from({ length: 20 }, (_, i) => i));
 });
 
 Deno.test("kysely-postgres-js on pgpipe reserves per query: the second query waits for the first's answer", async () => {
   // The contrast that motivates PgpipeDialect, on the same client through the same proxy.
   await using proxy = tapProxy(url);
+  // The client as the dialect sees it, keeping the reservations it asks for.
+  const reservations: Promise<unknown>[] = [];
+  const client = Object.assign((...args: unknown[]) => (proxy.sql as any)(...args), {
+    reserve: () => {
+      const reserved = proxy.sql.reserve();
+      reservations.push(reserved);
+      return reserved;
+    },
+    end: () => proxy.sql.end(),
+  });
   const db = new Kysely<Database>({
     // deno-lint-ignore no-explicit-any
-    dialect: new PostgresJSDialect({ postgres: proxy.sql as any }),
+    dialect: new PostgresJSDialect({ postgres: client as any }),
   });
   await sql`select 1`.execute(db);
+  reservations.length = 0;
   let open!: () => void;
   proxy.state.gate = new Promise<void>((resolve) => open = resolve);
   proxy.state.recording = true;
   const queries = [1, 2].map((i) => sql<{ i: number }>`select ${i}::int as i`.execute(db));
-  const first = await eventually(() => syncs(proxy.types()) >= 1);
-  // A second Sync cannot appear: the reserved connection is released only after an answer.
-  const second = await eventually(() => syncs(proxy.types()) >= 2, 300);
-  proxy.state.gate = null;
-  open();
+  try {
+    await until("the first query written", () => syncs(proxy.types()) >= 1);
+    await until("the second query's reserve()", () => reservations.length === 2);
+    // The second query asked for its connection, and the pool keeps it waiting: the reserved
+    // one is released only after an answer, and none can pass the gate.
+    assert.equal(await settledYet(reservations[1]), false, "the second reservation waits");
+    assert.equal(syncs(proxy.types()), 1, "the second query was not written under the gate");
+  } finally {
+    proxy.state.gate = null;
+    open();
+  }
   assert.deepEqual((await Promise.all(queries)).map((r) => r.rows[0].i), [1, 2]);
-  assert.ok(first && !second, `first written: ${first}, second written under the gate: ${second}`);
+  assert.equal(syncs(proxy.types()), 2, "then it was");
 });
 
 Deno.test("PgpipeDialect: a transaction's statements share one backend and no other query enters it", async () => {

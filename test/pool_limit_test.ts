@@ -10,7 +10,7 @@ import * as net from "node:net";
 import postgres from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { quiet } from "./harness/connect.ts";
-import { within } from "./harness/util.ts";
+import { delay, until, within } from "./harness/wait.ts";
 
 const url = databaseUrl();
 const server = new URL(url.replace(/^postgres(ql)?:/, "http:"));
@@ -69,7 +69,7 @@ Deno.test("max 4 under churn: terminated backends, timed-out connects, retiremen
       await admin`
         select pg_terminate_backend(pid) from pg_stat_activity
         where application_name = ${app} and pid <> pg_backend_pid()`;
-      await new Promise((r) => setTimeout(r, 100));
+      await delay(100); // the pool refills meanwhile, through the stalls
       assert.ok(live.size <= 4, `${live.size} sockets open on max 4`);
     }
   } finally {
@@ -90,14 +90,11 @@ Deno.test("max 4 under churn: terminated backends, timed-out connects, retiremen
   assert.ok(most <= 4, `${most} sockets were open at once on max 4`);
   assert.equal(live.size, 0, "sockets left open after sql.end()");
   // The server side agrees: every backend of this client is gone (exiting ones leave shortly).
-  const deadline = Date.now() + 5000;
-  for (;;) {
+  await until("every backend gone after sql.end()", async () => {
     const [{ n }] = await admin`
       select count(*)::int as n from pg_stat_activity where application_name = ${app}`;
-    if (n === 0) break;
-    if (Date.now() > deadline) assert.fail(`${n} backends left 5 s after sql.end()`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+    return n === 0;
+  });
 });
 
 Deno.test("transactions keeping every connection busy do not starve plain queries (found by the chaos soak)", async () => {
@@ -112,7 +109,7 @@ Deno.test("transactions keeping every connection busy do not starve plain querie
     }
   });
   try {
-    await new Promise((r) => setTimeout(r, 200));
+    await until("the transactions under way", () => transactions >= 6);
     const rows = await within(
       Promise.all(Array.from({ length: 10 }, (_, i) => sql`select ${i}::int as i`.execute())),
       5000,
@@ -120,8 +117,7 @@ Deno.test("transactions keeping every connection busy do not starve plain querie
     );
     assert.deepEqual(rows.map((r) => r[0].i), Array.from({ length: 10 }, (_, i) => i));
     const before = transactions;
-    await new Promise((r) => setTimeout(r, 200));
-    assert.ok(transactions > before, "the transactions kept running too");
+    await until("the transactions kept running too", () => transactions > before);
   } finally {
     stop = true;
     await Promise.all(workers);

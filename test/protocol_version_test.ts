@@ -22,7 +22,8 @@ import {
   withServer,
 } from "./harness/fake_server.ts";
 import { tapProxy } from "./harness/tap_proxy.ts";
-import { serverVersion, withEnv, within } from "./harness/util.ts";
+import { serverVersion, withEnv } from "./harness/util.ts";
+import { until, untilRunning, within } from "./harness/wait.ts";
 
 const PROTOCOL_3_0 = 196608;
 const PROTOCOL_3_2 = 196610;
@@ -32,14 +33,6 @@ const negotiate = (version: number, ...options: string[]) =>
   message("v", int32(version), int32(options.length), ...options.map(cstr));
 const keyData = (pid: number, key: Uint8Array) => message("K", int32(pid), key);
 const bytes = (n: number) => Uint8Array.from({ length: n }, (_, i) => (i * 37 + 11) & 0xff);
-
-/** Waits (polling, for at most 5 s) until `done()`; a fake server must never wait for ever. */
-async function until(done: () => boolean, what: string): Promise<void> {
-  for (const deadline = Date.now() + 5000; !done();) {
-    if (Date.now() > deadline) throw new Error(`no ${what} within 5 s`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /** The CancelRequests among recorded frontend chunks. */
 function cancelRequests(chunks: readonly Uint8Array[]): Uint8Array[] {
@@ -112,7 +105,7 @@ async function cancelAfter(startup: Uint8Array): Promise<Uint8Array[]> {
     await peer.send(startup);
     await peer.segment();
     received();
-    await until(() => cancels.length > 0, "a CancelRequest");
+    await until("a CancelRequest", () => cancels.length > 0, 5000);
     await peer.send(
       concat(errorResponse("57014", "canceling statement", "ERROR"), readyForQuery()),
     );
@@ -211,7 +204,7 @@ Deno.test({
       const version = await serverVersion(tap.sql);
       const q = tap.sql`select pg_sleep(10) as "protocol version test"`;
       q.execute();
-      await sleeping(watcher, "protocol version test");
+      await untilRunning(watcher, "protocol version test");
       tap.state.recording = true;
       q.cancel();
       await assert.rejects(q, (e) => e instanceof PostgresError && e.code === "57014");
@@ -224,17 +217,6 @@ Deno.test({
     }
   },
 });
-
-/** Waits until a query whose text contains `marker` is running on the server. */
-async function sleeping(watcher: ReturnType<typeof postgres>, marker: string): Promise<void> {
-  for (const deadline = Date.now() + 10_000; Date.now() < deadline;) {
-    const [{ n }] = await watcher`select count(*)::int as n from pg_stat_activity
-      where state = 'active' and query like ${"%" + marker + "%"} and pid <> pg_backend_pid()`;
-    if (n > 0) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`no running query with ${marker}`);
-}
 
 const clusterVersion = (tlsCluster() ?? plainCluster())?.version ?? 0;
 
@@ -265,14 +247,17 @@ Deno.test({
       }
       // The reload is a signal: until the postmaster has read the file, trust lets the user in.
       const as = `postgres://pgpipe_oauth@127.0.0.1:${cluster.port}/postgres?sslmode=disable`;
-      let e: unknown;
       let t0 = 0;
-      for (const deadline = Date.now() + 10_000; e === undefined && Date.now() < deadline;) {
-        t0 = performance.now();
-        await using sql = postgres(as, { connect_timeout: 10, ...quiet });
-        e = await sql`select 1`.then(() => undefined, (err) => err);
-        if (e === undefined) await new Promise((r) => setTimeout(r, 100));
-      }
+      const e = await until(
+        "the reloaded pg_hba.conf",
+        async () => {
+          t0 = performance.now();
+          await using sql = postgres(as, { connect_timeout: 10, ...quiet });
+          return await sql`select 1`.then(() => undefined, (err) => err);
+        },
+        10_000,
+        100,
+      );
       assert.ok(e instanceof ConnectionError, String(e));
       assert.equal(e.code, "AUTH_UNSUPPORTED");
       assert.match(e.message, /OAUTHBEARER/);

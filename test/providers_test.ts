@@ -201,6 +201,9 @@ async function connectAs(shape: Shape, c: ClusterInfo, pooler?: Bouncer): Promis
   }
 }
 
+if (c !== undefined && findPgbouncer() === null) {
+  console.log("providers_test: the pooler shapes skipped: pgbouncer is not installed");
+}
 for (const shape of SHAPES) {
   Deno.test({
     name: `provider: ${shape.name}`,

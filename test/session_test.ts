@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import postgres, { PostgresError, QueryError } from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
+import { until } from "./harness/wait.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -105,7 +106,8 @@ Deno.test("a transaction's connection is never shared while it is open", async (
     outside = sql<{ n: number; xid: unknown }[]>`
       select count(*)::int as n, pg_current_xact_id_if_assigned() as xid from tx_c`.execute()
       .then((r) => [...r]);
-    await new Promise((r) => setTimeout(r, 50));
+    // Had the outside query been put on this connection, it went before this round trip.
+    await tx`select 1`;
     await tx`insert into tx_c values (2)`;
   });
   const [row] = await outside!;
@@ -146,12 +148,19 @@ Deno.test("listen and notify; payloads arrive in order; unlisten stops them", as
   assert.equal(listens, 1);
   assert.ok(handle.state.pid > 0);
   for (let i = 0; i < 5; i++) await sql.notify("pgpipe test", `m${i}`);
-  await waitFor(() => got.length === 5);
+  await until("the five notifications", () => got.length === 5);
   assert.deepEqual(got, ["m0", "m1", "m2", "m3", "m4"]);
+  // A second channel on the same listening connection, still listened to after the unlisten:
+  // the server delivers a session's notifications in commit order, so once the one sent to it
+  // last arrives, one sent before it to the unlistened channel would have arrived too.
+  const marks: string[] = [];
+  const mark = await sql.listen("pgpipe test mark", (p) => marks.push(p));
+  assert.equal(mark.state.pid, handle.state.pid, "one listening connection");
   await handle.unlisten();
   await sql.notify("pgpipe test", "after");
-  await new Promise((r) => setTimeout(r, 100));
-  assert.equal(got.length, 5);
+  await sql.notify("pgpipe test mark", "sent after");
+  await until("the later notification", () => marks.length === 1);
+  assert.deepEqual(got, ["m0", "m1", "m2", "m3", "m4"]);
 });
 
 Deno.test("listeners survive the listening connection being terminated", async () => {
@@ -160,15 +169,7 @@ Deno.test("listeners survive the listening connection being terminated", async (
   let listens = 0;
   const { state } = await sql.listen("pgpipe_reconnect", (p) => got.push(p), () => listens++);
   await sql`select pg_terminate_backend(${state.pid})`;
-  await waitFor(() => listens === 2, 5000);
+  await until("the listener's second onlisten", () => listens === 2);
   await sql.notify("pgpipe_reconnect", "back");
-  await waitFor(() => got.includes("back"));
+  await until("the notification after the reconnect", () => got.includes("back"));
 });
-
-async function waitFor(check: () => boolean, ms = 2000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > until) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import postgres, { ConnectionError, type DenoLikeConn } from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { quiet } from "./harness/connect.ts";
-import { within } from "./harness/util.ts";
+import { until, within } from "./harness/wait.ts";
 
 const url = databaseUrl();
 const server = new URL(url.replace(/^postgres(ql)?:/, "http:"));
@@ -23,6 +23,11 @@ const ASK_PASSWORD = new Uint8Array([0x52, 0, 0, 0, 8, 0, 0, 0, 3]);
  */
 class SilentAfterPassword implements DenoLikeConn {
   written = "";
+  /**
+   * Calls of close(): a test's own, then the driver's once it gave the attempt up, which it
+   * does just before it hands back the queries the attempt took.
+   */
+  closes = 0;
   #asked = false;
   #closed = false;
   #wake: ((n: number | null) => void) | null = null;
@@ -43,6 +48,7 @@ class SilentAfterPassword implements DenoLikeConn {
   }
 
   close(): void {
+    this.closes++;
     this.#closed = true;
     this.#wake?.(null);
   }
@@ -102,16 +108,17 @@ Deno.test("failed starts: the queries two attempts took back run in the order th
     await sql`select pg_terminate_backend(pg_backend_pid())`.catch(() => {});
     const first = sql.unsafe(`select nextval('${seq}')::int as n`).execute();
     const second = sql.unsafe(`select nextval('${seq}')::int as n, 2 as second`).execute();
-    for (let i = 0; i < 250 && fakes.filter((f) => f.written.includes("nextval")).length < 2; i++) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await until(
+      "both queries taken by a failing attempt",
+      () => fakes.filter((f) => f.written.includes("nextval")).length === 2,
+    );
     const holding = (s: string) => fakes.find((f) => f.written.includes(s))!;
     const secondHolder = holding("2 as second");
     const firstHolder = fakes.find((f) => f !== secondHolder)!;
     assert.match(firstHolder.written, /nextval/, "each attempt took one query");
     // The first query's attempt fails first; the second's then goes back too.
     firstHolder.close();
-    await new Promise((r) => setTimeout(r, 50));
+    await until("the driver giving the first attempt up", () => firstHolder.closes === 2);
     secondHolder.close();
     const [[a], [b]] = await within(Promise.all([first, second]), 10_000, "both queries");
     assert.ok(a.n < b.n, `the first query ran first (${a.n}, ${b.n})`);
@@ -123,11 +130,10 @@ Deno.test("failed starts: the queries two attempts took back run in the order th
 Deno.test("failed start: fetch_types' catalog query is sent once, by the connection that starts", async () => {
   let catalogQueries = 0;
   let attempts = 0;
-  let refused!: () => void;
-  const firstRefused = new Promise<void>((r) => refused = r);
+  let failing: SilentAfterPassword | undefined;
   const counting = async (): Promise<DenoLikeConn> => {
-    await firstRefused; // the failed start has handed back what it took
-    await new Promise((r) => setTimeout(r, 20));
+    // The failed start closes its socket (its second close), then hands back what it took.
+    await until("the failed start given up", () => failing?.closes === 2);
     const conn = await connectReal();
     return {
       read: (p) => conn.read(p),
@@ -144,13 +150,12 @@ Deno.test("failed start: fetch_types' catalog query is sent once, by the connect
     password: "unused under trust",
     socket: () => {
       if (++attempts > 1) return counting();
-      const fake = new SilentAfterPassword();
+      const fake = failing = new SilentAfterPassword();
       const write = fake.write.bind(fake);
       fake.write = async (p) => {
         const n = await write(p);
         if (fake.written.includes("pg_catalog.pg_type")) {
           fake.close(); // the password with the catalog query behind it: refused, none ran
-          refused();
         }
         return n;
       };

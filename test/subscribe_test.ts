@@ -30,6 +30,7 @@ import {
 import { Writer } from "../src/protocol/writer.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { serverVersion } from "./harness/util.ts";
+import { poll, until } from "./harness/wait.ts";
 import {
   commandComplete,
   concat,
@@ -49,15 +50,6 @@ import {
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
 
-/** Waits for `ready()`; a hang fails the test instead of stalling it. */
-async function until(what: string, ready: () => boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!ready()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 /** The server's walsenders (replication connections). */
 async function walsenders(sql: Sql): Promise<number[]> {
   const rows = await sql`
@@ -67,12 +59,8 @@ async function walsenders(sql: Sql): Promise<number[]> {
 
 /** Waits until the server has no walsender left (a closed one may take a moment to exit). */
 async function noWalsenders(sql: Sql): Promise<void> {
-  let left = await walsenders(sql);
-  for (let i = 0; i < 500 && left.length > 0; i++) {
-    await new Promise((r) => setTimeout(r, 10));
-    left = await walsenders(sql);
-  }
-  assert.deepEqual(left, [], "every replication connection closed");
+  await poll(async () => (await walsenders(sql)).length === 0, 5000);
+  assert.deepEqual(await walsenders(sql), [], "every replication connection closed");
 }
 
 /** Runs `fn` with publication `name` FOR ALL TABLES, dropping it (and `tables`) afterwards. */
@@ -209,12 +197,11 @@ Deno.test("subscribe: closing the handle's sql drops the stream; it reconnects a
     const before = state.pid;
     await subscribeSql.close();
     // Closed on our side; the server's walsender may take a moment to exit.
-    let left = await walsenders(sql);
-    for (let i = 0; i < 500 && left.includes(before); i++) {
-      await new Promise((r) => setTimeout(r, 10));
-      left = await walsenders(sql);
-    }
-    assert.ok(!left.includes(before), "the old replication connection is gone");
+    await until(
+      "the old replication connection gone",
+      async () => !(await walsenders(sql)).includes(before),
+      5000,
+    );
     await until("the second onsubscribe", () => onsubscribes === 2);
     await sql`delete from sub_test`;
     await until("the delete", () => result.length === 6);

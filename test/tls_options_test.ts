@@ -10,7 +10,7 @@ import * as tls from "node:tls";
 import postgres, { ConnectionError, type Options, PostgresError } from "../mod.ts";
 import { clientHelloFields, HANDSHAKE_RECORD } from "../src/connection/transport/tls_group.ts";
 import type { TestUser } from "./harness/cluster.ts";
-import { CertDir } from "./harness/certs.ts";
+import { CertDir, noOpenssl } from "./harness/certs.ts";
 import { flightRecorder } from "./harness/flights.ts";
 import { tlsCluster } from "./harness/env.ts";
 
@@ -167,7 +167,7 @@ async function tlsRelay(pair: { cert: string; key: string }) {
 Deno.test({
   name:
     "a relay that terminates TLS (a MITM under sslmode=require): SCRAM through it works unbound, and fails bound, at PostgreSQL's own check",
-  ignore,
+  ignore: ignore || noOpenssl,
   fn: async () => {
     const certs = await CertDir.create("pgpipe-relay-");
     try {
@@ -270,7 +270,7 @@ Deno.test({
 Deno.test({
   name:
     "client certificates: an encrypted key with sslpassword; the wrong certificate, none, or sslcertmode=disable are the server's refusal",
-  ignore,
+  ignore: ignore || noOpenssl,
   fn: async () => {
     const certs = await CertDir.create("pgpipe-clientkey-");
     try {
@@ -421,17 +421,25 @@ async function keepaliveOf(sql: ReturnType<typeof postgres>): Promise<string> {
   return new TextDecoder().decode(out.stdout);
 }
 
+/** ss (iproute2), which shows a socket's keepalive timer. */
+const hasSs = (() => {
+  try {
+    return new Deno.Command("ss", { args: ["-V"], stdout: "null", stderr: "null" }).outputSync()
+      .success;
+  } catch {
+    return false;
+  }
+})();
+if (!ignore && !hasSs) {
+  console.log(
+    "tls_options_test: the keepalives test skipped: no ss (Debian: apt-get install iproute2)",
+  );
+}
+
 Deno.test({
   name:
     "keepalives: on by default (the system's idle time), keepalives_idle sets it, keepalives=0 turns it off",
-  ignore: ignore || !(() => {
-    try {
-      return new Deno.Command("ss", { args: ["-V"], stdout: "null", stderr: "null" }).outputSync()
-        .success;
-    } catch {
-      return false;
-    }
-  })(),
+  ignore: ignore || !hasSs,
   fn: async () => {
     const u = c!.users.trust;
     for (

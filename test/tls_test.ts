@@ -9,7 +9,7 @@ import { keyExchange } from "./harness/tls_hello.ts";
 import { answerHello } from "../src/connection/transport/tls_group.ts";
 import { wouldPassNatively } from "../src/connection/transport/node_tls.ts";
 import { tapProxy } from "./harness/tap_proxy.ts";
-import { eventually } from "./harness/util.ts";
+import { delay, until, untilRan } from "./harness/wait.ts";
 import { assertConnectionError, clusterTest, failure, quiet, session } from "./harness/connect.ts";
 
 const tls = tlsCluster();
@@ -30,7 +30,6 @@ function via(c: ClusterInfo, ssl: SslOption, host = c.host, kind: "trust" | "ssl
 }
 
 const ca = (c: ClusterInfo) => c.caCert!;
-const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const otherCa = (c: ClusterInfo) => c.otherCaCert!;
 
 // ---------------------------------------------------------------------------------------------
@@ -315,23 +314,33 @@ clusterTest(
     const { sql, state } = proxy;
     await sql`select 1`; // a process's first connection to a target is node:tls (transport.ts)
     proxy.drop();
-    const [{ one }] = await sql`select 1 as one`.catch(() => sql`select 1 as one`);
-    assert.equal(one, 1);
+    const [{ pid }] = await sql`select pg_backend_pid() as pid`.catch(() =>
+      sql`select pg_backend_pid() as pid`
+    );
     assert.equal((await sql`select 1`).state!.tls, "native");
+    await using admin = postgres({ ...quiet, ...via(c, { mode: "require", ca: ca(c) }), max: 1 });
     let open!: () => void;
     state.gate = new Promise<void>((resolve) => open = resolve);
     state.recording = true;
-    const first = Array.from({ length: 100 }, (_, i) => sql`select ${i}::int as x`.execute());
-    assert.ok(await eventually(() => state.chunks >= 1), "the first 100 queries were not written");
-    await new Promise((r) => setTimeout(r, 20)); // all of the first write reached the proxy
+    // The last query of each group has a text of its own: the server running it proves that all
+    // the group's bytes passed the proxy, which counts a chunk before it forwards it.
+    const group = (from: number, n: number, mark: string) =>
+      Array.from(
+        { length: n },
+        (_, i) =>
+          (i < n - 1
+            ? sql`select ${from + i}::int as x`
+            : sql.unsafe(`select $1::int as x, '${mark}' as m`, [from + i])).execute(),
+      );
+    const first = group(0, 100, "first");
+    await untilRan(admin, pid, "'first'");
     const before = state.chunks;
-    const burst = Array.from({ length: 50 }, (_, i) => sql`select ${100 + i}::int as x`.execute());
-    const written = await eventually(() => state.chunks > before);
-    await new Promise((r) => setTimeout(r, 20));
+    // No answer passes the gate: the burst must leave without one.
+    const burst = group(100, 50, "burst");
+    await untilRan(admin, pid, "'burst'");
     const chunks = state.chunks - before;
     state.gate = null;
     open();
-    assert.ok(written, "the burst stayed in the driver while answers were held back");
     const rows = await Promise.all([...first, ...burst]);
     // 50 queries of ~60 bytes: one write, one TLS record (TCP may split a segment, rarely).
     assert.ok(chunks >= 1 && chunks <= 2, `expected one write, the proxy saw ${chunks} chunks`);
@@ -361,18 +370,19 @@ clusterTest(
       const got: string[] = [];
       await sql.listen("pgpipe_idle_native", (x) => got.push(x));
       await admin.notify("pgpipe_idle_native", "one");
-      for (let i = 0; i < 200 && got.length === 0; i++) await delay(10);
-      assert.deepEqual(got, ["one"], "the idle listening connection read the notification");
+      await until("the notification read by the idle listening connection", () => got.length > 0);
+      assert.deepEqual(got, ["one"]);
       // The shared connection is idle now: the server ends its backend. It must notice by reading
       // (not at its next query, which would then fail), so that query runs on a new connection.
       const [{ pid }] = await sql`select pg_backend_pid() as pid`;
       await admin`select pg_terminate_backend(${pid})`;
-      for (let i = 0; i < 200; i++) {
+      await until("the terminated backend gone", async () => {
         const [{ n }] =
           await admin`select count(*)::int as n from pg_stat_activity where pid = ${pid}`;
-        if (n === 0) break;
-        await delay(10);
-      }
+        return n === 0;
+      });
+      // Its FATAL and end of stream are on their way to the idle connection, which reads them
+      // without a query to wake it: a query after them runs on a new connection.
       await delay(50);
       const after = await sql`select pg_backend_pid() as pid`;
       assert.notEqual(after[0].pid, pid);

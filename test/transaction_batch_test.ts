@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import postgres, { ConnectionError, PostgresError } from "../mod.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { tapProxy } from "./harness/tap_proxy.ts";
-import { untilSleeping } from "./harness/util.ts";
+import { untilSleeping } from "./harness/wait.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -96,7 +96,7 @@ Deno.test("transaction batch: an empty query in the middle of a batch settles an
   await using sql = postgres(url, { max: 1, ...quiet });
   const [a, empty, b] = await sql.begin((tx) => [tx`select 1 as x`, tx``, tx`select 2 as x`]);
   assert.deepEqual([...a], [{ x: 1 }]);
-  assert.equal(empty.command, "");
+  assert.equal(empty.command, null);
   assert.equal(empty.length, 0);
   assert.deepEqual([...b], [{ x: 2 }]);
 });

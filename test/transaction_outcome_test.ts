@@ -10,7 +10,7 @@ import postgres, { ConnectionError, type Sql, type TransactionSql } from "../mod
 import { databaseUrl } from "./harness/env.ts";
 import { quiet } from "./harness/connect.ts";
 import { type TapProxy, tapProxy } from "./harness/tap_proxy.ts";
-import { within } from "./harness/util.ts";
+import { settledYet, until, untilSleeping, within } from "./harness/wait.ts";
 
 const url = databaseUrl();
 
@@ -41,24 +41,9 @@ async function lostWith(
   return e;
 }
 
-/** Waits until `check` holds (the server did something the client cannot see yet). */
-async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`${what} did not happen within 10 s`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /** Terminates backend `pid` once it is running pg_sleep (so the kill lands mid-statement). */
 async function killWhenSleeping(admin: Sql, pid: number): Promise<void> {
-  await until(
-    async () =>
-      (await admin`
-        select 1 from pg_stat_activity
-        where pid = ${pid} and state = 'active' and query like '%pg_sleep%'`).length === 1,
-    "the statement to start",
-  );
+  await untilSleeping(admin, pid);
   await admin`select pg_terminate_backend(${pid})`;
 }
 
@@ -130,7 +115,7 @@ Deno.test("begin(fn): the connection lost after COMMIT was written, its answer h
       await tx`insert into tx_after values (4)`;
       release = hold(proxy); // from here the server's answers stop at the proxy: COMMIT's too
     });
-    await until(async () => (await ids(admin, "tx_after")).length === 1, "the commit");
+    await until("the commit", async () => (await ids(admin, "tx_after")).length === 1);
     proxy.drop();
     release();
     const e = await lostWith(committing, "unknown");
@@ -147,7 +132,7 @@ Deno.test("await using tx: COMMIT written but lost on the way: unknown, and it d
       await tx`insert into tx_swallowed values (5)`;
       proxy.state.swallow = true; // COMMIT leaves the client but never reaches the server
       const committing = tx.commit();
-      await until(() => Promise.resolve(proxy.state.swallowed > 0), "the COMMIT write");
+      await until("the COMMIT write", () => proxy.state.swallowed > 0);
       proxy.drop();
       await lostWith(committing, "unknown");
       proxy.state.swallow = false;
@@ -169,7 +154,7 @@ Deno.test("two-phase: PREPARE TRANSACTION and COMMIT PREPARED each lost after be
     const prepared = async () =>
       (await admin`select 1 from pg_prepared_xacts where gid = ${gid}`).length === 1;
     try {
-      await until(prepared, "the PREPARE TRANSACTION");
+      await until("the PREPARE TRANSACTION", prepared);
       proxy.drop();
       release();
       const e = await lostWith(preparing, "unknown");
@@ -179,7 +164,7 @@ Deno.test("two-phase: PREPARE TRANSACTION and COMMIT PREPARED each lost after be
       await proxy.sql`select 1`; // a new connection, before the answers are held
       release = hold(proxy);
       const committing = proxy.sql.unsafe(`commit prepared '${gid}'`).execute();
-      await until(async () => (await ids(admin, "tx_2pc")).length === 1, "the COMMIT PREPARED");
+      await until("the COMMIT PREPARED", async () => (await ids(admin, "tx_2pc")).length === 1);
       proxy.drop();
       release();
       await lostWith(committing, "unknown");
@@ -338,8 +323,7 @@ Deno.test("end({ timeout: 0 }) while the callback is between queries: CONNECTION
     const sql = postgres(url, { max: 1, ...quiet });
     const tx = sql.begin(async (tx) => {
       await tx`insert into pgpipe_end_idle_tx values (1)`;
-      setTimeout(() => sql.end({ timeout: 0 }), 10);
-      await new Promise((r) => setTimeout(r, 200));
+      await within(sql.end({ timeout: 0 }), 10_000, "end({ timeout: 0 })"); // between queries
       return sql`select 1`; // postgres.js's own test returns a query of the ended client
     });
     const e = await lostWith(tx, "not-sent");
@@ -348,14 +332,39 @@ Deno.test("end({ timeout: 0 }) while the callback is between queries: CONNECTION
   });
 });
 
+/**
+ * Opens two connections and leaves them idle; resolves to their backends' pids. What end()
+ * does at once shows on the server: an idle connection's backend goes.
+ */
+async function twoIdle(sql: Sql): Promise<number[]> {
+  const held = await Promise.all([sql.reserve(), sql.reserve()]);
+  const pids = await Promise.all(
+    held.map(async (r) => (await r`select pg_backend_pid() as pid`)[0].pid),
+  );
+  for (const r of held) r.release();
+  return pids as number[];
+}
+
+/** Waits until backend `pid` has left the server. */
+async function untilGone(admin: Sql, pid: number): Promise<void> {
+  await until(
+    `backend ${pid} gone`,
+    async () => (await admin`select 1 from pg_stat_activity where pid = ${pid}`).length === 0,
+  );
+}
+
 Deno.test("end() lets a transaction between queries finish, then ends", async () => {
   await withTable("pgpipe_end_waits_tx", async (admin) => {
     const sql = postgres(url, { max: 2, ...quiet });
+    const pids = await twoIdle(sql);
     let ended: Promise<string> | undefined;
     const result = await sql.begin(async (tx) => {
       await tx`insert into pgpipe_end_waits_tx values (1)`;
+      const [{ pid }] = await tx`select pg_backend_pid() as pid`;
       ended = sql.end().then(() => "ended");
-      await new Promise((r) => setTimeout(r, 50));
+      // end() closed the idle connection at once: had it not waited for the transaction's, that
+      // one would have gone then too.
+      await untilGone(admin, pids.find((p) => p !== pid)!);
       await assert.rejects(
         sql`select 1`,
         (e) => (e as ConnectionError).code === "CONNECTION_ENDED",
@@ -370,12 +379,15 @@ Deno.test("end() lets a transaction between queries finish, then ends", async ()
 });
 
 Deno.test("end() waits for a reserved connection's release; end({ timeout }) does not", async () => {
-  const sql = postgres(url, { max: 1, ...quiet });
+  await using admin = postgres(url, { max: 1, ...quiet });
+  const sql = postgres(url, { max: 2, ...quiet });
+  const pids = await twoIdle(sql);
   const reserved = await sql.reserve();
-  let ended = false;
-  const ending = sql.end().then(() => ended = true);
-  await new Promise((r) => setTimeout(r, 50));
-  assert.equal(ended, false, "end() waits while the connection is reserved");
+  const [{ pid }] = await reserved`select pg_backend_pid() as pid`;
+  const ending = sql.end();
+  // end() closed the idle connection at once, and is still waiting for the reserved one.
+  await untilGone(admin, pids.find((p) => p !== pid)!);
+  assert.equal(await settledYet(ending), false, "end() waits while the connection is reserved");
   assert.equal((await reserved`select 1 as x`)[0].x, 1);
   reserved.release();
   await within(ending, 10_000, "end() after the release");

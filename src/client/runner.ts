@@ -88,6 +88,7 @@ function queryDetails(query: Query<readonly unknown[]>, spec: QuerySpec | null):
 function described(text: string, r: ResultTarget): DescribedStatement {
   const st = r.statement;
   return {
+    name: "",
     string: text,
     types: st?.parameterTypes ?? [],
     columns: (st?.columns ?? []).map((c) => ({
@@ -131,7 +132,7 @@ export class Runner implements QueryRunner {
         const each = control?.each;
         if (each !== undefined) target.push = (row: unknown) => (each(row, target), 0);
         const settle = {
-          resolve: resolve as (r: ResultTarget) => void,
+          resolve: resolve as unknown as (r: ResultTarget) => void, // the target is a Result
           reject: (e: Error) => reject(fail(e)),
         };
         // Telemetry off: one null check, nothing allocated.

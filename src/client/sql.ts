@@ -77,6 +77,8 @@ export interface SqlTag extends BulkCopy {
   readonly types: Typed;
   /** Return it from a `cursor` callback to stop reading early. */
   readonly CLOSE: typeof CLOSE;
+  /** The same as `CLOSE` (postgres.js has both). */
+  readonly END: typeof CLOSE;
   /** The class of errors reported by the server, for `err instanceof sql.PostgresError`. */
   readonly PostgresError: typeof PostgresError;
 }
@@ -141,6 +143,7 @@ export function makeTag(sink: Sink, settings: ClientSettings, scope?: SinkScope)
     typed: { value: typed },
     types: { value: typed },
     CLOSE: { value: CLOSE },
+    END: { value: CLOSE },
     PostgresError: { value: PostgresError },
     copyFrom: { value: bulk.copyFrom },
     copyTo: { value: bulk.copyTo },

@@ -22,13 +22,31 @@ export function postgresqlDir(): string | undefined {
   return home ? `${home}/.postgresql` : undefined;
 }
 
-/** Whether a keyword's value is PEM text rather than a file name. */
+/**
+ * Whether a keyword's value is PEM text rather than a file name: it holds a PEM header anywhere
+ * (openssl's exports may start with "Bag Attributes" lines, an editor's with a byte-order mark).
+ */
 function isPem(value: string): boolean {
-  return value.trimStart().startsWith("-----BEGIN ");
+  return value.includes("-----BEGIN ");
 }
 
-function hint(e: unknown, path: string): string {
-  return e instanceof Deno.errors.NotCapable ? ` (grant --allow-read=${path})` : "";
+/**
+ * Whether a value that is not PEM may be quoted as a file name in an error: not when it could be
+ * a key's text in another form (several lines, or longer than a file name), which must not be.
+ */
+function quotable(value: string): boolean {
+  return value.length <= 255 && !/[\r\n]/.test(value);
+}
+
+/** Why a file could not be read, naming it when it may be named. */
+function unreadable(keyword: string, path: string, e: unknown): TypeError {
+  if (!quotable(path)) {
+    return new TypeError(
+      `${keyword} is neither PEM text nor the name of a readable file (${(e as Error).name})`,
+    );
+  }
+  const hint = e instanceof Deno.errors.NotCapable ? ` (grant --allow-read=${path})` : "";
+  return new TypeError(`cannot read ${keyword} ${path}: ${(e as Error).message}${hint}`);
 }
 
 /** A keyword's PEM: its text as it is, or the file it names read now. */
@@ -37,9 +55,7 @@ export function readPem(value: string, keyword: string): string {
   try {
     return Deno.readTextFileSync(value);
   } catch (e) {
-    throw new TypeError(
-      `cannot read ${keyword} ${value}: ${(e as Error).message}${hint(e, value)}`,
-    );
+    throw unreadable(keyword, value, e);
   }
 }
 
@@ -52,7 +68,7 @@ function checkKeyFile(path: string): void {
   try {
     info = Deno.statSync(path);
   } catch (e) {
-    throw new TypeError(`cannot read sslkey ${path}: ${(e as Error).message}${hint(e, path)}`);
+    throw unreadable("sslkey", path, e);
   }
   if (info.mode === null) return; // no such permissions here (Windows)
   const allowed = info.uid === 0 ? 0o037 : 0o077;

@@ -32,6 +32,26 @@ function value(text: string, at: number, keyword: string): { value: string; end:
   return { value: out, end: i };
 }
 
+/** Keywords whose values are secrets (a key's text, too). */
+const SECRETS = new Set([
+  "password",
+  "sslpassword",
+  "sslkey",
+  "scram_client_key",
+  "scram_server_key",
+  "oauth_client_secret",
+]);
+
+/**
+ * What an error calls a keyword that is not one. Right after a secret's value it is most likely
+ * the rest of that value (unquoted, it ended at a space), so it is not quoted.
+ */
+function named(keyword: string, previous: string | undefined): string {
+  return previous !== undefined && SECRETS.has(previous)
+    ? `the word after ${previous}'s value (quote a value that holds spaces: '...')`
+    : `"${keyword}"`;
+}
+
 /**
  * Parses a keyword/value connection string into the shape of a parsed URL: every pair lands in
  * `query`, where the URL's own `?host=`, `?port=`, `?user=`, `?password=` and `?dbname=` are
@@ -40,6 +60,7 @@ function value(text: string, at: number, keyword: string): { value: string; end:
 export function parseConninfo(text: string, isKeyword: (key: string) => boolean): ParsedUrl {
   const query = new Map<string, string>();
   let at = 0;
+  let previous: string | undefined;
   for (;;) {
     while (at < text.length && /\s/.test(text[at])) at++;
     if (at >= text.length) break;
@@ -48,7 +69,7 @@ export function parseConninfo(text: string, isKeyword: (key: string) => boolean)
     const keyword = text.slice(start, at);
     while (at < text.length && /\s/.test(text[at])) at++;
     if (text[at] !== "=") {
-      throw new TypeError(`missing "=" after "${keyword}" in the connection string`);
+      throw new TypeError(`missing "=" after ${named(keyword, previous)} in the connection string`);
     }
     at++;
     // libpq skips whitespace after "=" too, so `key= value` is key=value.
@@ -56,9 +77,12 @@ export function parseConninfo(text: string, isKeyword: (key: string) => boolean)
     const read = value(text, at, keyword);
     at = read.end;
     if (!isKeyword(keyword)) {
-      throw new TypeError(`invalid connection option "${keyword}" in the connection string`);
+      throw new TypeError(
+        `invalid connection option ${named(keyword, previous)} in the connection string`,
+      );
     }
     query.set(keyword, read.value);
+    previous = keyword;
   }
   return { hosts: [], query };
 }

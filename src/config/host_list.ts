@@ -71,7 +71,7 @@ export function pickPort(
 }
 
 /** A port number's text. */
-export function parsePort(text: string): number {
+function parsePort(text: string): number {
   const port = Number(text);
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     throw new TypeError(`invalid port: ${text}`);

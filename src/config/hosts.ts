@@ -76,7 +76,7 @@ function describeKind(kind: SessionKind): string {
  * The session's kind: from the parameters reported at startup when they say
  * enough for `target`, else from a query.
  */
-export async function sessionKind(
+async function sessionKind(
   conn: Connection,
   target: TargetSessionAttrs = "read-write",
 ): Promise<SessionKind> {

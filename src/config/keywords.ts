@@ -171,11 +171,13 @@ export const KEYWORDS = {
       return unsupported(WHY.gssenc, (t) => t !== "require")(mode, given);
     },
   },
-  /** The `ssl` option also takes a boolean, or a mode with certificates (tls.ts). */
+  /**
+   * The `ssl` option also takes a boolean, or a mode with certificates (tls.ts). No default here:
+   * it is `prefer`, or `verify-full` with `sslrootcert=system` (tls.ts, as in libpq).
+   */
   sslmode: {
     option: "ssl",
     env: ["PGSSLMODE"],
-    default: "prefer",
     parse: parseSsl,
   },
   sslnegotiation: {

@@ -351,8 +351,11 @@ export interface Options {
   types?: Record<string, PostgresType>;
   /** Reported to the server as application_name. Default: `PGAPPNAME` or "pgpipe". */
   application_name?: string;
-  /** Extra startup parameters (e.g. `{ search_path: "app" }`). */
-  connection?: Record<string, string>;
+  /**
+   * Extra startup parameters (e.g. `{ search_path: "app", statement_timeout: 5000 }`); numbers
+   * and booleans are sent as their text.
+   */
+  connection?: Record<string, string | number | boolean>;
   /** Called for each notice from the server. Default: `console.log` of the notice. */
   onnotice?: (notice: Notice) => void;
   /** Called when the server reports a parameter change. */
@@ -371,6 +374,12 @@ export interface Options {
    * Deno's providers; `false`: off; an object: other providers, or no query text.
    */
   telemetry?: TelemetryOptions | false;
+  /** postgres.js's TCP keepalive delay: accepted and ignored (pgpipe always enables keepalive). */
+  keep_alive?: number | null;
+  /** postgres.js's reconnect delay: accepted and ignored (pgpipe backs off with jitter itself). */
+  backoff?: boolean | ((attempt: number) => number);
+  /** postgres.js's hook for a closed connection: accepted and ignored. */
+  onclose?: (connectionId: number) => void;
 }
 
 /**

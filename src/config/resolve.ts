@@ -105,7 +105,10 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     },
     keepalive: {
       enabled: keywords.keepalives,
-      ...(keywords.keepalives_idle ? { idleMs: keywords.keepalives_idle } : {}),
+      // With probes off the delay means nothing; given, it would take the connection to node:net.
+      ...(keywords.keepalives && keywords.keepalives_idle
+        ? { idleMs: keywords.keepalives_idle }
+        : {}),
     },
     max: keywords.max,
     idleTimeout: keywords.idle_timeout,

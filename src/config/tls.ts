@@ -173,7 +173,8 @@ export function parseSsl(value: unknown): SslSetting {
 
 /** What tlsSettings reads. */
 export interface TlsKeywords {
-  sslmode: SslSetting;
+  /** Undefined when no source gives one (see {@link sslSetting}). */
+  sslmode?: SslSetting;
   sslrootcert?: string;
   sslnegotiation: SslNegotiation;
   sslcert?: string;
@@ -204,8 +205,26 @@ function checkCertificates(pems: string[], what: string): string[] {
   return pems;
 }
 
+/**
+ * The sslmode in force. libpq's rule for `sslrootcert=system` (16): its default sslmode is
+ * `verify-full`, and a weaker one is refused, since anyone can get a publicly trusted certificate
+ * for a name of their own (so a chain to the system roots alone proves nothing). It does not
+ * apply when the `ssl` object's `ca` replaces `sslrootcert`.
+ */
+function sslSetting(k: TlsKeywords): SslSetting {
+  const system = k.sslrootcert === "system" && k.sslmode?.ca === undefined;
+  if (k.sslmode === undefined) return { mode: system ? "verify-full" : "prefer" };
+  if (system && k.sslmode.mode !== "verify-full") {
+    throw new TypeError(
+      `sslmode=${k.sslmode.mode} may not be used with sslrootcert=system: use verify-full ` +
+        "(a publicly trusted certificate proves nothing unless it names the host)",
+    );
+  }
+  return k.sslmode;
+}
+
 /** The trusted CAs: the `ssl` object's, else `sslrootcert`'s (a file, PEM text or `system`). */
-function rootCertificates(k: TlsKeywords): string[] | undefined {
+function rootCertificates(k: TlsKeywords & { sslmode: SslSetting }): string[] | undefined {
   if (k.sslmode.ca !== undefined) return checkCertificates(k.sslmode.ca, "ssl.ca");
   // As libpq: `system` means the default roots (which the native TLS path trusts anyway).
   if (k.sslrootcert === "system") return undefined;
@@ -262,9 +281,10 @@ function versions(
 /**
  * The TLS settings from the keywords. Nothing is read for a connection that never encrypts
  * (sslmode `disable`), as in libpq; `sslnegotiation=direct` is refused with a mode that may go
- * plain.
+ * plain, and `sslrootcert=system` with a mode weaker than `verify-full`.
  */
-export function tlsSettings(k: TlsKeywords): TlsSettings {
+export function tlsSettings(keywords: TlsKeywords): TlsSettings {
+  const k = { ...keywords, sslmode: sslSetting(keywords) };
   const mode = k.sslmode.mode;
   if (k.sslnegotiation === "direct" && !/^(require|verify-ca|verify-full)$/.test(mode)) {
     // libpq's rule: direct TLS never falls back to plain, so a mode that allows plain is refused.

@@ -19,11 +19,18 @@ export interface ParsedUrl {
   query: Map<string, string>;
 }
 
-function decode(s: string): string {
+/**
+ * Percent-decodes a part of the URL. The error quotes the part, or, for the password and the
+ * query's values (`?sslpassword=`, `?sslkey=` with a key's text), only says which it is.
+ */
+function decode(s: string, secret?: string): string {
   try {
     return decodeURIComponent(s);
   } catch {
-    throw new TypeError(`invalid percent-encoding in connection URL: ${s}`);
+    throw new TypeError(
+      `invalid percent-encoding in connection URL: ${secret ?? s}` +
+        (secret ? " (encode a % in it as %25)" : ""),
+    );
   }
 }
 
@@ -48,7 +55,7 @@ export function parseUrl(url: string): ParsedUrl {
     hosts = authority.slice(at + 1);
     const colon = userinfo.indexOf(":");
     out.user = decode(colon === -1 ? userinfo : userinfo.slice(0, colon));
-    if (colon !== -1) out.password = decode(userinfo.slice(colon + 1));
+    if (colon !== -1) out.password = decode(userinfo.slice(colon + 1), "the password");
   }
   if (hosts !== "") {
     out.hosts = hosts.split(",").map((entry) => parseHostPort(entry, decode));
@@ -61,7 +68,8 @@ export function parseUrl(url: string): ParsedUrl {
       if (pair === "") continue;
       const eq = pair.indexOf("=");
       const key = decode(eq === -1 ? pair : pair.slice(0, eq));
-      out.query.set(key, eq === -1 ? "" : decode(pair.slice(eq + 1).replace(/\+/g, " ")));
+      const value = eq === -1 ? "" : pair.slice(eq + 1).replace(/\+/g, " ");
+      out.query.set(key, decode(value, `the value of ${key}`));
     }
   }
   return out;

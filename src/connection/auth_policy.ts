@@ -5,7 +5,7 @@
  */
 
 /** The authentication methods `require_auth` names (libpq 18). */
-export const AUTH_METHODS = [
+const AUTH_METHODS = [
   "password",
   "md5",
   "scram-sha-256",

@@ -112,6 +112,13 @@ async function resolvePassword(source: PasswordSource, method: string): Promise<
   return value;
 }
 
+/** Why the client cannot bind to a TLS connection (its certificate, or the lack of one). */
+function unbindable(certificate: Uint8Array | null): string {
+  return certificate === null
+    ? "this TLS connection cannot show the server's certificate to bind to"
+    : "the server certificate's signature algorithm defines no tls-server-end-point hash";
+}
+
 /** The mechanisms of an AuthenticationSASL message. */
 function mechanisms(buf: Uint8Array, start: number, end: number): string[] {
   const out: string[] = [];
@@ -222,7 +229,11 @@ export class Authenticator {
       if (offered.includes("OAUTHBEARER")) this.#allow("oauth");
       throw new ConnectionError(
         "AUTH_UNSUPPORTED",
-        `the server offers SASL mechanisms ${offered.join(", ")}; pgpipe supports SCRAM-SHA-256`,
+        offered.length === 0
+          ? "the server asked for SASL authentication but offers no mechanism"
+          : `the server offers SASL mechanisms ${
+            offered.join(", ")
+          }; pgpipe supports SCRAM-SHA-256`,
       );
     }
     this.#allow("scram-sha-256");
@@ -241,8 +252,13 @@ export class Authenticator {
 
   /**
    * The channel binding for an exchange the server offered: `p` when it offers -PLUS and this
-   * connection can bind, `y` when it could bind but the server offers no -PLUS, `n` otherwise;
-   * under `channel_binding=require` anything but `p` refuses.
+   * connection can bind, `y` when the connection shows the server's certificate but the server
+   * offers no -PLUS (a relay that hid it is then refused by the real server), `n` when the
+   * connection cannot show the certificate (no TLS, or native TLS, which verified the server);
+   * under `channel_binding=require` anything but `p` refuses. A certificate whose signature
+   * algorithm defines no hash (Ed25519) cannot be bound to: with -PLUS offered, `n` would let
+   * whoever holds that certificate relay the exchange, so it is refused unless TLS verified the
+   * server (libpq refuses it always).
    */
   async #binding(plain: boolean, plus: boolean): Promise<ChannelBinding> {
     const mode = this.#policy.channelBinding ?? "prefer";
@@ -260,14 +276,7 @@ export class Authenticator {
             "(a server behind a TLS-terminating proxy cannot)",
         );
       }
-      if (data === null) {
-        throw refused(
-          certificate === null
-            ? "channel_binding=require: this TLS connection cannot show the server's certificate"
-            : "channel_binding=require: the server certificate's signature algorithm defines no " +
-              "tls-server-end-point hash",
-        );
-      }
+      if (data === null) throw refused(`channel_binding=require: ${unbindable(certificate)}`);
     }
     if (plus && data !== null) return { flag: "p", data };
     if (!plain) {
@@ -275,12 +284,20 @@ export class Authenticator {
         "AUTH_UNSUPPORTED",
         mode === "disable"
           ? "the server offers only SCRAM-SHA-256-PLUS, and channel_binding=disable"
-          : "the server offers only SCRAM-SHA-256-PLUS, and this TLS connection cannot show " +
-            "the server's certificate to bind to",
+          : `the server offers only SCRAM-SHA-256-PLUS, and ${unbindable(certificate)}`,
       );
     }
+    if (mode === "disable" || certificate === null) return { flag: "n" };
     // `y` only when the server offered no -PLUS: said to one that did, it means a downgrade.
-    return data !== null && !plus ? { flag: "y" } : { flag: "n" };
+    if (!plus) return { flag: "y" };
+    if (this.#io.serverVerified) return { flag: "n" };
+    throw refused(
+      `the server offers SCRAM-SHA-256-PLUS, but ${
+        unbindable(certificate)
+      } and TLS did not verify the server: SCRAM without binding could be relayed by whoever ` +
+        "holds that certificate (verify the server with sslmode=verify-full, or set " +
+        "channel_binding=disable)",
+    );
   }
 
   /** SASLContinue: the client-final message (with queries behind it when TLS verified the server). */

@@ -117,6 +117,11 @@ export class Statement {
     this.types = types;
   }
 
+  /** The SQL text under postgres.js's name (results show their statement). */
+  get string(): string {
+    return this.text;
+  }
+
   /**
    * Whether `other` was described with these columns (the same array: rowDescription gives it
    * again for the same bytes) and options, so its decoders serve this statement as they are.

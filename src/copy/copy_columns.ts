@@ -81,8 +81,8 @@ export function describeColumns(sink: CopySink, text: string): Promise<CopyColum
     const target: ResultTarget = {
       push: () => 0,
       length: 0,
-      command: null,
-      count: null,
+      command: "",
+      count: 0,
       columns: null,
       statement: null,
     };

@@ -15,14 +15,23 @@ import * as fe from "../protocol/frontend.ts";
 import type { Writer } from "../protocol/writer.ts";
 import { type PostgresError, QueryError } from "../errors.ts";
 import type { Column } from "../protocol/backend.ts";
-import type { EncodeContext, PipelineRequest, RequestIO } from "../connection/requests/request.ts";
+import type {
+  ConnectionState,
+  EncodeContext,
+  PipelineRequest,
+  RequestIO,
+} from "../connection/requests/request.ts";
 
 /** The outcome of a COPY: rows copied (from the completion tag). */
 export interface CopyResult {
   /** The command word (COPY). */
-  command: string | null;
+  command: string;
   /** Rows copied. */
-  count: number | null;
+  count: number;
+  /** The text that ran. */
+  text: string;
+  /** The connection's state when the COPY ended (unset if it never reached one). */
+  state?: ConnectionState;
 }
 
 /** Requests whose stream was collected give up; the request itself is the unregister token. */
@@ -56,8 +65,9 @@ export abstract class CopyRequest implements PipelineRequest {
   route: PipelineRequest["route"] = undefined;
   protected io: RequestIO | null = null;
   protected failure: Error | null = null;
-  protected result: CopyResult = { command: null, count: null };
+  protected result: CopyResult;
   protected readonly text: string;
+  #ctx: EncodeContext | null = null;
   /** Whether the segment is over (ReadyForQuery, or the connection failed). */
   finished = false;
   /** Whether the server started the COPY in the expected direction. */
@@ -74,6 +84,7 @@ export abstract class CopyRequest implements PipelineRequest {
   /** `decorate` gives an error the query's details before anyone sees it. */
   constructor(text: string, decorate: (e: Error) => Error = (e) => e) {
     this.text = text;
+    this.result = { command: "", count: 0, text };
     this.#decorate = decorate;
     this.done = new Promise((resolve, reject) => {
       this.#resolve = resolve;
@@ -90,7 +101,8 @@ export abstract class CopyRequest implements PipelineRequest {
     return this.io !== null;
   }
 
-  encode(w: Writer, _ctx: EncodeContext): void {
+  encode(w: Writer, ctx: EncodeContext): void {
+    this.#ctx = ctx;
     fe.query(w, this.text);
   }
   attach(io: RequestIO): void {
@@ -102,7 +114,8 @@ export abstract class CopyRequest implements PipelineRequest {
   noData(): void {}
   dataRow(): void {}
   commandComplete(command: string, count: number | null): void {
-    this.result = { command, count };
+    this.result.command = command;
+    this.result.count = count ?? 0; // a COPY tag always carries its count
   }
   emptyQuery(): void {}
   portalSuspended(): void {}
@@ -110,6 +123,7 @@ export abstract class CopyRequest implements PipelineRequest {
     this.failure ??= err.attach(this.text, []);
   }
   ready(): void {
+    this.result.state = this.#ctx?.state;
     this.#settle();
   }
   fail(err: Error): void {

@@ -57,10 +57,22 @@ export function startStream<K extends keyof CopyStreams>(
   return req.started.then(() => stream);
 }
 
-/** A finished COPY as a query result: no rows, the count and command of its completion tag. */
+/**
+ * A finished COPY as a query result: no rows, the count and command of its completion tag, its
+ * text as the statement (a simple-protocol one: unnamed, no columns), the connection's state.
+ */
 export function copyResult(r: CopyResult): Result<unknown> {
   const result = new Result<unknown>();
   result.command = r.command;
   result.count = r.count;
+  result.columns = [];
+  result.statement = {
+    name: "",
+    text: r.text,
+    string: r.text,
+    parameterTypes: null,
+    columns: result.columns,
+  };
+  if (r.state !== undefined) result.state = r.state;
   return result;
 }

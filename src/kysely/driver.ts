@@ -146,9 +146,7 @@ export class PgpipeConnection implements DatabaseConnection {
     this.lastCommand = command;
     // The key is always there, undefined but for a count Kysely reports (as both other drivers).
     return {
-      numAffectedRows: command !== null && AFFECTING.has(command)
-        ? BigInt(result.count ?? 0)
-        : undefined,
+      numAffectedRows: AFFECTING.has(command) ? BigInt(result.count) : undefined,
       rows: Array.from(result) as R[],
     };
   }

@@ -2,6 +2,7 @@
  * A lazy query: created by the `sql` tag, sent only when awaited (or
  * `.execute()`d). Until then it can be embedded in another query as a fragment.
  */
+import type { Buffer } from "node:buffer";
 import type { Readable, Writable } from "node:stream";
 import type { QueryConfig } from "./settings.ts";
 import { cancelledByUser } from "../errors.ts";
@@ -18,6 +19,21 @@ import type { Result, Row } from "./result.ts";
  * ```
  */
 export type QueryMode = "object" | "array" | "raw";
+
+/**
+ * A value of a row of type `R`, as `.values()` gives the rows: any of `R`'s property types (so
+ * `any` for the default {@link Row}, as in postgres.js), or `unknown` for rows of unknown shape.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * const rows = await sql<{ id: number; name: string }[]>`select id, name from users`.values();
+ * const first: number | string = rows[0][0];
+ * ```
+ */
+export type ColumnValue<R> = unknown extends R ? unknown
+  : NonNullable<R>[keyof NonNullable<R>];
 
 /** How a run is observed and steered: cancellation, and rows streamed to a callback. */
 export interface RunControl {
@@ -51,6 +67,8 @@ export interface CursorSource {
  * ```
  */
 export interface DescribedStatement {
+  /** The statement's name: "" (it is described as the unnamed statement). */
+  name: string;
   /** The SQL text as sent. */
   string: string;
   /** Parameter type OIDs as the server resolved them. */
@@ -210,15 +228,15 @@ export class Query<T extends readonly unknown[] = Row[]> implements PromiseLike<
   }
 
   /** Rows as arrays of values in column order instead of objects. */
-  values(): Query<unknown[][]> {
+  values(): Query<ColumnValue<T[number]>[][]> {
     this.mode = "array";
-    return this as unknown as Query<unknown[][]>;
+    return this as unknown as Query<ColumnValue<T[number]>[][]>;
   }
 
   /** Rows as arrays of the raw bytes the server sent for each value (null for NULL). */
-  raw(): Query<(Uint8Array | null)[][]> {
+  raw(): Query<(Buffer | null)[][]> {
     this.mode = "raw";
-    return this as unknown as Query<(Uint8Array | null)[][]>;
+    return this as unknown as Query<(Buffer | null)[][]>;
   }
 
   /**

@@ -41,10 +41,34 @@ export interface ResultStatement {
   name: string;
   /** The SQL text. */
   text: string;
+  /** The SQL text again, under postgres.js's name for it. */
+  readonly string: string;
   /** Parameter type OIDs as the server resolved them, when described. */
   parameterTypes: number[] | null;
-  /** Result columns. */
-  columns: ResultColumn[] | null;
+  /** Result columns (empty for a statement that returns no rows). */
+  columns: ResultColumn[];
+}
+
+/**
+ * The connection a query ran on, as it was when the query completed.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * const result = await sql`select 1`;
+ * console.log(result.state.pid, result.state.status); // 4711 "I"
+ * ```
+ */
+export interface ResultState {
+  /** The backend's process id. */
+  pid: number;
+  /** The backend's secret key (its first 4 bytes: under protocol 3.2 the key is longer). */
+  secret: number;
+  /** The transaction status at completion: "I" idle, "T" in a transaction, "E" in a failed one. */
+  status: string;
+  /** The TLS implementation the connection runs on (`"native"`, `"node"`), or null: plain. */
+  tls: "native" | "node" | null;
 }
 
 /**
@@ -62,6 +86,22 @@ export interface ResultStatement {
 // deno-lint-ignore no-explicit-any
 export type Row = Record<string, any>;
 
+// What a Result holds until its query completes (or for ever, for one made with `new Result()`):
+// shared and frozen, so an unfinished Result allocates nothing for them.
+const NO_COLUMNS: ResultColumn[] = Object.freeze([]) as unknown as ResultColumn[];
+const NO_STATEMENT: ResultStatement = Object.freeze({
+  name: "",
+  text: "",
+  string: "",
+  parameterTypes: null,
+  columns: NO_COLUMNS,
+});
+const NO_STATE: ResultState = Object.freeze({ pid: 0, secret: 0, status: "I", tls: null });
+// postgres.js types `count` as a number and `command` as a string, yet leaves them null where the
+// server gave none; programs written for it may test for that null, so pgpipe keeps it too.
+const NO_COUNT = null as unknown as number;
+const NO_COMMAND = null as unknown as string;
+
 /**
  * Rows plus completion details. It is a real Array: index it, iterate it,
  * `map` it (which returns a plain Array).
@@ -75,21 +115,23 @@ export type Row = Record<string, any>;
  * ```
  */
 export class Result<T = Row> extends Array<T> {
-  /** Rows affected (INSERT/UPDATE/DELETE) or returned (SELECT), from the completion tag. */
-  count: number | null = null;
-  /** The command word: SELECT, INSERT, UPDATE, ... */
-  command: string | null = null;
-  /** The result columns. */
-  columns: ResultColumn[] | null = null;
-  /** The statement that ran. */
-  statement: ResultStatement | null = null;
   /**
-   * The connection's backend pid, secret key (its first 4 bytes: under protocol 3.2 the key is
-   * longer), transaction status ("I", "T", "E") at completion, and the TLS implementation it runs
-   * on (`"native"`, `"node"`, or null: plain).
+   * Rows affected (INSERT, UPDATE, DELETE, MERGE, COPY) or returned (SELECT, FETCH), from the
+   * completion tag. As in postgres.js (whose type also says `number`), it is `null` when the tag
+   * carries no count (CREATE TABLE, SET, BEGIN, ...) and for an empty query.
    */
-  state: { pid: number; secret: number; status: string; tls: "native" | "node" | null } | null =
-    null;
+  count: number = NO_COUNT;
+  /**
+   * The command word of the completion tag: SELECT, INSERT, UPDATE, ...; as in postgres.js, `null`
+   * for an empty query.
+   */
+  command: string = NO_COMMAND;
+  /** The result columns (empty when the statement returns no rows). */
+  columns: ResultColumn[] = NO_COLUMNS;
+  /** The statement that ran. */
+  statement: ResultStatement = NO_STATEMENT;
+  /** The connection's state at completion (see {@link ResultState}). */
+  state: ResultState = NO_STATE;
 
   /** Derived arrays (`map`, `filter`, ...) are plain Arrays, not Results. */
   static override get [Symbol.species](): ArrayConstructor {

@@ -4,6 +4,30 @@
 import { join } from "node:path";
 import { run } from "./cluster.ts";
 
+/** Why openssl cannot be run here, or null when it can. */
+const opensslMissing: string | null = (() => {
+  try {
+    const ok = new Deno.Command("openssl", { args: ["version"], stdout: "null", stderr: "null" })
+      .outputSync().success;
+    return ok ? null : "`openssl version` failed";
+  } catch {
+    return "no openssl on PATH";
+  }
+})();
+
+/**
+ * True where there is no openssl: the tests that need a CertDir are then ignored, and the one
+ * line below says why (once per test process). The clusters' own certificates need no openssl
+ * (cluster_certs.ts).
+ */
+export const noOpenssl: boolean = opensslMissing !== null;
+if (noOpenssl) {
+  console.log(
+    `certs: the tests that make RSA, expired or client-key-format certificates skipped: ` +
+      `${opensslMissing} (Debian: apt-get install openssl)`,
+  );
+}
+
 /** A certificate and its key, as files and as PEM text. */
 export interface Pair {
   certPath: string;

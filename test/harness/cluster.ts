@@ -1,9 +1,11 @@
 // Starts a throwaway PostgreSQL cluster (initdb + pg_ctl) for the test suite.
 // Everything lives in one temp dir that stop() deletes; every external command is time-bounded.
 import { join } from "node:path";
-import { clientTool, findPgBin, pgBin } from "./server_bin.ts";
+import postgres, { type Sql } from "../../mod.ts";
+import { makeTestCerts } from "./cluster_certs.ts";
+import { findPgBin, pgBin, serverUser } from "./server_bin.ts";
 
-export { findPgBin };
+export { findPgBin, serverUser };
 
 export interface TestUser {
   user: string;
@@ -55,11 +57,11 @@ interface RunOptions {
   env?: Record<string, string>;
   stdin?: string;
   timeoutMs?: number;
-  /** initdb/postgres refuse to run as root, so when root run via `runuser -u postgres`. */
+  /** initdb/postgres refuse to run as root, so when root run via `runuser -u <serverUser()>`. */
   asServerUser?: boolean;
 }
 
-/** Whether we run as root (then servers run as the `postgres` OS user). */
+/** Whether we run as root (then servers run as `serverUser()`). */
 export const isRoot = (): boolean => Deno.uid() === 0;
 
 /** Runs a command with a deadline; resolves to stdout, throws with stderr on failure. */
@@ -70,7 +72,7 @@ export async function run(cmd: string, args: string[], opts: RunOptions = {}): P
     Object.entries(Deno.env.toObject()).filter(([k]) => !k.startsWith("PG")),
   );
   const child = new Deno.Command(asPg ? "runuser" : cmd, {
-    args: asPg ? ["-u", "postgres", "--", cmd, ...args] : args,
+    args: asPg ? ["-u", serverUser(), "--", cmd, ...args] : args,
     cwd: opts.cwd,
     clearEnv: true,
     env: { ...env, ...opts.env },
@@ -126,36 +128,6 @@ export function freePort(): number {
   return port;
 }
 
-// Minimal openssl config so the system openssl.cnf cannot add surprising extensions.
-const CA_CNF = `[req]
-distinguished_name = dn
-x509_extensions = v3_ca
-prompt = no
-[dn]
-CN = pgpipe test CA
-[v3_ca]
-basicConstraints = critical,CA:TRUE
-keyUsage = critical,keyCertSign,cRLSign
-subjectKeyIdentifier = hash
-`;
-
-// rustls rejects a self-signed leaf (CaUsedAsEndEntity), so the server cert is a CA-signed leaf.
-const SERVER_EXT = `basicConstraints = critical,CA:FALSE
-keyUsage = critical,digitalSignature
-extendedKeyUsage = serverAuth
-subjectAltName = DNS:localhost,IP:127.0.0.1
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid
-`;
-
-// A client certificate: its CN is the user name the server matches (pg_hba `cert`).
-const CLIENT_EXT = `basicConstraints = critical,CA:FALSE
-keyUsage = critical,digitalSignature
-extendedKeyUsage = clientAuth
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid
-`;
-
 /** The client certificates made for a TLS cluster: file stem and the CN (the user) it names. */
 const CLIENT_CERTS = {
   cert: "pgpipe_cert",
@@ -165,44 +137,21 @@ const CLIENT_CERTS = {
 
 /**
  * Writes ca.crt, server.crt, server.key, other-ca.crt and a client certificate and key per
- * CLIENT_CERTS (client-<name>.crt/.key) into dir (ECDSA P-256: fast).
+ * CLIENT_CERTS (client-<name>.crt/.key) into dir.
  */
-async function makeCerts(dir: string): Promise<void> {
-  const ssl = (...args: string[]) => run("openssl", args, { cwd: dir });
-  const newKey = (name: string, cn: string) => [
-    ...["-config", "ca.cnf", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"],
-    ...["-nodes", "-subj", `/CN=${cn}`, "-keyout", `${name}.key`],
-  ];
-  await Deno.writeTextFile(join(dir, "ca.cnf"), CA_CNF);
-  await Deno.writeTextFile(join(dir, "server.ext"), SERVER_EXT);
-  const days = ["-days", "3650"];
-  await Promise.all([
-    ssl("req", "-x509", ...newKey("ca", "pgpipe test CA"), ...days, "-out", "ca.crt"),
-    ssl("req", "-x509", ...newKey("other-ca", "pgpipe other CA"), ...days, "-out", "other-ca.crt"),
-    ssl("req", "-new", ...newKey("server", "localhost"), "-out", "server.csr"),
-  ]);
-  const serial = ["-set_serial", `0x1${randomHex(8)}`];
-  const signer = ["-CA", "ca.crt", "-CAkey", "ca.key", "-extfile", "server.ext"];
-  const csr = ["-req", "-in", "server.csr", "-out", "server.crt"];
-  await ssl("x509", ...csr, ...signer, ...serial, ...days);
-  // The server refuses a key file readable by group/others.
-  await Deno.chmod(join(dir, "server.key"), 0o600);
-  await Deno.writeTextFile(join(dir, "client.ext"), CLIENT_EXT);
-  await Promise.all(
-    Object.entries(CLIENT_CERTS).map(async ([name, cn]) => {
-      const stem = `client-${name}`;
-      await ssl("req", "-new", ...newKey(stem, cn), "-out", `${stem}.csr`);
-      await ssl(
-        "x509",
-        ...["-req", "-in", `${stem}.csr`, "-out", `${stem}.crt`],
-        ...["-CA", "ca.crt", "-CAkey", "ca.key", "-extfile", "client.ext"],
-        ...["-set_serial", `0x2${randomHex(8)}`],
-        ...days,
-      );
-      // libpq's rule, which pgpipe keeps: a key file no one but its owner may read.
-      await Deno.chmod(join(dir, `${stem}.key`), 0o600);
-    }),
-  );
+async function writeCerts(dir: string): Promise<void> {
+  const certs = await makeTestCerts(CLIENT_CERTS);
+  // The server refuses a key file readable by group/others; libpq's rule for a client key,
+  // which pgpipe keeps, is the same.
+  const key = { mode: 0o600 };
+  await Deno.writeTextFile(join(dir, "ca.crt"), certs.ca);
+  await Deno.writeTextFile(join(dir, "other-ca.crt"), certs.otherCa);
+  await Deno.writeTextFile(join(dir, "server.crt"), certs.serverCert);
+  await Deno.writeTextFile(join(dir, "server.key"), certs.serverKey, key);
+  for (const [name, client] of Object.entries(certs.clients)) {
+    await Deno.writeTextFile(join(dir, `client-${name}.crt`), client.cert);
+    await Deno.writeTextFile(join(dir, `client-${name}.key`), client.key, key);
+  }
 }
 
 const USER_NAMES = {
@@ -251,7 +200,6 @@ function setupSql(u: Users): string {
     role(u.sslonly, "CREATEDB"),
     role(u.cert, "CREATEDB"),
     role(u.certfull, "CREATEDB"),
-    "SELECT current_setting('server_version_num');",
   ].join("\n");
 }
 
@@ -386,6 +334,28 @@ export async function killPostmaster(dataDir: string): Promise<void> {
   }
 }
 
+/**
+ * Runs `fn` with a client connected to the server on `port` as its superuser `postgres` (trust,
+ * plain TCP): pgpipe itself, so setting a cluster up needs no psql (the npm builds have none).
+ */
+export async function asSuperuser<T>(port: number, fn: (sql: Sql) => Promise<T>): Promise<T> {
+  const sql = postgres({
+    host: "127.0.0.1",
+    port,
+    user: "postgres",
+    database: "postgres",
+    ssl: false,
+    max: 1,
+    connect_timeout: 30,
+    onnotice: () => {},
+  });
+  try {
+    return await fn(sql);
+  } finally {
+    await sql.end();
+  }
+}
+
 /** What kind of cluster `startCluster` starts. */
 export interface ClusterOptions {
   /** TLS on (a test CA, a server certificate for localhost and 127.0.0.1). Default false. */
@@ -432,13 +402,13 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   try {
     if (ssl) {
       await Deno.mkdir(certDir);
-      await makeCerts(certDir);
+      await writeCerts(certDir);
     }
-    // The server runs as `postgres` when we are root, so it must own everything in tmp.
-    if (isRoot()) await run("chown", ["-R", "postgres:", tmp]);
+    // The server runs as serverUser() when we are root, so it must own everything in tmp.
+    if (isRoot()) await run("chown", ["-R", `${serverUser()}:`, tmp]);
     const initArgs = ["-D", dataDir, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"];
     await run(join(bin, "initdb"), [...initArgs, "--locale=C"], { ...asServer, timeoutMs: 60_000 });
-    // Overwriting/appending keeps the files' owner (postgres) and mode (0600).
+    // Overwriting/appending keeps the files' owner (the server's user) and mode (0600).
     await Deno.writeTextFile(join(dataDir, "pg_hba.conf"), hbaConf(ssl, replication));
 
     // Appended: the last setting wins.
@@ -451,13 +421,11 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     );
 
     const users = makeUsers();
-    const psqlPath = clientTool(bin, "psql");
-    const psqlArgs = ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", tmp, "-p", `${port}`];
-    const out = await run(psqlPath, [...psqlArgs, "-U", "postgres", "-d", "postgres", "-f", "-"], {
-      stdin: setupSql(users),
-      env: { PGCLIENTENCODING: "UTF8" }, // passwords contain é
+    const version = await asSuperuser(port, async (sql) => {
+      await sql.unsafe(setupSql(users));
+      const [{ v }] = await sql`select current_setting('server_version_num')::int as v`;
+      return v as number;
     });
-    const version = parseInt(out.trim().split("\n").pop() ?? "", 10);
 
     const info: ClusterInfo = {
       host: "127.0.0.1",

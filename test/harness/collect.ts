@@ -1,4 +1,5 @@
 // For fixtures run with --v8-flags=--expose-gc: collect garbage until a promise settles.
+import { poll } from "./wait.ts";
 
 /**
  * Runs the garbage collector (and lets finalizers run) until `p` settles: true, or `ms` pass
@@ -9,12 +10,11 @@ export async function settlesWhileCollecting(p: Promise<unknown>, ms = 10_000): 
   if (gc === undefined) throw new Error("run with --v8-flags=--expose-gc");
   let settled = false;
   p.then(() => settled = true, () => settled = true);
-  const until = Date.now() + ms;
-  while (!settled && Date.now() < until) {
-    gc();
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return settled;
+  const collected = () => {
+    if (!settled) gc();
+    return settled;
+  };
+  return await poll(collected, ms, 20) === true;
 }
 
 /**

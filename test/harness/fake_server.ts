@@ -5,6 +5,7 @@
 // exactly one answer and check that the next query still works.
 import assert from "node:assert/strict";
 import postgres, { type Options, type Sql } from "../../mod.ts";
+import { within } from "./wait.ts";
 
 export const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -271,8 +272,6 @@ export class Peer {
 
   /** Whether the client closes its end within `ms` (anything it still sends is skipped). */
   async closedWithin(ms: number): Promise<boolean> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const expired = new Promise<false>((r) => timer = setTimeout(() => r(false), ms));
     const eof = (async () => {
       try {
         while ((await this.conn.read(new Uint8Array(4096))) !== null) { /* skip */ }
@@ -281,11 +280,7 @@ export class Peer {
       }
       return true as const;
     })();
-    try {
-      return await Promise.race([eof, expired]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return await within(eof, ms, "the client's close").catch(() => false);
   }
 }
 

@@ -3,8 +3,9 @@
 // `postgres` OS user when we are root: PgBouncer refuses to run as root), from a generated ini
 // in a temp dir that stop() deletes.
 import { join } from "node:path";
-import { freePort, isRoot, run } from "./cluster.ts";
+import { freePort, isRoot, run, serverUser } from "./cluster.ts";
 import { isFile } from "./server_bin.ts";
+import { poll, within } from "./wait.ts";
 
 export interface Bouncer {
   host: string;
@@ -80,12 +81,12 @@ export async function startPgbouncer(opts: BouncerOptions): Promise<Bouncer> {
     join(tmp, "userlist.txt"),
     opts.users.map((u) => `${quote(u)} ${quote(opts.passwords?.[u] ?? "")}`).join("\n") + "\n",
   );
-  if (isRoot()) await run("chown", ["-R", "postgres:", tmp]);
+  if (isRoot()) await run("chown", ["-R", `${serverUser()}:`, tmp]);
 
   const asPg = isRoot();
   const args = [join(tmp, "pgbouncer.ini")];
   const child = new Deno.Command(asPg ? "runuser" : bin, {
-    args: asPg ? ["-u", "postgres", "--", bin, ...args] : args,
+    args: asPg ? ["-u", serverUser(), "--", bin, ...args] : args,
     cwd: tmp,
     stdin: "null",
     stdout: "null",
@@ -122,35 +123,35 @@ export async function startPgbouncer(opts: BouncerOptions): Promise<Bouncer> {
           kill("SIGTERM");
         }
       } else kill("SIGTERM");
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const late = new Promise<"late">((r) => timer = setTimeout(() => r("late"), 5_000));
-      if (await Promise.race([exited, late]) === "late") {
+      if (await within(exited, 5_000, "pgbouncer's exit").then(() => false, () => true)) {
         signal("SIGKILL");
         await exited;
       }
-      clearTimeout(timer);
       await Deno.remove(tmp, { recursive: true }).catch(() => {});
     })();
 
   try {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      try {
-        const conn = await Deno.connect({ hostname: "127.0.0.1", port });
-        conn.close();
-        break;
-      } catch {
-        let log = "";
+    const accepting = await poll(
+      async () => {
+        if (gone) return "gone";
         try {
-          log = await Deno.readTextFile(join(tmp, "pgbouncer.log"));
-        } catch { /* not written yet */ }
-        if (gone || Date.now() > deadline) {
-          throw new Error(
-            `pgbouncer did not start on port ${port}${gone ? " (it exited)" : ""}\n${log}`,
-          );
+          (await Deno.connect({ hostname: "127.0.0.1", port })).close();
+          return "accepting";
+        } catch {
+          return null; // not listening yet
         }
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      },
+      10_000,
+      50,
+    );
+    if (accepting !== "accepting") {
+      let log = "";
+      try {
+        log = await Deno.readTextFile(join(tmp, "pgbouncer.log"));
+      } catch { /* not written yet */ }
+      throw new Error(
+        `pgbouncer did not start on port ${port}${gone ? " (it exited)" : ""}\n${log}`,
+      );
     }
     return { host: "127.0.0.1", port, stop };
   } catch (e) {

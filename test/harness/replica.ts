@@ -3,7 +3,15 @@
 // version has it, else the same by hand (the npm builds carry only the server). Everything lives
 // in one temp dir that stop() deletes; every external command is time-bounded.
 import { join } from "node:path";
-import { type Cluster, isRoot, killPostmaster, run, startOnFreePort } from "./cluster.ts";
+import {
+  asSuperuser,
+  type Cluster,
+  isRoot,
+  killPostmaster,
+  run,
+  serverUser,
+  startOnFreePort,
+} from "./cluster.ts";
 import { clientTool } from "./server_bin.ts";
 
 export interface Replica {
@@ -43,7 +51,7 @@ export async function startReplica(primary: Cluster): Promise<Replica> {
     })();
 
   try {
-    if (isRoot()) await run("chown", ["-R", "postgres:", tmp]);
+    if (isRoot()) await run("chown", ["-R", `${serverUser()}:`, tmp]);
     const basebackup = join(bin, "pg_basebackup");
     if (clientTool(bin, "pg_basebackup") === basebackup) {
       // -R writes standby.signal and primary_conninfo; -c fast: no wait for a spread checkpoint.
@@ -79,27 +87,21 @@ export async function startReplica(primary: Cluster): Promise<Replica> {
 
 /**
  * What `pg_basebackup -R` does, without it: a non-exclusive base backup (started and stopped in
- * one psql session, the data folder copied in between by psql's `\!`), its backup_label, and the
- * standby settings. The standby streams the WAL it needs from the primary.
+ * one session, the data folder copied in between), its backup_label, and the standby settings.
+ * The standby streams the WAL it needs from the primary.
  */
 async function copyBackup(primary: Cluster, dataDir: string): Promise<void> {
   const [start, stop] = primary.version >= 150000
     ? ["pg_backup_start('pgpipe replica', true)", "pg_backup_stop()"]
     : ["pg_start_backup('pgpipe replica', true, false)", "pg_stop_backup(false)"];
-  const q = (path: string) => `'${path.replaceAll("'", `'\\''`)}'`;
-  const script = [
-    `select ${start};`,
-    `\\! cp -a ${q(primary.dataDir)} ${q(dataDir)}`,
-    `select labelfile from ${stop};`,
-  ].join("\n");
-  const psql = clientTool(primary.bin, "psql");
-  const out = await run(psql, [
-    ...["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", primary.socketDir],
-    ...["-p", `${primary.port}`, "-U", "postgres", "-d", "postgres", "-f", "-"],
-  ], { stdin: script, timeoutMs: 60_000 });
-  // The first line is the start's LSN; the label file is everything after it.
-  const label = out.slice(out.indexOf("\n") + 1).trim();
-  if (!label.startsWith("START WAL LOCATION")) throw new Error(`no backup label from:\n${out}`);
+  const label = await asSuperuser(primary.port, async (sql) => {
+    // max 1: one connection, so the backup starts and stops in the same session.
+    await sql.unsafe(`select ${start}`);
+    await copyTree(primary.dataDir, dataDir);
+    const [{ labelfile }] = await sql.unsafe(`select labelfile from ${stop}`);
+    return String(labelfile);
+  });
+  if (!label.startsWith("START WAL LOCATION")) throw new Error(`no backup label: ${label}`);
   // Not part of a backup: the primary's pid file and its replication slots.
   for (const name of ["postmaster.pid", "postmaster.opts"]) {
     await Deno.remove(join(dataDir, name)).catch(() => {});
@@ -107,7 +109,7 @@ async function copyBackup(primary: Cluster, dataDir: string): Promise<void> {
   for await (const slot of Deno.readDir(join(dataDir, "pg_replslot"))) {
     await Deno.remove(join(dataDir, "pg_replslot", slot.name), { recursive: true });
   }
-  await Deno.writeTextFile(join(dataDir, "backup_label"), label + "\n");
+  await Deno.writeTextFile(join(dataDir, "backup_label"), label);
   await Deno.writeTextFile(join(dataDir, "standby.signal"), "");
   const conninfo = `host=${primary.socketDir} port=${primary.port} user=postgres`;
   await Deno.writeTextFile(
@@ -115,5 +117,29 @@ async function copyBackup(primary: Cluster, dataDir: string): Promise<void> {
     `primary_conninfo = ${lit(conninfo)}\n`,
     { append: true },
   );
-  if (isRoot()) await run("chown", ["-R", "postgres:", dataDir]);
+  if (isRoot()) await run("chown", ["-R", `${serverUser()}:`, dataDir]);
+}
+
+/**
+ * Copies a running server's data folder (what `cp -a` would, without needing it): folders and
+ * files with their modes; a file the server removed meanwhile is skipped (the WAL replay of a
+ * base backup makes up for what changed during the copy).
+ */
+async function copyTree(from: string, to: string): Promise<void> {
+  const { mode } = await Deno.stat(from);
+  await Deno.mkdir(to, { mode: mode ?? 0o700 });
+  for await (const entry of Deno.readDir(from)) {
+    const [src, dst] = [join(from, entry.name), join(to, entry.name)];
+    try {
+      if (entry.isDirectory) await copyTree(src, dst);
+      else if (entry.isSymlink) await Deno.symlink(await Deno.readLink(src), dst);
+      else {
+        await Deno.copyFile(src, dst);
+        const stat = await Deno.stat(src);
+        if (stat.mode !== null) await Deno.chmod(dst, stat.mode & 0o7777);
+      }
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    }
+  }
 }

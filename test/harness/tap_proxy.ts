@@ -46,6 +46,9 @@ export function tapProxy(url: string, options: Options = {}): TapProxy {
     swallowed: 0,
   };
   const pumps: Promise<void>[] = [];
+  // Disposing opens any gate still shut: a test that failed with answers held must not hang.
+  let disposed!: () => void;
+  const disposing = new Promise<void>((resolve) => disposed = resolve);
   const open = new Set<Deno.Conn>();
   const close = (c: Deno.Conn) => {
     open.delete(c);
@@ -80,7 +83,7 @@ export function tapProxy(url: string, options: Options = {}): TapProxy {
         for (;;) {
           const n = await server.read(buf).catch(() => null);
           if (n === null) break;
-          if (state.gate !== null) await state.gate;
+          if (state.gate !== null) await Promise.race([state.gate, disposing]);
           const sent = await client.write(buf.subarray(0, n)).catch(() => null);
           if (sent === null) break;
         }
@@ -114,6 +117,7 @@ export function tapProxy(url: string, options: Options = {}): TapProxy {
       for (const c of [...open]) close(c);
     },
     async [Symbol.asyncDispose]() {
+      disposed();
       await sql.end({ timeout: 5 });
       listener.close();
       await accept.catch(() => {});

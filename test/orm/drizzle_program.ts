@@ -1,10 +1,12 @@
 // deno-lint-ignore-file no-import-prefix -- npm packages are test-only imports, pinned here
-// One Drizzle ORM program, written as for postgres.js, that test/orm_drizzle_test.ts runs once
-// over postgres.js and once over pgpipe: every step's outcome (what Drizzle returned, or the
-// error that reached the program) is recorded so the two runs can be compared step by step.
-// It covers drizzle-orm/postgres-js 0.45's surface: the migrator, the query builder, the
-// relational query API, transactions and savepoints, prepared statements, raw SQL, views,
-// enums, every column type and mode, and errors.
+// One Drizzle ORM program, written as for postgres.js, that test/orm_drizzle_test.ts runs over
+// postgres.js and over pgpipe, through Drizzle's postgres-js driver and through pgpipe's
+// (`@pgpipe/pgpipe/drizzle`): every step's outcome (what Drizzle returned, or the error that
+// reached the program) is recorded so the runs can be compared step by step. It covers
+// drizzle-orm/postgres-js 0.45's surface: the migrator, the query builder, the relational query
+// API, transactions and savepoints, prepared statements, raw SQL, views, enums, every column type
+// and mode, and errors. It imports neither driver itself (the caller hands it one), so a run
+// through pgpipe's needs no postgres.js (test/orm/drizzle_subpath_run.ts).
 import { Buffer } from "node:buffer";
 import { fileURLToPath } from "node:url";
 import {
@@ -39,8 +41,6 @@ import {
   sql,
   sum,
 } from "npm:drizzle-orm@0.45.4";
-import { drizzle } from "npm:drizzle-orm@0.45.4/postgres-js";
-import { migrate } from "npm:drizzle-orm@0.45.4/postgres-js/migrator";
 import {
   alias,
   except,
@@ -51,9 +51,26 @@ import {
   union,
   unionAll,
 } from "npm:drizzle-orm@0.45.4/pg-core";
+import type { PostgresJsDatabase } from "../../drizzle.ts";
 import * as schema from "./drizzle_schema.ts";
 
 const { activeUsers, comments, everything, mood, postCounts, posts, users, SCHEMA } = schema;
+
+/** The database the program works with. */
+type Db = PostgresJsDatabase<typeof schema>;
+
+/**
+ * The driver a run goes through: `drizzle` and `migrate` of `drizzle-orm/postgres-js` (and its
+ * migrator), or of `@pgpipe/pgpipe/drizzle` (and its migrator).
+ */
+export interface DrizzleDriver {
+  drizzle(
+    ...params: [client: any, config: { schema: typeof schema }] | [
+      config: { client: any; schema: typeof schema },
+    ]
+  ): Db;
+  migrate(db: Db, config: { migrationsFolder: string; migrationsSchema?: string }): Promise<void>;
+}
 
 /** The migrations of test/fixtures/drizzle/. */
 export const MIGRATIONS = fileURLToPath(new URL("../fixtures/drizzle", import.meta.url));
@@ -229,11 +246,16 @@ const full = {
   jsonbs: [{ a: 1 }, [1, 2], "s", 5],
 };
 
-/** Runs the program over `client` (a postgres.js or pgpipe client); step name → outcome. */
-export async function drizzleProgram(client: unknown): Promise<Record<string, Outcome>> {
+/**
+ * Runs the program over `client` (a postgres.js or pgpipe client) through `driver`; step name →
+ * outcome.
+ */
+export async function drizzleProgram(
+  client: unknown,
+  { drizzle, migrate }: DrizzleDriver,
+): Promise<Record<string, Outcome>> {
   const out: Record<string, Outcome> = {};
-  // deno-lint-ignore no-explicit-any
-  const db = drizzle(client as any, { schema });
+  const db = drizzle(client, { schema });
   const step = async (name: string, fn: () => Promise<unknown>) => {
     try {
       out[name] = { ok: await fn() };
@@ -574,7 +596,7 @@ export async function drizzleProgram(client: unknown): Promise<Record<string, Ou
   await step(
     "findMany excluding columns, through drizzle({ client, schema })",
     () =>
-      drizzle({ client: client as any, schema }).query.posts.findMany({
+      drizzle({ client, schema }).query.posts.findMany({
         columns: { body: false, publishedAt: false },
         with: { author: { columns: { id: true, tags: true, balance: true } } },
         orderBy: (p, { asc }) => [asc(p.id)],

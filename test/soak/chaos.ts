@@ -7,6 +7,7 @@
  */
 import postgres, { ConnectionError, PostgresError, QueryError, type Sql } from "../../mod.ts";
 import type { FaultProxy } from "../harness/fault_proxy.ts";
+import { poll } from "../harness/wait.ts";
 
 /** One fault, run at its turn in the schedule. */
 export type Fault = "terminate" | "drop" | "stall" | "restart" | "failover";
@@ -408,16 +409,12 @@ export async function soak(target: SoakTarget, plan: SoakPlan): Promise<SoakRepo
 
   // Backends of the client gone (exiting ones take a moment).
   if (target.backendsVisible !== false) {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const [{ n }] = await admin`
-        select count(*)::int as n from pg_stat_activity where application_name = ${app}`;
-      if (n === 0) break;
-      if (Date.now() > deadline) {
-        v.leftover = n;
-        break;
-      }
-      await sleep(50);
+    const left = async () =>
+      (await admin`
+        select count(*)::int as n from pg_stat_activity where application_name = ${app}`)[0]
+        .n as number;
+    if (await poll(async () => await left() === 0, 10_000, 50) === undefined) {
+      v.leftover = await left();
     }
   }
 

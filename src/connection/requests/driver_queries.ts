@@ -14,7 +14,7 @@ export function exec(sink: Sink, text: string): Promise<void> {
     sink.send(
       new QueryRequest(
         { text, params: [], types: [], prepare: false, mode: "array", simple: true },
-        { push: () => 0, length: 0, command: null, count: null, columns: null, statement: null },
+        { push: () => 0, length: 0, command: "", count: 0, columns: null, statement: null },
         { resolve: () => resolve(), reject },
       ),
     );
@@ -58,8 +58,8 @@ export function driverRowsRequest(
     {
       push: (row) => rows.push(row as unknown[]),
       length: 0,
-      command: null,
-      count: null,
+      command: "",
+      count: 0,
       columns: null,
       statement: null,
     },

@@ -36,9 +36,9 @@ export interface ResultTarget {
   push(row: unknown): number;
   /** Row count (set to 0 to discard rows before a retry). */
   length: number;
-  /** The command word of the completion tag (SELECT, INSERT, ...). */
+  /** The command word of the completion tag (SELECT, INSERT, ...; null for an empty query). */
   command: string | null;
-  /** Rows affected or returned, per the completion tag. */
+  /** Rows affected or returned, per the completion tag (null when it has none). */
   count: number | null;
   /** The result columns. */
   columns: Column[] | null;
@@ -121,6 +121,7 @@ export class QueryRequest implements PipelineRequest {
   /** The first error of this request (server, decoding); settles it as a rejection. */
   protected failure: Error | null = null;
   #targets: ResultTarget[] | null = null; // simple protocol: one result per statement
+  #completed = false; // `target` got its CommandComplete or EmptyQueryResponse
   #makeTarget: (() => ResultTarget) | null;
 
   /** `makeTarget` makes the result of each further statement of a simple-protocol query. */
@@ -205,16 +206,17 @@ export class QueryRequest implements PipelineRequest {
     this.target.length = 0;
     this.target.command = null;
     this.target.count = null;
+    this.#completed = false;
     return true;
   }
 
   /** The simple protocol's next statement starts: give it its own statement and result. */
   #nextStatement(): void {
     const targets = this.#targets!;
-    const last = targets[targets.length - 1];
-    if (last.command !== null && this.#makeTarget !== null) {
+    if (this.#completed && this.#makeTarget !== null) {
       this.target = this.#makeTarget();
       targets.push(this.target);
+      this.#completed = false;
     }
     this.#statement = new Statement("", this.spec.text, []);
   }
@@ -228,6 +230,7 @@ export class QueryRequest implements PipelineRequest {
     this.#decoders = null;
     this.#bytes = null;
     this.#closes = null;
+    this.#completed = false;
     const spec = this.spec;
     const cache = ctx.statements;
     if (spec.describeOnly) {
@@ -377,21 +380,24 @@ export class QueryRequest implements PipelineRequest {
     if (command === "BEGIN" && this.spec.shared === true) this.failure ??= unsafeTransaction();
     const target = this.#complete();
     target.command = command;
-    target.count = count;
+    target.count = count; // null: a tag without a count (CREATE TABLE, SET, BEGIN, ...)
   }
 
+  /** An empty query string: no command, no rows (`command` and `count` stay null, as postgres.js). */
   emptyQuery(): void {
     const target = this.#complete();
-    target.command = "";
+    target.command = null;
     target.count = null;
   }
 
   /** The result a completion belongs to (a statement without rows gets its own in simple mode). */
   #complete(): ResultTarget {
-    if (this.#targets !== null && this.target.command !== null) this.#nextStatement();
+    if (this.#targets !== null && this.#completed) this.#nextStatement();
+    this.#completed = true;
     const target = this.target;
-    const st = this.#statement;
-    target.columns = st?.columns ?? null;
+    const st = this.#statement!;
+    // A simple-protocol statement that returns no rows is never described: it has no columns.
+    target.columns = st.columns ??= [];
     target.statement = st;
     return target;
   }
@@ -420,15 +426,16 @@ export class QueryRequest implements PipelineRequest {
       this.#cache.forget(this.#key, st);
     }
     if (this.failure !== null) return this.settle.reject(this.failure);
-    const ctx = this.#ctx;
-    if (ctx !== null) this.target.state = ctx.state;
+    const state = this.#ctx?.state;
     const targets = this.#targets;
     if (targets !== null && targets.length > 1) {
       // Several statements: postgres.js resolves with one result per statement.
+      for (const t of targets) t.state = state;
       return this.settle.resolve(targets as unknown as ResultTarget);
     }
     const target = this.target;
-    if (target.command === null) {
+    target.state = state;
+    if (!this.#completed) { // described only (`describe()`): no command ran
       target.columns = st?.columns ?? null;
       target.statement = st;
     }
