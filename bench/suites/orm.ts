@@ -18,6 +18,7 @@ import { Kysely } from "npm:kysely@^0.28.19";
 import { PostgresJSDialect } from "npm:kysely-postgres-js@3.0.0";
 import postgres from "../../mod.ts";
 import { PgpipeDialect } from "../../kysely.ts";
+import { drizzle as pgpipeDrizzle } from "../../drizzle.ts";
 import { ask } from "../peers/drivers.ts";
 import { POSTGRES_JS } from "../peers/specifiers.ts";
 import { cpuMs, localPostmaster, serverCpuMs } from "../shared/cpu.ts";
@@ -59,6 +60,7 @@ const LOAD_CONNECTIONS = 50;
 const PG = "postgres.js";
 const PGPIPE = "pgpipe";
 const FORCED = "pgpipe, force_prepare";
+const SUBPATH = "pgpipe, @pgpipe/pgpipe/drizzle";
 const KPJS_PG = "kysely-postgres-js + postgres.js";
 const KPJS_PGPIPE = "kysely-postgres-js + pgpipe";
 const DIALECT = "pgpipe's dialect";
@@ -232,7 +234,7 @@ const insertRow = (batch: number, i: number) => ({
   data: { i, tags: ["a", "b"] },
 });
 
-/** The Drizzle queries of the cases, built the same way for a run and for the build table. */
+/** The Drizzle queries of the cases, built the same way for the stacks and for the parts. */
 const selectUser = (db: Db, id: number) => db.select().from(users).where(eq(users.id, id));
 const findUsers = (db: Db, from: number) =>
   db.query.users.findMany({
@@ -403,12 +405,12 @@ async function drizzleParts(): Promise<Map<string, number>> {
 }
 
 /** Drizzle over a client of `factory`. */
-function drizzleOn(name: string, factory: Factory, options = {}): Stack<Db> {
+function drizzleOn(name: string, factory: Factory, options = {}, make = drizzle): Stack<Db> {
   return {
     name,
     open(max) {
       const sql = client(factory, max, options);
-      return Promise.resolve({ c: drizzle(sql as any, { schema }), close: () => sql.end() });
+      return Promise.resolve({ c: make(sql as any, { schema }) as Db, close: () => sql.end() });
     },
   };
 }
@@ -419,6 +421,8 @@ const drizzleGroup: Group<Db> = {
     drizzleOn(PG, postgresJs),
     drizzleOn(PGPIPE, pgpipe),
     drizzleOn(FORCED, pgpipe, { force_prepare: true }),
+    // pgpipe's own entry: Drizzle's postgres-js session over pgpipe, without postgres.js.
+    drizzleOn(SUBPATH, pgpipe, {}, pgpipeDrizzle as unknown as typeof drizzle),
   ],
   cases: drizzleCases,
   pools: POOLS,
@@ -742,7 +746,12 @@ async function main(): Promise<void> {
       report,
       drizzleGroup,
       drizzleResults,
-      (s) => s === FORCED ? "Drizzle with force_prepare" : "Drizzle",
+      (s) =>
+        s === FORCED
+          ? "Drizzle with force_prepare"
+          : s === SUBPATH
+          ? "Drizzle via @pgpipe/pgpipe/drizzle"
+          : "Drizzle",
       PG,
     );
     partsTable(report, await drizzleParts(), drizzleResults);
@@ -769,8 +778,10 @@ async function main(): Promise<void> {
     await admin`truncate bench_orm_inserts`;
     report.note(
       `Stacks: Drizzle ${PG} is drizzle-orm/postgres-js over ${POSTGRES_JS}; "${FORCED}" the ` +
-        `same over pgpipe with force_prepare: true. Kysely's stacks: kysely-postgres-js 3.0.0 over ` +
-        `each client (it reserves a connection per query), and pgpipe's own dialect ` +
+        `same over pgpipe with force_prepare: true; "${SUBPATH}" is pgpipe's own Drizzle entry ` +
+        `(Drizzle's postgres-js session over pgpipe, no postgres.js). Kysely's stacks: ` +
+        `kysely-postgres-js 3.0.0 over each client (it reserves a connection per query), and ` +
+        `pgpipe's own dialect ` +
         `(@pgpipe/pgpipe/kysely, statements prepared as the client's prepare option says).`,
       `Pool: each stack with max 1 (one connection, the case the targets name) and max 10 ` +
         `(postgres.js's default pool, which spreads concurrent queries over connections). ` +
