@@ -150,6 +150,7 @@ export type {
   TlsPath,
   UserSocket,
 } from "./src/connection/transport/transport.ts";
+export type { EmbeddedServer, EmbeddedStream } from "./src/connection/transport/embedded.ts";
 export type { BulkCopy } from "./src/copy/bulk_copy.ts";
 export type { CopyFromOptions, CopyFromSource } from "./src/copy/copy_from.ts";
 export type { CopyToOptions } from "./src/copy/copy_to.ts";

@@ -3,18 +3,22 @@
  * cursor in bounded batches, and export a per-sensor summary with `COPY ... TO STDOUT` as CSV.
  *
  * ```sh
+ * deno run --allow-env --allow-read examples/copy_cursor.ts 100000   # no server: PGlite
  * DATABASE_URL=postgres://app:secret@localhost:5432/app \
  *   deno run --allow-net --allow-env examples/copy_cursor.ts 100000
  * ```
  *
  * The argument is how many readings to generate (default 100,000). The table is temporary, so
- * nothing is left behind. Without `DATABASE_URL`, libpq's `PG*` variables apply.
+ * nothing is left behind. Without `DATABASE_URL` it runs on PGlite, a PostgreSQL inside this
+ * process, in memory (PGlite reads its own files: `--allow-read`).
  *
  * @module
  */
 
 // In your project: import postgres from "jsr:@pgpipe/pgpipe";
 import postgres from "../mod.ts";
+// In your project: import { pglite } from "jsr:@pgpipe/pgpipe/pglite";
+import { pglite } from "../pglite.ts";
 
 /** Per-sensor figures computed from the cursor's batches. */
 export interface SensorStats {
@@ -63,14 +67,15 @@ async function* readings(count: number): AsyncGenerator<string> {
   if (chunk) yield chunk;
 }
 
-/** Runs the whole script against `url` (libpq's `PG*` variables when undefined). */
+/** Runs the whole script against `url`, or PGlite in memory when it is undefined. */
 export async function main(
   url: string | undefined,
   count = 100_000,
   batchSize = 1000,
 ): Promise<Summary> {
+  if (url === undefined) console.log("DATABASE_URL is not set: running on PGlite, in memory");
   // One connection: the temporary table lives on it. `await using` ends the client at the end.
-  await using sql = postgres(url, { max: 1 });
+  await using sql = url === undefined ? postgres(pglite()) : postgres(url, { max: 1 });
   await sql`
     create temporary table readings (
       id bigint generated always as identity primary key,

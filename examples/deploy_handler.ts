@@ -4,7 +4,8 @@
  * The module exports `handler` and `{ fetch: handler }`, the shape `deno serve` runs; an entrypoint
  * that starts the server itself calls `Deno.serve(handler)`. The client is created lazily, on the
  * first request, from `DATABASE_URL`, and then kept at module level so later requests served by
- * the same isolate reuse its connections.
+ * the same isolate reuse its connections. Without `DATABASE_URL` (trying it locally), it runs on
+ * PGlite, a PostgreSQL inside the process, in memory (`--allow-read`: PGlite reads its own files).
  *
  * What it needs:
  *
@@ -18,6 +19,7 @@
  * - Outbound TCP to the database port. Nothing else: no file system, no subprocess.
  *
  * ```sh
+ * deno serve --allow-net --allow-env --allow-read examples/deploy_handler.ts   # no server: PGlite
  * DATABASE_URL='postgres://app:secret@localhost:5432/app?sslmode=require' \
  *   deno serve --allow-net --allow-env examples/deploy_handler.ts
  *
@@ -31,6 +33,8 @@
 
 // In your project: import postgres, { type Sql } from "jsr:@pgpipe/pgpipe";
 import postgres, { type Sql } from "../mod.ts";
+// In your project: import { pglite } from "jsr:@pgpipe/pgpipe/pglite";
+import { pglite } from "../pglite.ts";
 
 let client: Sql | undefined;
 let schema: Promise<void> | undefined;
@@ -39,7 +43,10 @@ let schema: Promise<void> | undefined;
 function db(): Sql {
   if (client) return client;
   const url = Deno.env.get("DATABASE_URL");
-  if (!url) throw new Error("DATABASE_URL is not set");
+  if (!url) {
+    console.log("DATABASE_URL is not set: running on PGlite, in memory");
+    return client = postgres(pglite());
+  }
   const ca = Deno.env.get("DATABASE_CA");
   client = postgres(url, {
     // An isolate serves few requests at a time, and each connection pipelines them.

@@ -3,6 +3,7 @@
  * by every request.
  *
  * ```sh
+ * deno run --allow-net --allow-env --allow-read examples/http_users.ts   # no server: PGlite
  * DATABASE_URL=postgres://app:secret@localhost:5432/app \
  *   deno run --allow-net --allow-env examples/http_users.ts
  *
@@ -23,21 +24,29 @@
  * | `DELETE /users/:id` | 204, or 404                                                         |
  * | `GET /stats`        | the user count and the latest sign-up, from two pipelined queries   |
  *
- * Without `DATABASE_URL`, libpq's `PG*` variables apply (`PGHOST`, `PGUSER`, ...). `PORT` sets
- * the port (default 8000). Ctrl-C stops taking requests, lets running ones finish and closes the
- * database connections.
+ * Without `DATABASE_URL` it runs on PGlite, a PostgreSQL inside this process, in memory (PGlite
+ * reads its own files: `--allow-read`). `PORT` sets the port (default 8000). Ctrl-C stops taking
+ * requests, lets running ones finish and closes the database connections.
  *
  * @module
  */
 
 // In your project: import postgres, { PostgresError } from "jsr:@pgpipe/pgpipe";
 import postgres, { PostgresError } from "../mod.ts";
+// In your project: import { pglite } from "jsr:@pgpipe/pgpipe/pglite";
+import { pglite } from "../pglite.ts";
+
+const url = Deno.env.get("DATABASE_URL");
+if (url === undefined) console.log("DATABASE_URL is not set: running on PGlite, in memory");
 
 /**
  * One client for the whole process. Creating it connects nothing: connections open with the
  * first queries, up to `max`, and the queries of concurrent requests are pipelined on them.
+ * On PGlite there is one connection, which pipelines them all.
  */
-export const sql = postgres(Deno.env.get("DATABASE_URL"), { max: 4, idle_timeout: 60 });
+export const sql = url === undefined
+  ? postgres(pglite())
+  : postgres(url, { max: 4, idle_timeout: 60 });
 
 /** A row of the `users` table. */
 export interface User {

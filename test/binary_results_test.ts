@@ -5,7 +5,7 @@
  * own `*send` output, and check that a statement's text run and binary runs agree.
  */
 import assert from "node:assert/strict";
-import postgres from "../mod.ts";
+import postgres from "./harness/postgres.ts";
 import { binaryDecoderFor } from "../src/types/binary_decoders.ts";
 import { decoderFor } from "../src/types/text_decoders.ts";
 import { Oid } from "../src/types/oids.ts";

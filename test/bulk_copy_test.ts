@@ -12,10 +12,11 @@ import postgres, {
   QueryError,
   type Sql,
   type TlsPath,
-} from "../mod.ts";
+} from "./harness/postgres.ts";
 import { databaseUrl, tlsCluster } from "./harness/env.ts";
 import { serverVersion } from "./harness/util.ts";
 import { until } from "./harness/wait.ts";
+import { serverTest, SEVERAL_SESSIONS, WHOLE_ANSWERS } from "./harness/pglite_mode.ts";
 
 const url = databaseUrl();
 /** Session zone = this process's zone, so Dates cast on the server mean what JS means by them. */
@@ -665,48 +666,52 @@ Deno.test("copyFrom: with chunks already sent and one in flight, a bad row still
   await sql`drop table in_flight`;
 });
 
-Deno.test("copyFrom/copyTo: in a transaction (rolled back with it), on a reserved connection, and concurrently on a pool", async () => {
-  await using sql = postgres(url, { max: 4, onnotice: () => {} });
-  const table = `bulk_tx_${crypto.randomUUID().slice(0, 8)}`;
-  await sql`create table ${sql(table)} (id int4, v text)`;
-  try {
-    class Rollback extends Error {}
-    let seen: unknown[] = [];
-    await assert.rejects(
-      sql.begin(async (tx) => {
-        assert.equal(await tx.copyFrom(table, [[1, "a"], [2, "b"]]), 2);
-        seen = await collect(tx.copyTo(table, { values: true }));
-        throw new Rollback();
-      }),
-      Rollback,
-    );
-    assert.deepEqual(seen, [[1, "a"], [2, "b"]]);
-    assert.equal(await count(sql, table), 0, "rolled back with the transaction");
+serverTest(
+  SEVERAL_SESSIONS,
+  "copyFrom/copyTo: in a transaction (rolled back with it), on a reserved connection, and concurrently on a pool",
+  async () => {
+    await using sql = postgres(url, { max: 4, onnotice: () => {} });
+    const table = `bulk_tx_${crypto.randomUUID().slice(0, 8)}`;
+    await sql`create table ${sql(table)} (id int4, v text)`;
+    try {
+      class Rollback extends Error {}
+      let seen: unknown[] = [];
+      await assert.rejects(
+        sql.begin(async (tx) => {
+          assert.equal(await tx.copyFrom(table, [[1, "a"], [2, "b"]]), 2);
+          seen = await collect(tx.copyTo(table, { values: true }));
+          throw new Rollback();
+        }),
+        Rollback,
+      );
+      assert.deepEqual(seen, [[1, "a"], [2, "b"]]);
+      assert.equal(await count(sql, table), 0, "rolled back with the transaction");
 
-    // A failed COPY inside a transaction fails the transaction, which rolls back.
-    await assert.rejects(
-      sql.begin(async (tx) => {
-        await tx.copyFrom(table, [[1, "a"]]);
-        await tx.copyFrom(table, [["two", "b"]]);
-      }),
-      CopyRowError,
-    );
-    assert.equal(await count(sql, table), 0);
+      // A failed COPY inside a transaction fails the transaction, which rolls back.
+      await assert.rejects(
+        sql.begin(async (tx) => {
+          await tx.copyFrom(table, [[1, "a"]]);
+          await tx.copyFrom(table, [["two", "b"]]);
+        }),
+        CopyRowError,
+      );
+      assert.equal(await count(sql, table), 0);
 
-    {
-      await using reserved = await sql.reserve();
-      assert.equal(await reserved.copyFrom(table, [{ id: 10, v: "r" }]), 1);
-      assert.deepEqual(await collect(reserved.copyTo(table)), [{ id: 10, v: "r" }]);
+      {
+        await using reserved = await sql.reserve();
+        assert.equal(await reserved.copyFrom(table, [{ id: 10, v: "r" }]), 1);
+        assert.deepEqual(await collect(reserved.copyTo(table)), [{ id: 10, v: "r" }]);
+      }
+      const loads = [0, 1, 2].map((k) =>
+        sql.copyFrom(table, Array.from({ length: 5000 }, (_, i) => [k * 5000 + i, "p"]))
+      );
+      assert.deepEqual(await Promise.all(loads), [5000, 5000, 5000]);
+      assert.equal(await count(sql, table), 15_001);
+    } finally {
+      await sql`drop table ${sql(table)}`;
     }
-    const loads = [0, 1, 2].map((k) =>
-      sql.copyFrom(table, Array.from({ length: 5000 }, (_, i) => [k * 5000 + i, "p"]))
-    );
-    assert.deepEqual(await Promise.all(loads), [5000, 5000, 5000]);
-    assert.equal(await count(sql, table), 15_001);
-  } finally {
-    await sql`drop table ${sql(table)}`;
-  }
-});
+  },
+);
 
 Deno.test("copyFrom/copyTo: the client's transform maps names, fills undefined, and shapes rows", async () => {
   await using sql = client({ transform: { ...postgres.camel, undefined: null } });
@@ -842,97 +847,108 @@ const readPaths: { name: string; path: TlsPath | null; options: Options }[] = [
 ];
 
 for (const { name, path, options } of readPaths) {
-  Deno.test(`copyTo (${name}): a consumer that stops asking stops the read: only the batch it holds is decoded, and the server waits on the client`, async () => {
-    {
-      // A process's first connection to a server takes node:tls: take that turn first, so the
-      // native variant runs on native TLS.
-      await using first = client(options);
-      await first`select 1`;
-    }
-    let decoded = 0; // values through the client's transform, which runs as each value is decoded
-    await using sql = client({ ...options, transform: { value: (v: unknown) => (decoded++, v) } });
-    await using admin = client();
-    const started = await sql`select pg_backend_pid() as pid`;
-    assert.equal(started.state!.tls, path);
-    const pid = started[0].pid;
-    decoded = 0;
-    // ~100 MB of COPY data: far more than the socket buffers and what copyTo may read ahead.
-    const rows = 200_000;
-    const it = sql.copyTo(
-      sql.unsafe(`select g, repeat('x', 500) as pad from generate_series(1, ${rows}) g`),
-    )[Symbol.asyncIterator]();
-    try {
-      const first = await it.next();
-      assert.equal(first.value?.length, 1000);
-      // Wait until the server is blocked writing to us (what a bounded read-ahead leads to) or is
-      // done sending (what reading everything ahead would lead to).
-      const state = await until("the server blocked writing, or done", async () => {
-        const [row] =
-          await admin`select state, wait_event from pg_stat_activity where pid = ${pid}`;
-        return row.state !== "active" || row.wait_event === "ClientWrite" ? row : null;
-      });
-      assert.deepEqual({ ...state }, { state: "active", wait_event: "ClientWrite" });
-      // Nothing the consumer has not asked for was decoded: the rows read ahead wait as bytes.
-      assert.equal(decoded, 2 * 1000);
-      let read = 1000;
-      let last = 0;
-      for (let next = await it.next(); !next.done; next = await it.next()) {
-        read += next.value.length;
-        assert.ok(decoded <= 2 * read, `${decoded / 2} rows decoded, ${read} handed out`);
-        last = (next.value[next.value.length - 1] as { g: number }).g;
+  serverTest(
+    WHOLE_ANSWERS,
+    `copyTo (${name}): a consumer that stops asking stops the read: only the batch it holds is decoded, and the server waits on the client`,
+    async () => {
+      {
+        // A process's first connection to a server takes node:tls: take that turn first, so the
+        // native variant runs on native TLS.
+        await using first = client(options);
+        await first`select 1`;
       }
-      assert.equal(read, rows);
-      assert.equal(last, rows);
-      assert.equal(decoded, 2 * rows);
-    } finally {
-      await it.return?.(); // a failed check must not leave the COPY holding the connection
-    }
-    await usable(sql);
-  });
+      let decoded = 0; // values through the client's transform, which runs as each value is decoded
+      await using sql = client({
+        ...options,
+        transform: { value: (v: unknown) => (decoded++, v) },
+      });
+      await using admin = client();
+      const started = await sql`select pg_backend_pid() as pid`;
+      assert.equal(started.state!.tls, path);
+      const pid = started[0].pid;
+      decoded = 0;
+      // ~100 MB of COPY data: far more than the socket buffers and what copyTo may read ahead.
+      const rows = 200_000;
+      const it = sql.copyTo(
+        sql.unsafe(`select g, repeat('x', 500) as pad from generate_series(1, ${rows}) g`),
+      )[Symbol.asyncIterator]();
+      try {
+        const first = await it.next();
+        assert.equal(first.value?.length, 1000);
+        // Wait until the server is blocked writing to us (what a bounded read-ahead leads to) or is
+        // done sending (what reading everything ahead would lead to).
+        const state = await until("the server blocked writing, or done", async () => {
+          const [row] =
+            await admin`select state, wait_event from pg_stat_activity where pid = ${pid}`;
+          return row.state !== "active" || row.wait_event === "ClientWrite" ? row : null;
+        });
+        assert.deepEqual({ ...state }, { state: "active", wait_event: "ClientWrite" });
+        // Nothing the consumer has not asked for was decoded: the rows read ahead wait as bytes.
+        assert.equal(decoded, 2 * 1000);
+        let read = 1000;
+        let last = 0;
+        for (let next = await it.next(); !next.done; next = await it.next()) {
+          read += next.value.length;
+          assert.ok(decoded <= 2 * read, `${decoded / 2} rows decoded, ${read} handed out`);
+          last = (next.value[next.value.length - 1] as { g: number }).g;
+        }
+        assert.equal(read, rows);
+        assert.equal(last, rows);
+        assert.equal(decoded, 2 * rows);
+      } finally {
+        await it.return?.(); // a failed check must not leave the COPY holding the connection
+      }
+      await usable(sql);
+    },
+  );
 }
 
-Deno.test("copyFrom then copyTo: 2,000,000 rows streamed from an async generator in bounded memory (measured in a fresh process)", async () => {
-  const probe = new URL("./harness/bulk_memory_probe.ts", import.meta.url).pathname;
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--no-lock", probe, url, "2000000"],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const stderr = new TextDecoder().decode(out.stderr);
-  assert.equal(out.code, 0, stderr);
-  const lines = new TextDecoder().decode(out.stdout).trim().split("\n");
-  const r = JSON.parse(lines[lines.length - 1]) as {
-    loaded: number;
-    read: number;
-    stored: number;
-    loadRss: number[];
-    readRss: number[];
-    loadPeakRss: number;
-    peakRss: number;
-  };
-  assert.equal(r.loaded, 2_000_000);
-  assert.equal(r.stored, 2_000_000);
-  assert.equal(r.read, 2_000_000);
-  const mib = (b: number) => b / 1048576;
-  // Unbounded buffering would hold the whole ~200 MB of COPY data (or 2M decoded rows, more).
-  // The load's bound is the target's 150 MiB; reading (over TLS when the test cluster has it,
-  // whose node:tls path makes more garbage) gets more room, and must be flat like the load.
-  const samples = `load ${r.loadRss.map(mib).map(Math.round)}, read ${
-    r.readRss.map(mib).map(Math.round)
-  }`;
-  assert.ok(mib(r.loadPeakRss) < 150, `load peak RSS ${mib(r.loadPeakRss)} MiB (${samples})`);
-  assert.ok(mib(r.peakRss) < 256, `peak RSS ${mib(r.peakRss)} MiB (${samples})`);
-  // Flat, not growing with the rows: V8 sizes its heap up early on, then the second half of
-  // each phase (another million rows) adds next to nothing. Buffering would add ~100 MB there
-  // (the read's million rows are ~100 MB of COPY data, more decoded). One doubling of V8's young
-  // generation (+32 MiB at once, 16 to 32 MiB halves) sometimes lands after the midpoint on a
-  // loaded machine, so the bound sits above that and well below buffering.
-  for (const samples of [r.loadRss, r.readRss]) {
-    const half = samples[Math.floor(samples.length / 2)];
-    const growth = mib(samples[samples.length - 1] - half);
-    assert.ok(
-      growth < 40,
-      `RSS grew ${growth.toFixed(1)} MiB in the second half: ${samples.map(mib)}`,
-    );
-  }
-});
+serverTest(
+  WHOLE_ANSWERS,
+  "copyFrom then copyTo: 2,000,000 rows streamed from an async generator in bounded memory (measured in a fresh process)",
+  async () => {
+    const probe = new URL("./harness/bulk_memory_probe.ts", import.meta.url).pathname;
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--no-lock", probe, url, "2000000"],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stderr = new TextDecoder().decode(out.stderr);
+    assert.equal(out.code, 0, stderr);
+    const lines = new TextDecoder().decode(out.stdout).trim().split("\n");
+    const r = JSON.parse(lines[lines.length - 1]) as {
+      loaded: number;
+      read: number;
+      stored: number;
+      loadRss: number[];
+      readRss: number[];
+      loadPeakRss: number;
+      peakRss: number;
+    };
+    assert.equal(r.loaded, 2_000_000);
+    assert.equal(r.stored, 2_000_000);
+    assert.equal(r.read, 2_000_000);
+    const mib = (b: number) => b / 1048576;
+    // Unbounded buffering would hold the whole ~200 MB of COPY data (or 2M decoded rows, more).
+    // The load's bound is the target's 150 MiB; reading (over TLS when the test cluster has it,
+    // whose node:tls path makes more garbage) gets more room, and must be flat like the load.
+    const samples = `load ${r.loadRss.map(mib).map(Math.round)}, read ${
+      r.readRss.map(mib).map(Math.round)
+    }`;
+    assert.ok(mib(r.loadPeakRss) < 150, `load peak RSS ${mib(r.loadPeakRss)} MiB (${samples})`);
+    assert.ok(mib(r.peakRss) < 256, `peak RSS ${mib(r.peakRss)} MiB (${samples})`);
+    // Flat, not growing with the rows: V8 sizes its heap up early on, then the second half of
+    // each phase (another million rows) adds next to nothing. Buffering would add ~100 MB there
+    // (the read's million rows are ~100 MB of COPY data, more decoded). One doubling of V8's young
+    // generation (+32 MiB at once, 16 to 32 MiB halves) sometimes lands after the midpoint on a
+    // loaded machine, so the bound sits above that and well below buffering.
+    for (const samples of [r.loadRss, r.readRss]) {
+      const half = samples[Math.floor(samples.length / 2)];
+      const growth = mib(samples[samples.length - 1] - half);
+      assert.ok(
+        growth < 40,
+        `RSS grew ${growth.toFixed(1)} MiB in the second half: ${samples.map(mib)}`,
+      );
+    }
+  },
+);

@@ -11,9 +11,16 @@ import postgres, {
   PostgresError,
   QueryError,
   Result,
-} from "../mod.ts";
+} from "./harness/postgres.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { until, untilSleeping } from "./harness/wait.ts";
+import {
+  CANCEL,
+  NOT_BUILT_IN,
+  SERVER_PROCESS,
+  serverTest,
+  SEVERAL_SESSIONS,
+} from "./harness/pglite_mode.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -74,7 +81,7 @@ Deno.test("a debug hook that throws fails that query only; the client stays usab
   assert.equal((await sql`select 2 as x`)[0].x, 2);
 });
 
-Deno.test("cancel() rejects with 57014 whether the query was sent or not", async () => {
+serverTest(CANCEL, "cancel() rejects with 57014 whether the query was sent or not", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
   const unsent = sql`select 1`;
   unsent.cancel();
@@ -88,75 +95,91 @@ Deno.test("cancel() rejects with 57014 whether the query was sent or not", async
   assert.equal((await sql`select 1 as x`)[0].x, 1);
 });
 
-Deno.test("end({ timeout: 0 }) rejects queries in flight with CONNECTION_DESTROYED", async () => {
-  const sql = postgres(url, { max: 1, ...quiet });
-  await using admin = postgres(url, { max: 1, ...quiet });
-  const [{ pid }] = await sql`select pg_backend_pid() as pid`;
-  const slow = sql`select pg_sleep(5)`.execute();
-  const waiting = sql`select 1`.execute();
-  await untilSleeping(admin, pid);
-  await sql.end({ timeout: 0 });
-  for (const q of [slow, waiting]) {
+serverTest(
+  CANCEL,
+  "end({ timeout: 0 }) rejects queries in flight with CONNECTION_DESTROYED",
+  async () => {
+    const sql = postgres(url, { max: 1, ...quiet });
+    await using admin = postgres(url, { max: 1, ...quiet });
+    const [{ pid }] = await sql`select pg_backend_pid() as pid`;
+    const slow = sql`select pg_sleep(5)`.execute();
+    const waiting = sql`select 1`.execute();
+    await untilSleeping(admin, pid);
+    await sql.end({ timeout: 0 });
+    for (const q of [slow, waiting]) {
+      await assert.rejects(
+        q,
+        (e) => e instanceof ConnectionError && e.code === "CONNECTION_DESTROYED",
+      );
+    }
+    await assert.rejects(sql`select 1`, (e) => (e as ConnectionError).code === "CONNECTION_ENDED");
     await assert.rejects(
-      q,
-      (e) => e instanceof ConnectionError && e.code === "CONNECTION_DESTROYED",
+      sql.begin((tx) => tx`select 1`),
+      (e) => (e as ConnectionError).code === "CONNECTION_ENDED",
     );
-  }
-  await assert.rejects(sql`select 1`, (e) => (e as ConnectionError).code === "CONNECTION_ENDED");
-  await assert.rejects(
-    sql.begin((tx) => tx`select 1`),
-    (e) => (e as ConnectionError).code === "CONNECTION_ENDED",
-  );
-});
+  },
+);
 
-Deno.test("a transaction whose connection closes while idle rejects with CONNECTION_CLOSED", async () => {
-  await using sql = postgres(url, { max: 1, ...quiet });
-  await using admin = postgres(url, { max: 1, ...quiet });
-  const err = await sql.begin(async (tx) => {
-    const [{ pid }] = await tx`select pg_backend_pid() as pid`;
-    await admin`select pg_terminate_backend(${pid})`;
-    // No query of ours is in flight when the connection goes.
-    await until("the backend gone", async () => {
-      const [{ n }] =
-        await admin`select count(*)::int as n from pg_stat_activity where pid = ${pid}`;
-      return n === 0;
-    });
-  }).catch((e) => e);
-  assert.ok(err instanceof ConnectionError, String(err));
-  assert.equal(err.code, "CONNECTION_CLOSED");
-  assert.equal((await sql`select 1 as x`)[0].x, 1);
-});
+serverTest(
+  SEVERAL_SESSIONS,
+  "a transaction whose connection closes while idle rejects with CONNECTION_CLOSED",
+  async () => {
+    await using sql = postgres(url, { max: 1, ...quiet });
+    await using admin = postgres(url, { max: 1, ...quiet });
+    const err = await sql.begin(async (tx) => {
+      const [{ pid }] = await tx`select pg_backend_pid() as pid`;
+      await admin`select pg_terminate_backend(${pid})`;
+      // No query of ours is in flight when the connection goes.
+      await until("the backend gone", async () => {
+        const [{ n }] =
+          await admin`select count(*)::int as n from pg_stat_activity where pid = ${pid}`;
+        return n === 0;
+      });
+    }).catch((e) => e);
+    assert.ok(err instanceof ConnectionError, String(err));
+    assert.equal(err.code, "CONNECTION_CLOSED");
+    assert.equal((await sql`select 1 as x`)[0].x, 1);
+  },
+);
 
-Deno.test("sql`begin` outside sql.begin on a pool of many is UNSAFE_TRANSACTION", async () => {
-  await using sql = postgres(url, { max: 2, ...quiet });
-  await assert.rejects(
-    sql`begin`,
-    (e) => e instanceof QueryError && e.code === "UNSAFE_TRANSACTION",
-  );
-  await assert.rejects(
-    sql.unsafe("start transaction"),
-    (e) => (e as QueryError).code === "UNSAFE_TRANSACTION",
-  );
-  // One connection cannot be shared by surprise, so it is allowed there, as in postgres.js.
-  await using one = postgres(url, { max: 1, ...quiet });
-  await one`begin`;
-  await one`rollback`;
-  assert.equal((await sql`select 1 as x`)[0].x, 1);
-});
+serverTest(
+  SEVERAL_SESSIONS,
+  "sql`begin` outside sql.begin on a pool of many is UNSAFE_TRANSACTION",
+  async () => {
+    await using sql = postgres(url, { max: 2, ...quiet });
+    await assert.rejects(
+      sql`begin`,
+      (e) => e instanceof QueryError && e.code === "UNSAFE_TRANSACTION",
+    );
+    await assert.rejects(
+      sql.unsafe("start transaction"),
+      (e) => (e as QueryError).code === "UNSAFE_TRANSACTION",
+    );
+    // One connection cannot be shared by surprise, so it is allowed there, as in postgres.js.
+    await using one = postgres(url, { max: 1, ...quiet });
+    await one`begin`;
+    await one`rollback`;
+    assert.equal((await sql`select 1 as x`)[0].x, 1);
+  },
+);
 
-Deno.test("a transaction opened mid-text on a pool of many fails and its connection is closed", async () => {
-  await using sql = postgres(url, { max: 2, ...quiet });
-  await sql`create table if not exists compat_vac (x int)`;
-  // The text does not start with begin, so only the server's answer shows the transaction.
-  await assert.rejects(
-    sql.unsafe("select 1; begin"),
-    (e) => (e as QueryError).code === "UNSAFE_TRANSACTION",
-  );
-  // Left open, the next queries on that connection would run inside the transaction, where
-  // VACUUM is refused (25001). The connection was closed instead, so each one runs.
-  for (let i = 0; i < 4; i++) await sql.unsafe("vacuum compat_vac");
-  await sql`drop table compat_vac`;
-});
+serverTest(
+  SEVERAL_SESSIONS,
+  "a transaction opened mid-text on a pool of many fails and its connection is closed",
+  async () => {
+    await using sql = postgres(url, { max: 2, ...quiet });
+    await sql`create table if not exists compat_vac (x int)`;
+    // The text does not start with begin, so only the server's answer shows the transaction.
+    await assert.rejects(
+      sql.unsafe("select 1; begin"),
+      (e) => (e as QueryError).code === "UNSAFE_TRANSACTION",
+    );
+    // Left open, the next queries on that connection would run inside the transaction, where
+    // VACUUM is refused (25001). The connection was closed instead, so each one runs.
+    for (let i = 0; i < 4; i++) await sql.unsafe("vacuum compat_vac");
+    await sql`drop table compat_vac`;
+  },
+);
 
 Deno.test("sql('...') awaited, caught or finally'd is NOT_TAGGED_CALL", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
@@ -393,8 +416,10 @@ Deno.test("forEach hands the result as the second argument", async () => {
 
 Deno.test("notices are objects with postgres.js's field names; the default logs them", async () => {
   const notices: Notice[] = [];
-  await using sql = postgres(url, { max: 1, onnotice: (n) => notices.push(n) });
-  await sql`do $$ begin raise notice 'hello there'; end $$`;
+  {
+    await using sql = postgres(url, { max: 1, onnotice: (n) => notices.push(n) });
+    await sql`do $$ begin raise notice 'hello there'; end $$`;
+  } // one client at a time: PGlite has one session (deno task test --pg=pglite)
   assert.equal(notices.length, 1);
   const [n] = notices;
   assert.equal(n.severity, "NOTICE");
@@ -445,36 +470,44 @@ Deno.test("sql.PostgresError is the class server errors are instances of", async
   assert.equal(sql.PostgresError, PostgresError);
 });
 
-Deno.test("tx.prepare(name) inside begin makes a two-phase transaction", async () => {
-  await using sql = postgres(url, { max: 1, ...quiet });
-  await sql`create table if not exists compat_2pc (x int)`;
-  await sql`truncate compat_2pc`;
-  const name = "compat_2pc_" + crypto.randomUUID().slice(0, 8);
-  await sql.begin(async (tx) => {
-    await tx`insert into compat_2pc values (1)`;
-    await tx.prepare(name);
-  });
-  const [{ n }] = await sql`select count(*)::int as n from pg_prepared_xacts where gid = ${name}`;
-  assert.equal(n, 1);
-  assert.equal((await sql`select count(*)::int as n from compat_2pc`)[0].n, 0);
-  await sql.unsafe(`commit prepared '${name}'`);
-  assert.equal((await sql`select count(*)::int as n from compat_2pc`)[0].n, 1);
-  await sql`drop table compat_2pc`;
-});
+serverTest(
+  NOT_BUILT_IN,
+  "tx.prepare(name) inside begin makes a two-phase transaction",
+  async () => {
+    await using sql = postgres(url, { max: 1, ...quiet });
+    await sql`create table if not exists compat_2pc (x int)`;
+    await sql`truncate compat_2pc`;
+    const name = "compat_2pc_" + crypto.randomUUID().slice(0, 8);
+    await sql.begin(async (tx) => {
+      await tx`insert into compat_2pc values (1)`;
+      await tx.prepare(name);
+    });
+    const [{ n }] = await sql`select count(*)::int as n from pg_prepared_xacts where gid = ${name}`;
+    assert.equal(n, 1);
+    assert.equal((await sql`select count(*)::int as n from compat_2pc`)[0].n, 0);
+    await sql.unsafe(`commit prepared '${name}'`);
+    assert.equal((await sql`select count(*)::int as n from compat_2pc`)[0].n, 1);
+    await sql`drop table compat_2pc`;
+  },
+);
 
-Deno.test("listen: state reports the new connection after a reconnect", async () => {
-  await using sql = postgres(url, { max: 1, ...quiet });
-  const got: string[] = [];
-  let listens = 0;
-  const handle = await sql.listen("compat_state", (x) => got.push(x), () => listens++);
-  const before = handle.state.pid;
-  await sql`select pg_terminate_backend(${before})`;
-  await until("listening again", () => listens === 2);
-  assert.notEqual(handle.state.pid, before);
-  await sql.notify("compat_state", "after");
-  await until("the notification", () => got.length > 0);
-  assert.deepEqual(got, ["after"]);
-});
+serverTest(
+  SERVER_PROCESS,
+  "listen: state reports the new connection after a reconnect",
+  async () => {
+    await using sql = postgres(url, { max: 1, ...quiet });
+    const got: string[] = [];
+    let listens = 0;
+    const handle = await sql.listen("compat_state", (x) => got.push(x), () => listens++);
+    const before = handle.state.pid;
+    await sql`select pg_terminate_backend(${before})`;
+    await until("listening again", () => listens === 2);
+    assert.notEqual(handle.state.pid, before);
+    await sql.notify("compat_state", "after");
+    await until("the notification", () => got.length > 0);
+    assert.deepEqual(got, ["after"]);
+  },
+);
 
 Deno.test("an error's parameters are the values as bound, as postgres.js gives them", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });

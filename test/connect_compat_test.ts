@@ -11,10 +11,11 @@ import postgres, {
   PostgresError,
   type Sql,
   type UserSocket,
-} from "../mod.ts";
+} from "./harness/postgres.ts";
 import { databaseUrl, plainCluster, tlsCluster } from "./harness/env.ts";
 import { assertConnectionError, clusterTest, quiet } from "./harness/connect.ts";
 import { delay, settledYet, until, untilSleeping, within } from "./harness/wait.ts";
+import { NETWORK, serverTest } from "./harness/pglite_mode.ts";
 
 const url = databaseUrl();
 const server = new URL(url.replace(/^postgres(ql)?:/, "http:"));
@@ -66,84 +67,98 @@ function silentServer(): { port: number; accepted: () => number; stop: () => voi
 // ---------------------------------------------------------------------------------------------
 // The socket option
 
-Deno.test("socket: a node:net Socket the user connected carries the session; their data listener coexists", async () => {
-  let first: number | undefined;
-  let calls = 0;
-  await using sql = postgres(url, {
-    ...quiet,
-    max: 1,
-    socket: () => {
-      calls++;
-      return nodeSocket(target.host, target.port, (x) => first ??= x[0]);
-    },
-  });
-  const [{ x }] = await sql`select 1 as x`;
-  assert.equal(x, 1);
-  assert.equal(
-    first,
-    82,
-    "the first byte the user's listener saw is 'R' (no SSLRequest under prefer)",
-  );
-  assert.equal(calls, 1);
-  // The connection keeps working after the first exchange (our listener is the one reading).
-  const rows = await Promise.all([sql`select 2 as y`, sql`select 3 as y`]);
-  assert.deepEqual(rows.map((r) => r[0].y), [2, 3]);
-});
+serverTest(
+  NETWORK,
+  "socket: a node:net Socket the user connected carries the session; their data listener coexists",
+  async () => {
+    let first: number | undefined;
+    let calls = 0;
+    await using sql = postgres(url, {
+      ...quiet,
+      max: 1,
+      socket: () => {
+        calls++;
+        return nodeSocket(target.host, target.port, (x) => first ??= x[0]);
+      },
+    });
+    const [{ x }] = await sql`select 1 as x`;
+    assert.equal(x, 1);
+    assert.equal(
+      first,
+      82,
+      "the first byte the user's listener saw is 'R' (no SSLRequest under prefer)",
+    );
+    assert.equal(calls, 1);
+    // The connection keeps working after the first exchange (our listener is the one reading).
+    const rows = await Promise.all([sql`select 2 as y`, sql`select 3 as y`]);
+    assert.deepEqual(rows.map((r) => r[0].y), [2, 3]);
+  },
+);
 
-Deno.test("socket: a Deno.Conn (sync or async) works too, and the function sees postgres.js-shaped options", async () => {
-  let seen: Parameters<NonNullable<Options["socket"]>>[0] | undefined;
-  await using sql = postgres(url, {
-    ...quiet,
-    max: 1,
-    socket: (o) => {
-      seen = o;
-      return Deno.connect({ hostname: o.target.host, port: o.target.port });
-    },
-  });
-  const [{ who }] = await sql`select current_user::text as who`;
-  assert.equal(who, sql.options.user);
-  assert.ok(seen !== undefined);
-  assert.deepEqual(seen.host, [target.host]);
-  assert.deepEqual(seen.port, [target.port]);
-  assert.deepEqual(seen.target, target);
-  assert.equal(seen.user, sql.options.user);
-  assert.equal(seen.database, sql.options.database);
-});
+serverTest(
+  NETWORK,
+  "socket: a Deno.Conn (sync or async) works too, and the function sees postgres.js-shaped options",
+  async () => {
+    let seen: Parameters<NonNullable<Options["socket"]>>[0] | undefined;
+    await using sql = postgres(url, {
+      ...quiet,
+      max: 1,
+      socket: (o) => {
+        seen = o;
+        return Deno.connect({ hostname: o.target.host, port: o.target.port });
+      },
+    });
+    const [{ who }] = await sql`select current_user::text as who`;
+    assert.equal(who, sql.options.user);
+    assert.ok(seen !== undefined);
+    assert.deepEqual(seen.host, [target.host]);
+    assert.deepEqual(seen.port, [target.port]);
+    assert.deepEqual(seen.target, target);
+    assert.equal(seen.user, sql.options.user);
+    assert.equal(seen.database, sql.options.database);
+  },
+);
 
-Deno.test("socket: whatever the function throws or rejects with rejects the query, reserve() and begin()", async () => {
-  const own = new Error("own error");
-  const cases: [string, () => unknown, (e: unknown) => void][] = [
-    ["throw 'wat'", () => {
-      throw "wat";
-    }, (e) => {
-      assert.ok(e instanceof Error);
-      assert.equal(e.message, "wat");
-    }],
-    ["reject null", () => Promise.reject(null), (e) => {
-      assert.ok(e instanceof Error);
-      assert.equal(e.message, "null");
-    }],
-    ["throw an Error", () => {
-      throw own;
-    }, (e) => assert.equal(e, own, "the user's own error, unwrapped")],
-    ["return a number", () => 42, (e) => {
-      assertConnectionError(e, "CONNECT_FAILED");
-      assert.match((e as Error).message, /node:net Socket or Deno\.Conn/);
-    }],
-  ];
-  for (const [what, socket, check] of cases) {
-    const sql = postgres(url, { ...quiet, socket: socket as Options["socket"] });
-    try {
-      check(await sql`select 1`.then(() => assert.fail(`${what}: expected a rejection`), (e) => e));
-      check(await sql.reserve().then(() => assert.fail(`${what}: reserve`), (e) => e));
-      check(await sql.begin(() => 1).then(() => assert.fail(`${what}: begin`), (e) => e));
-      // The pool is not poisoned: it keeps rejecting cleanly.
-      check(await sql`select 2`.then(() => assert.fail(`${what}: second query`), (e) => e));
-    } finally {
-      await sql.end();
+serverTest(
+  NETWORK,
+  "socket: whatever the function throws or rejects with rejects the query, reserve() and begin()",
+  async () => {
+    const own = new Error("own error");
+    const cases: [string, () => unknown, (e: unknown) => void][] = [
+      ["throw 'wat'", () => {
+        throw "wat";
+      }, (e) => {
+        assert.ok(e instanceof Error);
+        assert.equal(e.message, "wat");
+      }],
+      ["reject null", () => Promise.reject(null), (e) => {
+        assert.ok(e instanceof Error);
+        assert.equal(e.message, "null");
+      }],
+      ["throw an Error", () => {
+        throw own;
+      }, (e) => assert.equal(e, own, "the user's own error, unwrapped")],
+      ["return a number", () => 42, (e) => {
+        assertConnectionError(e, "CONNECT_FAILED");
+        assert.match((e as Error).message, /node:net Socket or Deno\.Conn/);
+      }],
+    ];
+    for (const [what, socket, check] of cases) {
+      const sql = postgres(url, { ...quiet, socket: socket as Options["socket"] });
+      try {
+        check(
+          await sql`select 1`.then(() => assert.fail(`${what}: expected a rejection`), (e) => e),
+        );
+        check(await sql.reserve().then(() => assert.fail(`${what}: reserve`), (e) => e));
+        check(await sql.begin(() => 1).then(() => assert.fail(`${what}: begin`), (e) => e));
+        // The pool is not poisoned: it keeps rejecting cleanly.
+        check(await sql`select 2`.then(() => assert.fail(`${what}: second query`), (e) => e));
+      } finally {
+        await sql.end();
+      }
     }
-  }
-});
+  },
+);
 
 /**
  * A client (max 1) whose first connection reaches the server and whose later ones are whatever
@@ -181,128 +196,156 @@ function rejections(sql: Sql): Promise<unknown[]> {
   );
 }
 
-Deno.test("socket: after a first connection, a value it throws still rejects query, reserve() and begin() at once, alike", async () => {
-  // postgres.js's 'Ensure reserve on connection throws proper error' with a pool that was
-  // connected: the thrown value was taken for an outage and retried, so reserve() hung.
-  for (const thrown of ["wat", new Error("own error")]) {
-    const sql = await afterFirstConnection(() => {
-      throw thrown;
-    }, 30);
+serverTest(
+  NETWORK,
+  "socket: after a first connection, a value it throws still rejects query, reserve() and begin() at once, alike",
+  async () => {
+    // postgres.js's 'Ensure reserve on connection throws proper error' with a pool that was
+    // connected: the thrown value was taken for an outage and retried, so reserve() hung.
+    for (const thrown of ["wat", new Error("own error")]) {
+      const sql = await afterFirstConnection(() => {
+        throw thrown;
+      }, 30);
+      try {
+        for (const e of await rejections(sql)) {
+          if (thrown instanceof Error) assert.equal(e, thrown, "the user's own error, unwrapped");
+          else {
+            assertConnectionError(e, "CONNECT_FAILED");
+            assert.equal((e as Error).message, "wat");
+          }
+        }
+      } finally {
+        await sql.end();
+      }
+    }
+  },
+);
+
+serverTest(
+  NETWORK,
+  "an outage: reserve() and begin() give up at connect_timeout as queries do, never hang",
+  async () => {
+    // The server "goes away" after the first connection: every later attempt is refused.
+    const closed = freePort();
+    const sql = await afterFirstConnection(() => net.connect(closed, target.host), 0.5);
     try {
       for (const e of await rejections(sql)) {
-        if (thrown instanceof Error) assert.equal(e, thrown, "the user's own error, unwrapped");
-        else {
-          assertConnectionError(e, "CONNECT_FAILED");
-          assert.equal((e as Error).message, "wat");
-        }
+        assertConnectionError(e, "CONNECT_TIMEOUT");
+        assert.equal((e as ConnectionError).outcome, "not-sent");
       }
     } finally {
       await sql.end();
     }
-  }
-});
+  },
+);
 
-Deno.test("an outage: reserve() and begin() give up at connect_timeout as queries do, never hang", async () => {
-  // The server "goes away" after the first connection: every later attempt is refused.
-  const closed = freePort();
-  const sql = await afterFirstConnection(() => net.connect(closed, target.host), 0.5);
-  try {
-    for (const e of await rejections(sql)) {
-      assertConnectionError(e, "CONNECT_TIMEOUT");
-      assert.equal((e as ConnectionError).outcome, "not-sent");
+serverTest(
+  NETWORK,
+  "socket: a node:net Socket returned while still connecting to a closed port → ECONNREFUSED",
+  async () => {
+    const port = freePort();
+    const sql = postgres(url, { ...quiet, socket: () => net.connect(port, "127.0.0.1") });
+    try {
+      const e = assertConnectionError(await sql`select 1`.catch((e) => e), "ECONNREFUSED");
+      assert.match(e.message, new RegExp(`127\\.0\\.0\\.1:${port}`));
+      assert.equal(e.syscall, "connect");
+      assert.equal(typeof e.errno, "number");
+    } finally {
+      await sql.end();
     }
-  } finally {
-    await sql.end();
-  }
-});
+  },
+);
 
-Deno.test("socket: a node:net Socket returned while still connecting to a closed port → ECONNREFUSED", async () => {
-  const port = freePort();
-  const sql = postgres(url, { ...quiet, socket: () => net.connect(port, "127.0.0.1") });
-  try {
-    const e = assertConnectionError(await sql`select 1`.catch((e) => e), "ECONNREFUSED");
-    assert.match(e.message, new RegExp(`127\\.0\\.0\\.1:${port}`));
-    assert.equal(e.syscall, "connect");
-    assert.equal(typeof e.errno, "number");
-  } finally {
-    await sql.end();
-  }
-});
-
-Deno.test("socket: a client that was connected retries through the function's own ECONNREFUSED", async () => {
-  let down = false;
-  let refusals = 0;
-  await using sql = postgres(url, {
-    ...quiet,
-    max: 1,
-    connect_timeout: 10,
-    socket: () => {
-      if (!down) return Deno.connect({ hostname: target.host, port: target.port });
-      refusals++;
-      // What a node:net socket's 'error' event carries when nothing listens.
-      const e = Object.assign(new Error("connect ECONNREFUSED"), {
-        code: "ECONNREFUSED",
-        syscall: "connect",
-      });
-      return Promise.reject(e);
-    },
-  });
-  await sql`select 1`;
-  down = true;
-  await sql`select pg_terminate_backend(pg_backend_pid())`.catch(() => {});
-  const waiting = sql`select 2 as x`.execute();
-  await until("two refused attempts", () => refusals >= 2, 5000);
-  assert.equal(await settledYet(waiting), false, "the query waits while the connection is retried");
-  down = false;
-  const [{ x }] = await within(waiting, 8000, "the query waiting through the refusals");
-  assert.equal(x, 2);
-});
-
-Deno.test("socket: a function that never resolves gives CONNECT_TIMEOUT; a socket arriving late is closed", async () => {
-  let closed = false;
-  let late: (c: UserSocket) => void = () => {};
-  const sql = postgres(url, {
-    ...quiet,
-    connect_timeout: 0.2,
-    socket: () => new Promise((resolve) => late = resolve),
-  });
-  try {
-    const e = assertConnectionError(await sql`select 1`.catch((e) => e), "CONNECT_TIMEOUT");
-    assert.equal(e.message, `write CONNECT_TIMEOUT ${target.host}:${target.port}`);
-    late({
-      read: () => new Promise<null>(() => {}),
-      write: (p: Uint8Array) => Promise.resolve(p.length),
-      close: () => closed = true,
+serverTest(
+  NETWORK,
+  "socket: a client that was connected retries through the function's own ECONNREFUSED",
+  async () => {
+    let down = false;
+    let refusals = 0;
+    await using sql = postgres(url, {
+      ...quiet,
+      max: 1,
+      connect_timeout: 10,
+      socket: () => {
+        if (!down) return Deno.connect({ hostname: target.host, port: target.port });
+        refusals++;
+        // What a node:net socket's 'error' event carries when nothing listens.
+        const e = Object.assign(new Error("connect ECONNREFUSED"), {
+          code: "ECONNREFUSED",
+          syscall: "connect",
+        });
+        return Promise.reject(e);
+      },
     });
-    await until("the socket handed over after the timeout closed", () => closed, 5000);
-  } finally {
-    await sql.end();
-  }
-});
+    await sql`select 1`;
+    down = true;
+    await sql`select pg_terminate_backend(pg_backend_pid())`.catch(() => {});
+    const waiting = sql`select 2 as x`.execute();
+    await until("two refused attempts", () => refusals >= 2, 5000);
+    assert.equal(
+      await settledYet(waiting),
+      false,
+      "the query waits while the connection is retried",
+    );
+    down = false;
+    const [{ x }] = await within(waiting, 8000, "the query waiting through the refusals");
+    assert.equal(x, 2);
+  },
+);
 
-Deno.test("socket: query cancellation also goes through the socket function", async () => {
-  let calls = 0;
-  await using sql = postgres(url, {
-    ...quiet,
-    max: 1,
-    socket: () => {
-      calls++;
-      return Deno.connect({ hostname: target.host, port: target.port });
-    },
-  });
-  await sql`select 1`;
-  assert.equal(calls, 1);
-  const [{ pid }] = await sql`select pg_backend_pid() as pid`;
-  const q = sql`select pg_sleep(10)`;
-  const running = q.execute().then(() => assert.fail("expected a cancel"), (e) => e);
-  await using admin = postgres(url, { ...quiet, max: 1 });
-  await untilSleeping(admin, pid);
-  q.cancel();
-  const e = await within(running, 5000, "the cancelled query");
-  assert.ok(e instanceof PostgresError, String(e));
-  assert.equal(e.code, "57014");
-  assert.equal(calls, 2, "the CancelRequest went over a socket from the function");
-});
+serverTest(
+  NETWORK,
+  "socket: a function that never resolves gives CONNECT_TIMEOUT; a socket arriving late is closed",
+  async () => {
+    let closed = false;
+    let late: (c: UserSocket) => void = () => {};
+    const sql = postgres(url, {
+      ...quiet,
+      connect_timeout: 0.2,
+      socket: () => new Promise((resolve) => late = resolve),
+    });
+    try {
+      const e = assertConnectionError(await sql`select 1`.catch((e) => e), "CONNECT_TIMEOUT");
+      assert.equal(e.message, `write CONNECT_TIMEOUT ${target.host}:${target.port}`);
+      late({
+        read: () => new Promise<null>(() => {}),
+        write: (p: Uint8Array) => Promise.resolve(p.length),
+        close: () => closed = true,
+      });
+      await until("the socket handed over after the timeout closed", () => closed, 5000);
+    } finally {
+      await sql.end();
+    }
+  },
+);
+
+serverTest(
+  NETWORK,
+  "socket: query cancellation also goes through the socket function",
+  async () => {
+    let calls = 0;
+    await using sql = postgres(url, {
+      ...quiet,
+      max: 1,
+      socket: () => {
+        calls++;
+        return Deno.connect({ hostname: target.host, port: target.port });
+      },
+    });
+    await sql`select 1`;
+    assert.equal(calls, 1);
+    const [{ pid }] = await sql`select pg_backend_pid() as pid`;
+    const q = sql`select pg_sleep(10)`;
+    const running = q.execute().then(() => assert.fail("expected a cancel"), (e) => e);
+    await using admin = postgres(url, { ...quiet, max: 1 });
+    await untilSleeping(admin, pid);
+    q.cancel();
+    const e = await within(running, 5000, "the cancelled query");
+    assert.ok(e instanceof PostgresError, String(e));
+    assert.equal(e.code, "57014");
+    assert.equal(calls, 2, "the CancelRequest went over a socket from the function");
+  },
+);
 
 /** A `socket` option opening a node:net Socket or a Deno.Conn to host:port. */
 function userSocket(kind: "node" | "deno", host: string, port: number) {
@@ -424,58 +467,62 @@ Deno.test("a host name that does not resolve → ENOTFOUND; a socket directory w
   }
 });
 
-Deno.test("a client that was connected retries through ECONNREFUSED (as it did CONNECT_FAILED)", async () => {
-  // A proxy in front of the server that can be taken down and brought back on the same port.
-  const port = freePort();
-  let listener: Deno.Listener | null = null;
-  const pipes = new Set<Deno.Conn>();
-  const up = () => {
-    const l = Deno.listen({ hostname: "127.0.0.1", port });
-    listener = l;
-    (async () => {
-      for await (const client of l) {
-        const upstream = await Deno.connect({ hostname: target.host, port: target.port });
-        pipes.add(client).add(upstream);
-        client.readable.pipeTo(upstream.writable).catch(() => {});
-        upstream.readable.pipeTo(client.writable).catch(() => {});
+serverTest(
+  NETWORK,
+  "a client that was connected retries through ECONNREFUSED (as it did CONNECT_FAILED)",
+  async () => {
+    // A proxy in front of the server that can be taken down and brought back on the same port.
+    const port = freePort();
+    let listener: Deno.Listener | null = null;
+    const pipes = new Set<Deno.Conn>();
+    const up = () => {
+      const l = Deno.listen({ hostname: "127.0.0.1", port });
+      listener = l;
+      (async () => {
+        for await (const client of l) {
+          const upstream = await Deno.connect({ hostname: target.host, port: target.port });
+          pipes.add(client).add(upstream);
+          client.readable.pipeTo(upstream.writable).catch(() => {});
+          upstream.readable.pipeTo(client.writable).catch(() => {});
+        }
+      })().catch(() => {});
+    };
+    const down = () => {
+      listener?.close();
+      for (const c of pipes) {
+        try {
+          c.close();
+        } catch { /* already closed */ }
       }
-    })().catch(() => {});
-  };
-  const down = () => {
-    listener?.close();
-    for (const c of pipes) {
-      try {
-        c.close();
-      } catch { /* already closed */ }
-    }
-    pipes.clear();
-  };
-  up();
-  const u = new URL(url.replace(/^postgres(ql)?:/, "http:"));
-  const sql = postgres({
-    ...quiet,
-    host: "127.0.0.1",
-    port,
-    user: decodeURIComponent(u.username),
-    database: u.pathname.slice(1),
-    ssl: "disable",
-    max: 1,
-    connect_timeout: 10,
-  });
-  try {
-    await sql`select 1`;
-    down();
-    await delay(50); // the client sees its connection close
-    const waiting = sql`select 2 as x`.execute();
-    await delay(300); // an outage that lasts: several refused attempts
+      pipes.clear();
+    };
     up();
-    const [{ x }] = await within(waiting, 8000, "the query waiting through the outage");
-    assert.equal(x, 2);
-  } finally {
-    await sql.end();
-    down();
-  }
-});
+    const u = new URL(url.replace(/^postgres(ql)?:/, "http:"));
+    const sql = postgres({
+      ...quiet,
+      host: "127.0.0.1",
+      port,
+      user: decodeURIComponent(u.username),
+      database: u.pathname.slice(1),
+      ssl: "disable",
+      max: 1,
+      connect_timeout: 10,
+    });
+    try {
+      await sql`select 1`;
+      down();
+      await delay(50); // the client sees its connection close
+      const waiting = sql`select 2 as x`.execute();
+      await delay(300); // an outage that lasts: several refused attempts
+      up();
+      const [{ x }] = await within(waiting, 8000, "the query waiting through the outage");
+      assert.equal(x, 2);
+    } finally {
+      await sql.end();
+      down();
+    }
+  },
+);
 
 // ---------------------------------------------------------------------------------------------
 // CONNECT_TIMEOUT
@@ -499,27 +546,31 @@ Deno.test("CONNECT_TIMEOUT: a server that never answers; message `write CONNECT_
   }
 });
 
-Deno.test("connect_timeout is read at each attempt: valueOf tiny first, then a normal connect", async () => {
-  let first = true;
-  let reads = 0;
-  const timeout = {
-    valueOf() {
-      reads++;
-      return first ? (first = false, 0.0001) : 1;
-    },
-  };
-  const sql = postgres(url, { ...quiet, connect_timeout: timeout });
-  try {
-    assert.equal(reads, 0, "postgres() does not read it");
-    const e = await sql`select 1`.catch((e) => e);
-    assertConnectionError(e, "CONNECT_TIMEOUT");
-    const [{ x }] = await sql`select 1 as x`;
-    assert.equal(x, 1, "the next query on the same client connects normally");
-    assert.ok(reads >= 2);
-  } finally {
-    await sql.end();
-  }
-});
+serverTest(
+  NETWORK,
+  "connect_timeout is read at each attempt: valueOf tiny first, then a normal connect",
+  async () => {
+    let first = true;
+    let reads = 0;
+    const timeout = {
+      valueOf() {
+        reads++;
+        return first ? (first = false, 0.0001) : 1;
+      },
+    };
+    const sql = postgres(url, { ...quiet, connect_timeout: timeout });
+    try {
+      assert.equal(reads, 0, "postgres() does not read it");
+      const e = await sql`select 1`.catch((e) => e);
+      assertConnectionError(e, "CONNECT_TIMEOUT");
+      const [{ x }] = await sql`select 1 as x`;
+      assert.equal(x, 1, "the next query on the same client connects normally");
+      assert.ok(reads >= 2);
+    } finally {
+      await sql.end();
+    }
+  },
+);
 
 clusterTest(
   "connect_timeout: 0.001 with a SCRAM login → CONNECT_TIMEOUT",
@@ -600,41 +651,45 @@ Deno.test("a user value whose toString throws: postgres() does not throw; every 
   await sql.end();
 });
 
-Deno.test("the same for host, application_name and connection values; a thrown string becomes an Error", async () => {
-  const thrower = (value: unknown) => ({
-    toString: () => {
-      throw value;
-    },
-  });
-  const cases: [Options, (e: unknown) => void][] = [
-    [{ host: thrower(new RangeError("host")) as unknown as string }, (e) => {
-      assert.ok(e instanceof RangeError);
-      assert.equal(e.message, "host");
-    }],
-    [{ application_name: thrower("app") as unknown as string }, (e) => {
-      assert.ok(e instanceof Error);
-      assert.equal(e.message, "app");
-    }],
-    [{ connection: { search_path: thrower(new Error("param")) as unknown as string } }, (e) => {
-      assert.equal((e as Error).message, "param");
-    }],
-    [{ password: thrower(new Error("pw")) as unknown as string }, (e) => {
-      assert.equal((e as Error).message, "pw");
-    }],
-  ];
-  for (const [options, check] of cases) {
-    const sql = postgres(url, { ...quiet, ...options });
-    try {
-      check(await sql`select 1`.catch((e) => e));
-    } finally {
-      await sql.end();
+serverTest(
+  NETWORK,
+  "the same for host, application_name and connection values; a thrown string becomes an Error",
+  async () => {
+    const thrower = (value: unknown) => ({
+      toString: () => {
+        throw value;
+      },
+    });
+    const cases: [Options, (e: unknown) => void][] = [
+      [{ host: thrower(new RangeError("host")) as unknown as string }, (e) => {
+        assert.ok(e instanceof RangeError);
+        assert.equal(e.message, "host");
+      }],
+      [{ application_name: thrower("app") as unknown as string }, (e) => {
+        assert.ok(e instanceof Error);
+        assert.equal(e.message, "app");
+      }],
+      [{ connection: { search_path: thrower(new Error("param")) as unknown as string } }, (e) => {
+        assert.equal((e as Error).message, "param");
+      }],
+      [{ password: thrower(new Error("pw")) as unknown as string }, (e) => {
+        assert.equal((e as Error).message, "pw");
+      }],
+    ];
+    for (const [options, check] of cases) {
+      const sql = postgres(url, { ...quiet, ...options });
+      try {
+        check(await sql`select 1`.catch((e) => e));
+      } finally {
+        await sql.end();
+      }
     }
-  }
-  // Our own validation still throws at once.
-  assert.throws(() => postgres(url, { ssl: "sometimes" as "prefer" }), TypeError);
-  assert.throws(() => postgres(url, { max: 0 }), TypeError);
-  assert.throws(() => postgres(url, { port: 70000 }), TypeError);
-});
+    // Our own validation still throws at once.
+    assert.throws(() => postgres(url, { ssl: "sometimes" as "prefer" }), TypeError);
+    assert.throws(() => postgres(url, { max: 0 }), TypeError);
+    assert.throws(() => postgres(url, { port: 70000 }), TypeError);
+  },
+);
 
 // ---------------------------------------------------------------------------------------------
 // sql.parameters and sql.options

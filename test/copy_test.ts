@@ -7,10 +7,11 @@ import { Buffer } from "node:buffer";
 import { createReadStream } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import postgres, { PostgresError, QueryError, type TransactionSql } from "../mod.ts";
+import postgres, { PostgresError, QueryError, type TransactionSql } from "./harness/postgres.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { runWithGc } from "./harness/collect.ts";
 import { delay, within } from "./harness/wait.ts";
+import { CANCEL, serverTest, SEVERAL_SESSIONS } from "./harness/pglite_mode.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -42,23 +43,27 @@ Deno.test("postgres.js 'Copy write': write(), write(), end(), then 'finish'", as
   assert.equal((await sql`select 1 from test`).length, 2);
 });
 
-Deno.test("postgres.js 'Copy write as first': a COPY as a new client's first query", async () => {
-  await using sql = postgres(url, quiet);
-  await sql`create table copy_first (x int)`;
-  try {
-    await using first = postgres(url, quiet);
-    const writable =
-      await first`COPY copy_first FROM STDIN WITH(FORMAT csv, HEADER false, DELIMITER ',')`
-        .writable();
-    writable.write("1\n");
-    writable.write("1\n");
-    writable.end();
-    await new Promise((r) => writable.on("finish", r));
-    assert.equal((await sql`select 1 from copy_first`).length, 2);
-  } finally {
-    await sql`drop table copy_first`;
-  }
-});
+serverTest(
+  SEVERAL_SESSIONS,
+  "postgres.js 'Copy write as first': a COPY as a new client's first query",
+  async () => {
+    await using sql = postgres(url, quiet);
+    await sql`create table copy_first (x int)`;
+    try {
+      await using first = postgres(url, quiet);
+      const writable =
+        await first`COPY copy_first FROM STDIN WITH(FORMAT csv, HEADER false, DELIMITER ',')`
+          .writable();
+      writable.write("1\n");
+      writable.write("1\n");
+      writable.end();
+      await new Promise((r) => writable.on("finish", r));
+      assert.equal((await sql`select 1 from copy_first`).length, 2);
+    } finally {
+      await sql`drop table copy_first`;
+    }
+  },
+);
 
 Deno.test("postgres.js 'Copy from file': fs.createReadStream(file).pipe(writable), 'finish'", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
@@ -92,31 +97,35 @@ Deno.test("postgres.js 'Copy from works in transaction': end('1\\n2'), then a qu
   }
 });
 
-Deno.test("postgres.js 'Copy from abort': destroy(err) while piping: 'error' with err, CopyFail, table untouched", async () => {
-  await using other = postgres(url, quiet);
-  await other`create table copy_abort (x int, y int, z int)`;
-  try {
-    const sql = postgres(url, quiet);
-    const file = await Deno.makeTempFile();
-    await Deno.writeTextFile(file, "1\t2\t3\n4\t5\t6\n");
-    const readable = createReadStream(file);
-    const query = sql`COPY copy_abort FROM STDIN`;
-    const writable = await query.writable();
-    let aborted: Error | undefined;
-    readable.pipe(writable).on("error", (err) => aborted = err);
-    writable.destroy(new Error("abort"));
-    await sql.end(); // waits for the COPY to end: it must not hang
-    await Deno.remove(file);
-    assert.equal(aborted?.message, "abort");
-    await assert.rejects(
-      query,
-      (e) => e instanceof PostgresError && e.code === "57014" && /abort/.test(e.message),
-    );
-    assert.equal((await other`select count(*)::int as n from copy_abort`)[0].n, 0);
-  } finally {
-    await other`drop table copy_abort`;
-  }
-});
+serverTest(
+  SEVERAL_SESSIONS,
+  "postgres.js 'Copy from abort': destroy(err) while piping: 'error' with err, CopyFail, table untouched",
+  async () => {
+    await using other = postgres(url, quiet);
+    await other`create table copy_abort (x int, y int, z int)`;
+    try {
+      const sql = postgres(url, quiet);
+      const file = await Deno.makeTempFile();
+      await Deno.writeTextFile(file, "1\t2\t3\n4\t5\t6\n");
+      const readable = createReadStream(file);
+      const query = sql`COPY copy_abort FROM STDIN`;
+      const writable = await query.writable();
+      let aborted: Error | undefined;
+      readable.pipe(writable).on("error", (err) => aborted = err);
+      writable.destroy(new Error("abort"));
+      await sql.end(); // waits for the COPY to end: it must not hang
+      await Deno.remove(file);
+      assert.equal(aborted?.message, "abort");
+      await assert.rejects(
+        query,
+        (e) => e instanceof PostgresError && e.code === "57014" && /abort/.test(e.message),
+      );
+      assert.equal((await other`select count(*)::int as n from copy_abort`)[0].n, 0);
+    } finally {
+      await other`drop table copy_abort`;
+    }
+  },
+);
 
 // ---------------------------------------------------------------------------
 // Node streams beyond the ported tests
@@ -218,38 +227,42 @@ Deno.test("Node writable: destroy() without an error, and query.cancel(), abort 
   assert.equal((await sql`select count(*)::int as n from never`)[0].n, 0);
 });
 
-Deno.test("query.signal() stops a COPY either way and rejects with the signal's reason", async () => {
-  await using sql = postgres(url, { max: 1, ...quiet });
-  await sql`create temp table signalled (x int)`;
-  const into = new AbortController();
-  const q1 = sql`copy signalled from stdin`.signal(into.signal);
-  const writable = await q1.writable();
-  writable.on("error", () => {}); // writes after the abort fail
-  writable.write("1\n");
-  into.abort(new Error("user left"));
-  await assert.rejects(q1, /user left/);
-  assert.equal((await sql`select count(*)::int as n from signalled`)[0].n, 0);
+serverTest(
+  CANCEL,
+  "query.signal() stops a COPY either way and rejects with the signal's reason",
+  async () => {
+    await using sql = postgres(url, { max: 1, ...quiet });
+    await sql`create temp table signalled (x int)`;
+    const into = new AbortController();
+    const q1 = sql`copy signalled from stdin`.signal(into.signal);
+    const writable = await q1.writable();
+    writable.on("error", () => {}); // writes after the abort fail
+    writable.write("1\n");
+    into.abort(new Error("user left"));
+    await assert.rejects(q1, /user left/);
+    assert.equal((await sql`select count(*)::int as n from signalled`)[0].n, 0);
 
-  const out = new AbortController();
-  const q2 = sql`copy (select generate_series(1, 1000000000)) to stdout`.signal(out.signal);
-  const readable = await q2.readable();
-  await new Promise((r) => readable.once("data", r));
-  readable.pause();
-  out.abort(new Error("enough"));
-  await assert.rejects(q2, /enough/);
-  // The stream ends too, with the server's error, once it is read.
-  await assert.rejects(
-    (async () => {
-      for await (const _ of readable) { /* what was buffered, then the error */ }
-    })(),
-    (e) => e instanceof PostgresError && e.code === "57014",
-  );
-  await assert.rejects(
-    sql`copy signalled from stdin`.signal(AbortSignal.abort(new Error("too late"))).writable(),
-    /too late/,
-  );
-  assert.equal((await sql`select 1 as one`)[0].one, 1);
-});
+    const out = new AbortController();
+    const q2 = sql`copy (select generate_series(1, 1000000000)) to stdout`.signal(out.signal);
+    const readable = await q2.readable();
+    await new Promise((r) => readable.once("data", r));
+    readable.pause();
+    out.abort(new Error("enough"));
+    await assert.rejects(q2, /enough/);
+    // The stream ends too, with the server's error, once it is read.
+    await assert.rejects(
+      (async () => {
+        for await (const _ of readable) { /* what was buffered, then the error */ }
+      })(),
+      (e) => e instanceof PostgresError && e.code === "57014",
+    );
+    await assert.rejects(
+      sql`copy signalled from stdin`.signal(AbortSignal.abort(new Error("too late"))).writable(),
+      /too late/,
+    );
+    assert.equal((await sql`select 1 as one`)[0].one, 1);
+  },
+);
 
 Deno.test("Node readable: a COPY that fails mid-way errors the stream after the rows before it", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
@@ -282,28 +295,32 @@ Deno.test("Node readable: a COPY that fails mid-way errors the stream after the 
   assert.equal((await sql`select 2 as two`)[0].two, 2);
 });
 
-Deno.test("Node readable: destroy() mid-way cancels a large export outside a transaction; inside one the rest is drained", async () => {
-  await using sql = postgres(url, { max: 1, ...quiet });
-  // Streamed row by row and practically endless: only the cancel ends it.
-  const query = sql.unsafe(
-    "copy (select generate_series(1, 1000000000), repeat('x', 200)) to stdout",
-  );
-  let chunks = 0;
-  for await (const _ of await query.readable()) if (++chunks === 10) break; // destroys the stream
-  await assert.rejects(query, (e) => e instanceof PostgresError && e.code === "57014");
-  assert.equal((await sql`select 3 as three`)[0].three, 3);
+serverTest(
+  CANCEL,
+  "Node readable: destroy() mid-way cancels a large export outside a transaction; inside one the rest is drained",
+  async () => {
+    await using sql = postgres(url, { max: 1, ...quiet });
+    // Streamed row by row and practically endless: only the cancel ends it.
+    const query = sql.unsafe(
+      "copy (select generate_series(1, 1000000000), repeat('x', 200)) to stdout",
+    );
+    let chunks = 0;
+    for await (const _ of await query.readable()) if (++chunks === 10) break; // destroys the stream
+    await assert.rejects(query, (e) => e instanceof PostgresError && e.code === "57014");
+    assert.equal((await sql`select 3 as three`)[0].three, 3);
 
-  const [count, after] = await sql.begin(async (tx) => {
-    const inTx = tx.unsafe("copy (select g from generate_series(1, 100000) g) to stdout");
-    const readable = await inTx.readable();
-    await new Promise((r) => readable.once("data", r));
-    readable.destroy();
-    const copied = await inTx; // drained, not cancelled: the transaction is still good
-    return [copied.count, (await tx`select 4 as four`)[0].four];
-  });
-  assert.equal(count, 100000);
-  assert.equal(after, 4);
-});
+    const [count, after] = await sql.begin(async (tx) => {
+      const inTx = tx.unsafe("copy (select g from generate_series(1, 100000) g) to stdout");
+      const readable = await inTx.readable();
+      await new Promise((r) => readable.once("data", r));
+      readable.destroy();
+      const copied = await inTx; // drained, not cancelled: the transaction is still good
+      return [copied.count, (await tx`select 4 as four`)[0].four];
+    });
+    assert.equal(count, 100000);
+    assert.equal(after, 4);
+  },
+);
 
 Deno.test("COPY streams: the wrong kind of query rejects with a typed error; nothing hangs", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
@@ -356,49 +373,57 @@ Deno.test("Web streams: pipeTo into writableStream(), readableStream() through a
   assert.equal((await out).count, 500);
 });
 
-Deno.test("Web streams: abort() sends CopyFail; cancel() stops an export; bad chunks are refused", async () => {
-  await using sql = postgres(url, { max: 1, ...quiet });
-  await sql`create temp table web_abort (x int)`;
-  const q = sql`copy web_abort from stdin`;
-  const writer = (await q.writableStream()).getWriter();
-  await writer.write("1\n");
-  await writer.abort(new Error("changed my mind"));
-  await assert.rejects(q, (e) => e instanceof PostgresError && /changed my mind/.test(e.message));
+serverTest(
+  CANCEL,
+  "Web streams: abort() sends CopyFail; cancel() stops an export; bad chunks are refused",
+  async () => {
+    await using sql = postgres(url, { max: 1, ...quiet });
+    await sql`create temp table web_abort (x int)`;
+    const q = sql`copy web_abort from stdin`;
+    const writer = (await q.writableStream()).getWriter();
+    await writer.write("1\n");
+    await writer.abort(new Error("changed my mind"));
+    await assert.rejects(q, (e) => e instanceof PostgresError && /changed my mind/.test(e.message));
 
-  const bad = (await sql`copy web_abort from stdin`.writableStream()).getWriter();
-  await assert.rejects(
-    bad.write(42 as unknown as string),
-    (e) => e instanceof QueryError && e.code === "INVALID_COPY_CHUNK",
-  );
-  assert.equal((await sql`select count(*)::int as n from web_abort`)[0].n, 0);
+    const bad = (await sql`copy web_abort from stdin`.writableStream()).getWriter();
+    await assert.rejects(
+      bad.write(42 as unknown as string),
+      (e) => e instanceof QueryError && e.code === "INVALID_COPY_CHUNK",
+    );
+    assert.equal((await sql`select count(*)::int as n from web_abort`)[0].n, 0);
 
-  const big = sql`copy (select generate_series(1, 1000000000)) to stdout`; // ends by cancel only
-  const reader = (await big.readableStream()).getReader();
-  assert.ok((await reader.read()).value!.length > 0);
-  await reader.cancel();
-  await assert.rejects(big, (e) => e instanceof PostgresError && e.code === "57014");
-  assert.equal((await sql`select 6 as six`)[0].six, 6);
-});
+    const big = sql`copy (select generate_series(1, 1000000000)) to stdout`; // ends by cancel only
+    const reader = (await big.readableStream()).getReader();
+    assert.ok((await reader.read()).value!.length > 0);
+    await reader.cancel();
+    await assert.rejects(big, (e) => e instanceof PostgresError && e.code === "57014");
+    assert.equal((await sql`select 6 as six`)[0].six, 6);
+  },
+);
 
 // ---------------------------------------------------------------------------
 // Abandoned streams (needs --expose-gc, so in a child process)
 
-Deno.test("abandoned COPY streams release the connection when collected; a flowing one is not collected", async () => {
-  const fixture = new URL("./fixtures/abandoned_copy.ts", import.meta.url);
-  const report = await runWithGc(fixture, [url]) as Record<string, any>;
-  assert.equal(report.starved, undefined, `the connection stayed held after: ${report.starved}`);
-  const collected = /57014: COPY from stdin failed: the COPY stream was garbage-collected/;
-  for (const kind of ["writable", "writableStream", "writableNeverAwaited"]) {
-    assert.equal(report[kind].freed, true, `${kind}: the next query never ran`);
-    assert.match(report[kind].copy, collected, kind);
-  }
-  for (const kind of ["readable", "readableStream"]) {
-    assert.equal(report[kind].freed, true, `${kind}: the next query never ran`);
-    assert.match(report[kind].copy, /^57014: canceling statement due to user request/, kind);
-  }
-  assert.equal(report.rowsLeft, 0);
-  assert.equal(report.flowed, 100);
-});
+serverTest(
+  CANCEL,
+  "abandoned COPY streams release the connection when collected; a flowing one is not collected",
+  async () => {
+    const fixture = new URL("./fixtures/abandoned_copy.ts", import.meta.url);
+    const report = await runWithGc(fixture, [url]) as Record<string, any>;
+    assert.equal(report.starved, undefined, `the connection stayed held after: ${report.starved}`);
+    const collected = /57014: COPY from stdin failed: the COPY stream was garbage-collected/;
+    for (const kind of ["writable", "writableStream", "writableNeverAwaited"]) {
+      assert.equal(report[kind].freed, true, `${kind}: the next query never ran`);
+      assert.match(report[kind].copy, collected, kind);
+    }
+    for (const kind of ["readable", "readableStream"]) {
+      assert.equal(report[kind].freed, true, `${kind}: the next query never ran`);
+      assert.match(report[kind].copy, /^57014: canceling statement due to user request/, kind);
+    }
+    assert.equal(report.rowsLeft, 0);
+    assert.equal(report.flowed, 100);
+  },
+);
 
 // ---------------------------------------------------------------------------
 // A transaction that ends while its COPY FROM STDIN is still open
@@ -534,63 +559,75 @@ Deno.test("postgres.js 'query during copy error': max 1, a COPY FROM STDIN open:
   }
 });
 
-Deno.test("a COPY FROM STDIN open on one connection: queries and transactions go to another (max 2, and max 10)", async () => {
-  for (const max of [2, 10]) {
-    const sql = postgres(url, { max, ...quiet });
-    await sql`create table copy_busy_many (x int)`;
-    try {
-      await sql`select 1`; // one connection open, idle: the COPY takes it
-      const writable = await sql`copy copy_busy_many from stdin`.writable();
-      writable.write("1\n");
-      const rows = await within(
-        Promise.all(Array.from({ length: 20 }, (_, i) => sql`select ${i}::int as i`.execute())),
-        10_000,
-        `queries beside the COPY (max ${max})`,
-      );
-      assert.deepEqual(rows.map((r) => r[0].i), Array.from({ length: 20 }, (_, i) => i));
-      const inTx = await within(sql.begin((tx) => tx`select 7 as seven`), 10_000, "a transaction");
-      assert.equal(inTx[0].seven, 7);
-      await new Promise<void>((resolve, reject) => {
-        writable.on("finish", resolve).on("error", reject);
-        writable.end("2\n");
-      });
-      assert.equal((await sql`select count(*)::int as n from copy_busy_many`)[0].n, 2);
-    } finally {
-      await sql.end({ timeout: 1 });
-      await using admin = postgres(url, { max: 1, ...quiet });
-      await admin`drop table copy_busy_many`;
+serverTest(
+  SEVERAL_SESSIONS,
+  "a COPY FROM STDIN open on one connection: queries and transactions go to another (max 2, and max 10)",
+  async () => {
+    for (const max of [2, 10]) {
+      const sql = postgres(url, { max, ...quiet });
+      await sql`create table copy_busy_many (x int)`;
+      try {
+        await sql`select 1`; // one connection open, idle: the COPY takes it
+        const writable = await sql`copy copy_busy_many from stdin`.writable();
+        writable.write("1\n");
+        const rows = await within(
+          Promise.all(Array.from({ length: 20 }, (_, i) => sql`select ${i}::int as i`.execute())),
+          10_000,
+          `queries beside the COPY (max ${max})`,
+        );
+        assert.deepEqual(rows.map((r) => r[0].i), Array.from({ length: 20 }, (_, i) => i));
+        const inTx = await within(
+          sql.begin((tx) => tx`select 7 as seven`),
+          10_000,
+          "a transaction",
+        );
+        assert.equal(inTx[0].seven, 7);
+        await new Promise<void>((resolve, reject) => {
+          writable.on("finish", resolve).on("error", reject);
+          writable.end("2\n");
+        });
+        assert.equal((await sql`select count(*)::int as n from copy_busy_many`)[0].n, 2);
+      } finally {
+        await sql.end({ timeout: 1 });
+        await using admin = postgres(url, { max: 1, ...quiet });
+        await admin`drop table copy_busy_many`;
+      }
     }
-  }
-});
+  },
+);
 
-Deno.test("a query awaited inside a cursor loop goes to another connection (max 2); at max 1 it runs once the cursor ends", async () => {
-  {
-    const sql = postgres(url, { max: 2, ...quiet });
-    try {
-      await sql`select 1`;
-      const seen: number[] = [];
-      const reading = (async () => {
-        for await (const rows of sql`select g from generate_series(1, 3) g`.cursor(1)) {
-          seen.push((await sql`select ${rows[0].g as number}::int * 10 as x`)[0].x as number);
-        }
-      })();
-      await within(reading, 10_000, "the cursor loop");
-      assert.deepEqual(seen, [10, 20, 30]);
-    } finally {
-      await sql.end({ timeout: 1 }); // a hung loop must not hang the suite
+serverTest(
+  SEVERAL_SESSIONS,
+  "a query awaited inside a cursor loop goes to another connection (max 2); at max 1 it runs once the cursor ends",
+  async () => {
+    {
+      const sql = postgres(url, { max: 2, ...quiet });
+      try {
+        await sql`select 1`;
+        const seen: number[] = [];
+        const reading = (async () => {
+          for await (const rows of sql`select g from generate_series(1, 3) g`.cursor(1)) {
+            seen.push((await sql`select ${rows[0].g as number}::int * 10 as x`)[0].x as number);
+          }
+        })();
+        await within(reading, 10_000, "the cursor loop");
+        assert.deepEqual(seen, [10, 20, 30]);
+      } finally {
+        await sql.end({ timeout: 1 }); // a hung loop must not hang the suite
+      }
     }
-  }
-  {
-    // One connection: a query issued beside a cursor (not awaited inside it) waits for it.
-    await using sql = postgres(url, { max: 1, ...quiet });
-    const cursor = sql`select g from generate_series(1, 3) g`.cursor(1);
-    const rows: number[] = [];
-    const beside = sql`select 5 as five`.execute();
-    for await (const batch of cursor) rows.push(batch[0].g as number);
-    assert.deepEqual(rows, [1, 2, 3]);
-    assert.equal((await within(beside, 10_000, "the query beside the cursor"))[0].five, 5);
-  }
-});
+    {
+      // One connection: a query issued beside a cursor (not awaited inside it) waits for it.
+      await using sql = postgres(url, { max: 1, ...quiet });
+      const cursor = sql`select g from generate_series(1, 3) g`.cursor(1);
+      const rows: number[] = [];
+      const beside = sql`select 5 as five`.execute();
+      for await (const batch of cursor) rows.push(batch[0].g as number);
+      assert.deepEqual(rows, [1, 2, 3]);
+      assert.equal((await within(beside, 10_000, "the query beside the cursor"))[0].five, 5);
+    }
+  },
+);
 
 Deno.test("sql.copyFrom whose rows come from a generator that queries the same pool (max 1): it is refused with COPY_IN_PROGRESS, not hung", async () => {
   const sql = postgres(url, { max: 1, ...quiet });

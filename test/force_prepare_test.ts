@@ -5,9 +5,10 @@
  * transaction-mode pooler moving the session) turns it off for the client.
  */
 import assert from "node:assert/strict";
-import postgres from "../mod.ts";
+import postgres from "./harness/postgres.ts";
 import { databaseUrl, plainCluster, tlsCluster } from "./harness/env.ts";
 import { findPgbouncer, startPgbouncer } from "./harness/pgbouncer.ts";
+import { serverTest, SEVERAL_SESSIONS } from "./harness/pglite_mode.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -18,36 +19,44 @@ function statementName(result: unknown): string {
   return (result as { statement: { name: string } }).statement.name;
 }
 
-Deno.test("force_prepare: unsafe queries and prepare: false get named, cached statements", async () => {
-  await using sql = postgres(url, { ...quiet, max: 1, force_prepare: true });
-  assert.equal(sql.options.force_prepare, true);
-  const a = await sql.unsafe(TEXT, [2], { prepare: false });
-  const b = await sql.unsafe(TEXT, [3]);
-  assert.deepEqual([a[0].doubled, b[0].doubled], [4, 6]);
-  assert.notEqual(statementName(a), "");
-  assert.equal(statementName(a), statementName(b), "the same statement, cached");
-  const [{ n }] = await sql`select count(*)::int as n from pg_prepared_statements
+serverTest(
+  SEVERAL_SESSIONS,
+  "force_prepare: unsafe queries and prepare: false get named, cached statements",
+  async () => {
+    await using sql = postgres(url, { ...quiet, max: 1, force_prepare: true });
+    assert.equal(sql.options.force_prepare, true);
+    const a = await sql.unsafe(TEXT, [2], { prepare: false });
+    const b = await sql.unsafe(TEXT, [3]);
+    assert.deepEqual([a[0].doubled, b[0].doubled], [4, 6]);
+    assert.notEqual(statementName(a), "");
+    assert.equal(statementName(a), statementName(b), "the same statement, cached");
+    const [{ n }] = await sql`select count(*)::int as n from pg_prepared_statements
     where statement = ${TEXT}`;
-  assert.equal(n, 1);
-  // Without arguments sql.unsafe stays on the simple protocol: several statements still run.
-  const both = await sql.unsafe<Record<string, unknown>[][]>("select 1 as one; select 2 as two");
-  assert.deepEqual(both.map((r) => ({ ...r[0] })), [{ one: 1 }, { two: 2 }]);
+    assert.equal(n, 1);
+    // Without arguments sql.unsafe stays on the simple protocol: several statements still run.
+    const both = await sql.unsafe<Record<string, unknown>[][]>("select 1 as one; select 2 as two");
+    assert.deepEqual(both.map((r) => ({ ...r[0] })), [{ one: 1 }, { two: 2 }]);
 
-  await using plain = postgres(url, { ...quiet, max: 1 });
-  assert.equal(plain.options.force_prepare, false);
-  assert.equal(statementName(await plain.unsafe(TEXT, [2])), "", "off by default");
-});
+    await using plain = postgres(url, { ...quiet, max: 1 });
+    assert.equal(plain.options.force_prepare, false);
+    assert.equal(statementName(await plain.unsafe(TEXT, [2])), "", "off by default");
+  },
+);
 
-Deno.test("force_prepare: no effect with prepare: false; read from the URL too", async () => {
-  await using sql = postgres(url, { ...quiet, max: 1, prepare: false, force_prepare: true });
-  assert.equal(sql.options.force_prepare, false);
-  assert.equal(statementName(await sql.unsafe(TEXT, [2])), "");
-  assert.equal(statementName(await sql`select ${1}::int as one`), "");
-  const withQuery = url + (url.includes("?") ? "&" : "?") + "force_prepare=true";
-  await using fromUrl = postgres(withQuery, { ...quiet, max: 1 });
-  assert.equal(fromUrl.options.force_prepare, true);
-  assert.notEqual(statementName(await fromUrl.unsafe(TEXT, [2])), "");
-});
+serverTest(
+  SEVERAL_SESSIONS,
+  "force_prepare: no effect with prepare: false; read from the URL too",
+  async () => {
+    await using sql = postgres(url, { ...quiet, max: 1, prepare: false, force_prepare: true });
+    assert.equal(sql.options.force_prepare, false);
+    assert.equal(statementName(await sql.unsafe(TEXT, [2])), "");
+    assert.equal(statementName(await sql`select ${1}::int as one`), "");
+    const withQuery = url + (url.includes("?") ? "&" : "?") + "force_prepare=true";
+    await using fromUrl = postgres(withQuery, { ...quiet, max: 1 });
+    assert.equal(fromUrl.options.force_prepare, true);
+    assert.notEqual(statementName(await fromUrl.unsafe(TEXT, [2])), "");
+  },
+);
 
 Deno.test("force_prepare: a statement that vanished turns it off and the query runs unnamed", async () => {
   await using sql = postgres(url, { ...quiet, max: 1, force_prepare: true });

@@ -3,7 +3,7 @@
  * types and transforms against a real server.
  */
 import assert from "node:assert/strict";
-import postgres, { type Options, PostgresError, QueryError, type Sql } from "../mod.ts";
+import postgres, { type Options, PostgresError, QueryError, type Sql } from "./harness/postgres.ts";
 import { databaseUrl } from "./harness/env.ts";
 
 const url = databaseUrl();
@@ -101,14 +101,16 @@ Deno.test("insert helper: one object, rows, given columns, columns as an array",
 });
 
 Deno.test("insert helper: a key missing from a later row is an undefined value", async () => {
-  await using sql = client();
-  await sql`create temp table t (a int, b int)`;
-  await rejectsWith(
-    () => sql`insert into t ${sql([{ a: 1, b: 2 }, { a: 3 }] as { a: number; b?: number }[])}`,
-    "UNDEFINED_VALUE",
-  );
-  const [{ n }] = await sql`select count(*)::int as n from t`;
-  assert.equal(n, 0);
+  {
+    await using sql = client();
+    await sql`create temp table t (a int, b int)`;
+    await rejectsWith(
+      () => sql`insert into t ${sql([{ a: 1, b: 2 }, { a: 3 }] as { a: number; b?: number }[])}`,
+      "UNDEFINED_VALUE",
+    );
+    const [{ n }] = await sql`select count(*)::int as n from t`;
+    assert.equal(n, 0);
+  } // one client at a time: PGlite has one session (deno task test --pg=pglite)
   await using lenient = client({ transform: { undefined: null } });
   await lenient`create temp table t (a int, b int)`;
   await lenient`insert into t ${
@@ -542,10 +544,12 @@ Deno.test("postgres.camel: results and json keys to camelCase, helper names to s
 });
 
 Deno.test("one-way presets: toCamel shapes results only, fromCamel helper names only", async () => {
-  await using to = client({ transform: postgres.toCamel });
-  await to`create temp table c (a_test int)`;
-  await to`insert into c ${to([{ a_test: 1 }])}`;
-  assert.deepEqual([...await to`select a_test from c`], [{ aTest: 1 }]);
+  {
+    await using to = client({ transform: postgres.toCamel });
+    await to`create temp table c (a_test int)`;
+    await to`insert into c ${to([{ a_test: 1 }])}`;
+    assert.deepEqual([...await to`select a_test from c`], [{ aTest: 1 }]);
+  } // one client at a time: PGlite has one session (deno task test --pg=pglite)
   await using from = client({ transform: postgres.fromCamel });
   await from`create temp table c (a_test int)`;
   await from`insert into c ${from([{ aTest: 1 }])}`;
@@ -560,8 +564,10 @@ Deno.test("pascal and kebab presets and the case functions", async () => {
   assert.equal(postgres.toKebab("user_id"), "user-id");
   assert.equal(postgres.fromKebab("user-id"), "user_id");
   assert.equal(postgres.PostgresError, PostgresError);
-  await using pascal = client({ transform: postgres.pascal });
-  assert.deepEqual([...await pascal`select ${pascal({ UserId: 1 })}`], [{ UserId: "1" }]);
+  {
+    await using pascal = client({ transform: postgres.pascal });
+    assert.deepEqual([...await pascal`select ${pascal({ UserId: 1 })}`], [{ UserId: "1" }]);
+  } // one client at a time: PGlite has one session (deno task test --pg=pglite)
   await using kebab = client({ transform: { ...postgres.kebab, undefined: null } });
   await kebab`create temp table k (user_id int, note text)`;
   await kebab`insert into k ${kebab({ "user-id": 1, note: undefined })}`;
@@ -569,15 +575,17 @@ Deno.test("pascal and kebab presets and the case functions", async () => {
 });
 
 Deno.test("custom column, value and row transforms", async () => {
-  await using sql = client({
-    transform: {
-      column: { from: (c) => c.toUpperCase(), to: (c) => c.toLowerCase() },
-      value: (v) => (typeof v === "number" ? v * 10 : v),
-      row: (r) => ({ ...r, seen: true }),
-    },
-  });
-  const rows = await sql`select 1 as a, 'x' as b, ${sql("C")} from (select 2 as c) t`;
-  assert.deepEqual([...rows], [{ A: 10, B: "x", C: 20, seen: true }]);
+  {
+    await using sql = client({
+      transform: {
+        column: { from: (c) => c.toUpperCase(), to: (c) => c.toLowerCase() },
+        value: (v) => (typeof v === "number" ? v * 10 : v),
+        row: (r) => ({ ...r, seen: true }),
+      },
+    });
+    const rows = await sql`select 1 as a, 'x' as b, ${sql("C")} from (select 2 as c) t`;
+    assert.deepEqual([...rows], [{ A: 10, B: "x", C: 20, seen: true }]);
+  } // one client at a time: PGlite has one session (deno task test --pg=pglite)
   await using fnOnly = client({ transform: { column: (c) => "k_" + c } });
   assert.deepEqual([...await fnOnly`select 1 as a`], [{ k_a: 1 }]);
   assert.throws(

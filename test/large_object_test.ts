@@ -5,9 +5,10 @@ import { createHash } from "node:crypto";
 import { createReadStream, readFileSync } from "node:fs";
 import { pipeline } from "node:stream/promises";
 import { Writable } from "node:stream";
-import postgres, { PostgresError, QueryError, type Sql } from "../mod.ts";
+import postgres, { PostgresError, QueryError, type Sql } from "./harness/postgres.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { runWithGc } from "./harness/collect.ts";
+import { serverTest, SEVERAL_SESSIONS } from "./harness/pglite_mode.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -38,51 +39,57 @@ Deno.test("postgres.js 'Large object': a file piped into writable() reads back w
   await sql`select lo_unlink(${lo.oid}::int8::oid)`;
 });
 
-Deno.test("large object: write, read, seek, tell, size and truncate as postgres.js's results; close commits", async () => {
-  await using sql = postgres(url, { max: 2, ...quiet });
-  const lo = await sql.largeObject();
-  assert.ok(Number.isInteger(lo.oid) && lo.oid > 0);
-  assert.deepEqual([...await lo.write(new TextEncoder().encode("hello world"))], [{ lowrite: 11 }]);
-  assert.deepEqual([...await lo.tell()], [{ lo_tell64: 11 }]);
-  assert.deepEqual([...await lo.size()], [{ position: 11, size: 11 }]);
-  assert.deepEqual([...await lo.seek(6)], [{ lo_lseek64: 6 }]);
-  const [{ data }] = await lo.read(100);
-  assert.ok(data instanceof Buffer);
-  assert.equal(data.toString(), "world");
-  assert.equal((await lo.read(10))[0].data.length, 0, "nothing past the end");
-  assert.deepEqual([...await lo.seek(-5, 2)], [{ lo_lseek64: 6 }]); // from the end
-  assert.deepEqual([...await lo.seek(-1, 1)], [{ lo_lseek64: 5 }]); // from the current position
-  await lo.write(","); // a string is written as UTF-8
-  assert.deepEqual([...await lo.truncate(8)], [{ lo_truncate64: 0 }]);
-  assert.deepEqual([...await lo.size()], [{ position: 6, size: 8 }], "size() keeps the position");
+serverTest(
+  SEVERAL_SESSIONS,
+  "large object: write, read, seek, tell, size and truncate as postgres.js's results; close commits",
+  async () => {
+    await using sql = postgres(url, { max: 2, ...quiet });
+    const lo = await sql.largeObject();
+    assert.ok(Number.isInteger(lo.oid) && lo.oid > 0);
+    assert.deepEqual([...await lo.write(new TextEncoder().encode("hello world"))], [{
+      lowrite: 11,
+    }]);
+    assert.deepEqual([...await lo.tell()], [{ lo_tell64: 11 }]);
+    assert.deepEqual([...await lo.size()], [{ position: 11, size: 11 }]);
+    assert.deepEqual([...await lo.seek(6)], [{ lo_lseek64: 6 }]);
+    const [{ data }] = await lo.read(100);
+    assert.ok(data instanceof Buffer);
+    assert.equal(data.toString(), "world");
+    assert.equal((await lo.read(10))[0].data.length, 0, "nothing past the end");
+    assert.deepEqual([...await lo.seek(-5, 2)], [{ lo_lseek64: 6 }]); // from the end
+    assert.deepEqual([...await lo.seek(-1, 1)], [{ lo_lseek64: 5 }]); // from the current position
+    await lo.write(","); // a string is written as UTF-8
+    assert.deepEqual([...await lo.truncate(8)], [{ lo_truncate64: 0 }]);
+    assert.deepEqual([...await lo.size()], [{ position: 6, size: 8 }], "size() keeps the position");
 
-  // Operations issued together are pipelined on the transaction's connection, in order.
-  const [, , [{ data: back }]] = await Promise.all([lo.seek(0), lo.write("HE"), lo.read(3)]);
-  assert.equal(back.toString(), "llo");
+    // Operations issued together are pipelined on the transaction's connection, in order.
+    const [, , [{ data: back }]] = await Promise.all([lo.seek(0), lo.write("HE"), lo.read(3)]);
+    assert.equal(back.toString(), "llo");
 
-  // Not committed yet: another connection does not see it.
-  assert.equal(
-    (await sql`select count(*)::int as n from pg_largeobject_metadata where oid = ${lo.oid}::int8::oid`)[
-      0
-    ].n,
-    0,
-  );
-  await lo.close();
-  await lo.close(); // once only
-  assert.equal((await stored(sql, lo.oid)).toString(), "HEllo,wo");
-  await assert.rejects(
-    lo.read(1),
-    (e) => e instanceof QueryError && e.code === "LARGE_OBJECT_CLOSED",
-  );
+    // Not committed yet: another connection does not see it.
+    assert.equal(
+      (await sql`select count(*)::int as n from pg_largeobject_metadata where oid = ${lo.oid}::int8::oid`)[
+        0
+      ].n,
+      0,
+    );
+    await lo.close();
+    await lo.close(); // once only
+    assert.equal((await stored(sql, lo.oid)).toString(), "HEllo,wo");
+    await assert.rejects(
+      lo.read(1),
+      (e) => e instanceof QueryError && e.code === "LARGE_OBJECT_CLOSED",
+    );
 
-  // Opened again by OID, read-only.
-  const again = await sql.largeObject(lo.oid, 0x00040000);
-  assert.equal(again.oid, lo.oid);
-  assert.equal((await again.read(100))[0].data.toString(), "HEllo,wo");
-  await assert.rejects(again.write("x"), (e) => e instanceof PostgresError);
-  await assert.rejects(again.close(), (e) => e instanceof PostgresError && e.code === "25P02");
-  await sql`select lo_unlink(${lo.oid}::int8::oid)`;
-});
+    // Opened again by OID, read-only.
+    const again = await sql.largeObject(lo.oid, 0x00040000);
+    assert.equal(again.oid, lo.oid);
+    assert.equal((await again.read(100))[0].data.toString(), "HEllo,wo");
+    await assert.rejects(again.write("x"), (e) => e instanceof PostgresError);
+    await assert.rejects(again.close(), (e) => e instanceof PostgresError && e.code === "25P02");
+    await sql`select lo_unlink(${lo.oid}::int8::oid)`;
+  },
+);
 
 Deno.test("large object streams: readable({ start, end, highWaterMark }) and writable({ start })", async () => {
   await using sql = postgres(url, quiet);

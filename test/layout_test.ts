@@ -27,6 +27,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   replication: ["protocol", "types", "connection", "query", "config"],
   listen: ["protocol", "connection", "config"],
   large_object: ["query"],
+  // PGlite as an embedded server: its stream speaks the protocol; nothing in src imports it.
+  pglite: ["protocol", "connection/transport"],
   client: [
     "protocol",
     "types",
@@ -205,4 +207,16 @@ Deno.test("layout: each ORM entry imports its ORM from npm and nothing else outs
   assert.deepEqual(npmPackagesFrom("drizzle_migrator.ts"), ["drizzle-orm"]);
   // The check can fail: the test program names both postgres.js and Drizzle's driver for it.
   assert.deepEqual(npmPackagesFrom("test/orm_drizzle_test.ts").includes("postgres"), true);
+});
+
+Deno.test("layout: the PGlite entry names npm:@electric-sql/pglite only to load it at run time; mod.ts never reaches it", () => {
+  assert.ok(!reachedFrom("mod.ts").some((f) => f.includes("pglite")));
+  // Nothing in its graph imports outside the repository: PGlite is loaded by a name the module
+  // graph cannot see (see pglite.ts: drizzle-orm's optional peer dependency on it).
+  assert.deepEqual(reachedFrom("pglite.ts").flatMap(foreignImports), []);
+  // The check can fail: the entry does name the package it loads, pinned.
+  assert.match(
+    Deno.readTextFileSync(join(ROOT, "pglite.ts")),
+    /"npm:@electric-sql\/pglite@\d+\.\d+\.\d+"/,
+  );
 });

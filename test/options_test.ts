@@ -1,6 +1,6 @@
 /** Options, URL, environment and .pgpass, and the pool lifetimes, against a real server. */
 import assert from "node:assert/strict";
-import postgres from "../mod.ts";
+import postgres from "./harness/postgres.ts";
 import { resolveOptions } from "../src/config/resolve.ts";
 import { parseUrl } from "../src/config/url.ts";
 import { HOST_KEYWORDS, type Keyword, KEYWORDS } from "../src/config/keywords.ts";
@@ -8,6 +8,7 @@ import { matchPgpass } from "../src/config/pgpass.ts";
 import { databaseUrl, hasClusters, tlsCluster } from "./harness/env.ts";
 import { withEnv } from "./harness/util.ts";
 import { delay, until } from "./harness/wait.ts";
+import { NETWORK, SERVER_PROCESS, serverTest, SEVERAL_SESSIONS } from "./harness/pglite_mode.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -285,37 +286,47 @@ Deno.test({
   },
 });
 
-Deno.test("without --allow-env or --allow-read the client still works from a URL", async () => {
-  const script = await Deno.makeTempFile({ suffix: ".ts" });
-  try {
-    const mod = new URL("../mod.ts", import.meta.url).href;
-    await Deno.writeTextFile(
-      script,
-      `import postgres from "${mod}";
+serverTest(
+  NETWORK,
+  "without --allow-env or --allow-read the client still works from a URL",
+  async () => {
+    const script = await Deno.makeTempFile({ suffix: ".ts" });
+    try {
+      const mod = new URL("../mod.ts", import.meta.url).href;
+      await Deno.writeTextFile(
+        script,
+        `import postgres from "${mod}";
 const sql = postgres(${JSON.stringify(url)}, { max: 1, onnotice: () => {} });
 const [{ x }] = await sql\`select 41 + 1 as x\`;
 await sql.end();
 console.log(x);`,
-    );
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--no-prompt",
-        "--allow-net",
-        `--allow-read=${script}`,
-        "--allow-import",
-        script,
-      ],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const stderr = new TextDecoder().decode(out.stderr);
-    assert.equal(out.code, 0, stderr);
-    assert.equal(new TextDecoder().decode(out.stdout).trim(), "42");
-  } finally {
-    await Deno.remove(script);
-  }
-});
+      );
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "--no-prompt",
+          "--allow-net",
+          `--allow-read=${script}`,
+          "--allow-import",
+          script,
+        ],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const stderr = new TextDecoder().decode(out.stderr);
+      assert.equal(out.code, 0, stderr);
+      assert.equal(new TextDecoder().decode(out.stdout).trim(), "42");
+    } finally {
+      await Deno.remove(script);
+    }
+  },
+);
+
+/** Runs `fn` on a client of its own, ended before this returns (one session at a time). */
+async function admin<T>(fn: (sql: ReturnType<typeof postgres>) => Promise<T>): Promise<T> {
+  await using sql = postgres(url, { max: 1, ...quiet });
+  return await fn(sql);
+}
 
 async function backends(admin: ReturnType<typeof postgres>, app: string): Promise<number> {
   const [{ n }] =
@@ -323,21 +334,28 @@ async function backends(admin: ReturnType<typeof postgres>, app: string): Promis
   return n as number;
 }
 
-Deno.test("idle_timeout closes idle connections; they reopen on demand", async () => {
-  await using admin = postgres(url, { max: 1, ...quiet });
-  await using sql = postgres(url, {
-    max: 1,
-    idle_timeout: 0.2,
-    application_name: "pgpipe_idle",
-    ...quiet,
-  });
-  await sql`select 1`;
-  assert.equal(await backends(admin, "pgpipe_idle"), 1);
-  await until("the idle connection closed", async () => await backends(admin, "pgpipe_idle") === 0);
-  assert.equal((await sql`select 2 as two`)[0].two, 2);
-});
+serverTest(
+  SERVER_PROCESS,
+  "idle_timeout closes idle connections; they reopen on demand",
+  async () => {
+    await using admin = postgres(url, { max: 1, ...quiet });
+    await using sql = postgres(url, {
+      max: 1,
+      idle_timeout: 0.2,
+      application_name: "pgpipe_idle",
+      ...quiet,
+    });
+    await sql`select 1`;
+    assert.equal(await backends(admin, "pgpipe_idle"), 1);
+    await until(
+      "the idle connection closed",
+      async () => await backends(admin, "pgpipe_idle") === 0,
+    );
+    assert.equal((await sql`select 2 as two`)[0].two, 2);
+  },
+);
 
-Deno.test("max_lifetime replaces an old connection once it is idle", async () => {
+serverTest(SERVER_PROCESS, "max_lifetime replaces an old connection once it is idle", async () => {
   await using sql = postgres(url, { max: 1, max_lifetime: 0.2, ...quiet });
   const [{ pid: first }] = await sql`select pg_backend_pid() as pid`;
   await delay(300); // past max_lifetime, idle
@@ -345,36 +363,42 @@ Deno.test("max_lifetime replaces an old connection once it is idle", async () =>
   assert.notEqual(second, first);
 });
 
-Deno.test("max_lifetime closes an idle connection when it expires, without another query", async () => {
-  await using admin = postgres(url, { max: 1, ...quiet });
-  await using sql = postgres(url, {
-    max: 1,
-    max_lifetime: 0.2,
-    connection: { application_name: "pgpipe_lifetime" },
-    ...quiet,
-  });
-  await sql`select 1`;
-  assert.equal(await backends(admin, "pgpipe_lifetime"), 1);
-  await until(
-    "the expired idle connection closed",
-    async () => await backends(admin, "pgpipe_lifetime") === 0,
-  );
-  assert.equal((await sql`select 2 as two`)[0].two, 2);
-});
+serverTest(
+  SERVER_PROCESS,
+  "max_lifetime closes an idle connection when it expires, without another query",
+  async () => {
+    await using admin = postgres(url, { max: 1, ...quiet });
+    await using sql = postgres(url, {
+      max: 1,
+      max_lifetime: 0.2,
+      connection: { application_name: "pgpipe_lifetime" },
+      ...quiet,
+    });
+    await sql`select 1`;
+    assert.equal(await backends(admin, "pgpipe_lifetime"), 1);
+    await until(
+      "the expired idle connection closed",
+      async () => await backends(admin, "pgpipe_lifetime") === 0,
+    );
+    assert.equal((await sql`select 2 as two`)[0].two, 2);
+  },
+);
 
 Deno.test("fetch_types: arrays of user-defined types decode into arrays", async () => {
-  await using admin = postgres(url, { max: 1, ...quiet });
-  await admin`drop type if exists pgpipe_mood cascade`;
-  await admin`create type pgpipe_mood as enum ('sad', 'ok', 'happy')`;
+  // One client at a time, so this runs on PGlite's one session too (--pg=pglite).
+  await admin((a) => a`drop type if exists pgpipe_mood cascade`);
+  await admin((a) => a`create type pgpipe_mood as enum ('sad', 'ok', 'happy')`);
   try {
-    await using sql = postgres(url, { max: 1, ...quiet });
-    const [{ moods }] = await sql`select array['ok', 'happy']::pgpipe_mood[] as moods`;
-    assert.deepEqual(moods, ["ok", "happy"]);
+    {
+      await using sql = postgres(url, { max: 1, ...quiet });
+      const [{ moods }] = await sql`select array['ok', 'happy']::pgpipe_mood[] as moods`;
+      assert.deepEqual(moods, ["ok", "happy"]);
+    }
     await using raw = postgres(url, { max: 1, fetch_types: false, ...quiet });
     const [{ moods: text }] = await raw`select array['ok', 'happy']::pgpipe_mood[] as moods`;
     assert.equal(text, "{ok,happy}");
   } finally {
-    await admin`drop type pgpipe_mood`;
+    await admin((a) => a`drop type pgpipe_mood`);
   }
 });
 
@@ -390,20 +414,23 @@ Deno.test("debug sees each query as it is sent; close() is end()", async () => {
   );
 });
 
-Deno.test("max: queries spread over connections, each still pipelining", async () => {
-  await using sql = postgres(url, { max: 3, ...quiet });
-  const rows = await Promise.all(
-    Array.from({ length: 300 }, (_, i) => sql`select ${i}::int as i, pg_backend_pid() as pid`),
-  );
-  assert.deepEqual(rows.map((r) => r[0].i), Array.from({ length: 300 }, (_, i) => i));
-  const pids = new Set(rows.map((r) => r[0].pid));
-  assert.ok(pids.size >= 2 && pids.size <= 3, `${pids.size} connections used`);
-});
+serverTest(
+  SEVERAL_SESSIONS,
+  "max: queries spread over connections, each still pipelining",
+  async () => {
+    await using sql = postgres(url, { max: 3, ...quiet });
+    const rows = await Promise.all(
+      Array.from({ length: 300 }, (_, i) => sql`select ${i}::int as i, pg_backend_pid() as pid`),
+    );
+    assert.deepEqual(rows.map((r) => r[0].i), Array.from({ length: 300 }, (_, i) => i));
+    const pids = new Set(rows.map((r) => r[0].pid));
+    assert.ok(pids.size >= 2 && pids.size <= 3, `${pids.size} connections used`);
+  },
+);
 
 Deno.test("transforms do not reach the driver's own queries (fetch_types with a row transform)", async () => {
-  await using admin = postgres(url, { max: 1, ...quiet });
-  await admin`drop type if exists pgpipe_shape cascade`;
-  await admin`create type pgpipe_shape as enum ('round', 'square')`;
+  await admin((a) => a`drop type if exists pgpipe_shape cascade`);
+  await admin((a) => a`create type pgpipe_shape as enum ('round', 'square')`);
   try {
     await using sql = postgres(url, {
       max: 1,
@@ -416,6 +443,6 @@ Deno.test("transforms do not reach the driver's own queries (fetch_types with a 
     const [row] = await sql`select array['round']::pgpipe_shape[] as shapes`;
     assert.deepEqual(row, { wrapped: { shapes: ["round"] } });
   } finally {
-    await admin`drop type pgpipe_shape`;
+    await admin((a) => a`drop type pgpipe_shape`);
   }
 });

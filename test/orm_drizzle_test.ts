@@ -22,6 +22,8 @@ import { migrate as ormMigrate } from "npm:drizzle-orm@0.45.4/postgres-js/migrat
 import postgresJs, { type Sql as PostgresJsSql } from "npm:postgres@3.4.9";
 import postgres, { type Options, type Sql } from "../mod.ts";
 import { drizzle } from "../drizzle.ts";
+import { migrate } from "../drizzle_migrator.ts";
+import { pglite } from "../pglite.ts";
 import { type DrizzleDriver, drizzleProgram, type Outcome } from "./orm/drizzle_program.ts";
 import { taggedSteps } from "./orm/outcome_codec.ts";
 import { databaseUrl } from "./harness/env.ts";
@@ -110,6 +112,34 @@ for (const [name, options] of variants) {
     assert.equal(diff.length, 0, diff.join("\n\n"));
   });
 }
+
+/** An outcome without the server's source locations (`routine`, `file`, `line` of errors). */
+function withoutSource(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutSource);
+  if (value === null || typeof value !== "object" || value.constructor !== Object) return value;
+  return Object.fromEntries(
+    Object.entries(value).filter(([k]) => k !== "routine" && k !== "file" && k !== "line")
+      .map(([k, v]) => [k, withoutSource(v)]),
+  );
+}
+
+// PGlite is PostgreSQL 18 whatever the server is: its errors name other C routines.
+Deno.test("drizzle: the program over postgres(pglite()), PostgreSQL in this process, gives postgres.js's results on the server", async () => {
+  const want = await expected();
+  assert.deepEqual(failures(want), [], "the program runs cleanly over postgres.js");
+  const sql = postgres(pglite(undefined, quiet));
+  let actual: Record<string, Outcome>;
+  try {
+    actual = await drizzleProgram(sql, { drizzle, migrate } as unknown as DrizzleDriver);
+  } finally {
+    await sql.end();
+  }
+  const diff = differences(
+    withoutSource(actual) as Record<string, unknown>,
+    withoutSource(want) as Record<string, unknown>,
+  );
+  assert.equal(diff.length, 0, diff.join("\n\n"));
+});
 
 /** Runs a script in a Deno process of its own from the repository root: its exit and output. */
 async function child(script: string, args: string[] = []) {

@@ -31,6 +31,7 @@ import { PostgresJSDialect } from "npm:kysely-postgres-js@3.0.0";
 import postgresJs from "npm:postgres@3.4.9";
 import postgres, { PostgresError } from "../mod.ts";
 import { PgpipeDialect } from "../kysely.ts";
+import { pglite } from "../pglite.ts";
 import { type PgpipeConnection, PgpipeDriver } from "../src/kysely/driver.ts";
 import { needsSession } from "../src/kysely/session_statement.ts";
 import { databaseUrl } from "./harness/env.ts";
@@ -688,6 +689,36 @@ Deno.test("one Kysely program gives the same results over postgres.js, kysely-po
     }
     assert.deepStrictEqual(Object.keys(t), Object.keys(reference));
   }
+});
+
+Deno.test("the Kysely program over PgpipeDialect on postgres(pglite()), PostgreSQL in this process, gives postgres.js's results on the server", async () => {
+  let version: number;
+  {
+    await using admin = postgres(url, { max: 1, ...quiet });
+    version = await serverVersion(admin); // both runs take the server's branches
+  }
+  const schema = "kysely_pglite";
+  const reference = await inSchema(schema, async () => {
+    const db = stacks[0].make(schema);
+    try {
+      return await program(db, schema, version);
+    } finally {
+      await db.destroy();
+    }
+  });
+  const sql = postgres(pglite(undefined, { ...quiet, connection: { search_path: schema } }));
+  await sql.unsafe(`create schema ${schema}`);
+  const db = new Kysely<Database>({ dialect: new PgpipeDialect({ postgres: sql }) });
+  let actual: Record<string, unknown>;
+  try {
+    actual = await program(db, schema, version);
+  } finally {
+    await db.destroy();
+  }
+  for (const name of Object.keys(reference)) {
+    assert.deepStrictEqual(actual[name], reference[name], `on PGlite: step "${name}"`);
+  }
+  assert.deepStrictEqual(Object.keys(actual), Object.keys(reference));
 });
 
 /** A PgpipeDialect Kysely over a new pgpipe client of `max` connections. */

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import * as net from "node:net";
-import postgres from "../mod.ts";
+import postgres from "./harness/postgres.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { quiet } from "./harness/connect.ts";
 import { delay, until, within } from "./harness/wait.ts";

@@ -4,7 +4,7 @@
 // servers for the bytes, and against the real one (whatever `deno task test --pg=N` started) for
 // the behaviour; PostgreSQL 18's oauth method on a cluster of its own.
 import assert from "node:assert/strict";
-import postgres, { ConnectionError, type Options, PostgresError } from "../mod.ts";
+import postgres, { ConnectionError, type Options, PostgresError } from "./harness/postgres.ts";
 import { startCluster } from "./harness/cluster.ts";
 import { assertConnectionError, failure, quiet } from "./harness/connect.ts";
 import { databaseUrl, plainCluster, tlsCluster } from "./harness/env.ts";
@@ -24,6 +24,7 @@ import {
 import { tapProxy } from "./harness/tap_proxy.ts";
 import { serverVersion, withEnv } from "./harness/util.ts";
 import { until, untilRunning, within } from "./harness/wait.ts";
+import { CANCEL, serverTest } from "./harness/pglite_mode.ts";
 
 const PROTOCOL_3_0 = 196608;
 const PROTOCOL_3_2 = 196610;
@@ -190,7 +191,7 @@ const url = (() => {
   }
 })();
 
-Deno.test({
+serverTest(CANCEL, {
   name:
     "max_protocol_version 3.2 on the test server: 18 gives a 32-byte cancel key, older ones negotiate 3.0; queries and cancel work either way",
   ignore: url === undefined,

@@ -6,6 +6,7 @@
 // ends with one line per version.
 import { type Cluster, type ClusterInfo, startCluster } from "./harness/cluster.ts";
 import { findPgBin, PG_BIN_ENV, PG_MATRIX, PG_VERSION_ENV, pgBin } from "./harness/server_bin.ts";
+import { runPglite } from "./harness/pglite_run.ts";
 
 // `deno test` flags whose value is a separate argument (so it is not mistaken for a path).
 const VALUE_FLAGS = new Set(["--filter", "--reporter", "--junit-path", "--config", "-c"]);
@@ -44,6 +45,10 @@ function splitPg(args: string[]): { versions: string[]; rest: string[] } {
 
 async function main(): Promise<number> {
   const { versions, rest } = splitPg(Deno.args);
+  // In process, no cluster: see harness/pglite_run.ts.
+  if (versions.length === 1 && versions[0] === "pglite") {
+    return await runPglite(rest, testArgs, relay);
+  }
   if (versions.length > 1) return await matrix(versions, rest);
   return await runOnce(versions[0], rest);
 }

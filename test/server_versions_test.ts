@@ -3,7 +3,7 @@
 // any other statement, pipelined and in a transaction; an older server refuses them cleanly and
 // the connection goes on.
 import assert from "node:assert/strict";
-import postgres, { PostgresError, type Sql } from "../mod.ts";
+import postgres, { PostgresError, type Sql } from "./harness/postgres.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { serverVersion } from "./harness/util.ts";
 

@@ -1,13 +1,14 @@
 /** Transactions, savepoints, reserved connections and LISTEN/NOTIFY against a real server. */
 import assert from "node:assert/strict";
-import postgres, { PostgresError, QueryError } from "../mod.ts";
+import postgres, { PostgresError, QueryError } from "./harness/postgres.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { until } from "./harness/wait.ts";
+import { SERVER_PROCESS, serverTest, SEVERAL_SESSIONS } from "./harness/pglite_mode.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
 
-Deno.test("begin commits on success and rolls back on a throw", async () => {
+serverTest(SEVERAL_SESSIONS, "begin commits on success and rolls back on a throw", async () => {
   await using sql = postgres(url, { max: 2, ...quiet });
   await sql`create table if not exists tx_a (x int)`;
   await sql`truncate tx_a`;
@@ -96,9 +97,8 @@ Deno.test("await using a transaction rolls back unless committed", async () => {
 
 Deno.test("a transaction's connection is never shared while it is open", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
-  await using other = postgres(url, { max: 1, ...quiet });
-  await other`create table if not exists tx_c (x int)`;
-  await other`truncate tx_c`;
+  await sql`create table if not exists tx_c (x int)`;
+  await sql`truncate tx_c`;
   let outside: Promise<{ n: number; xid: unknown }[]> | null = null;
   await sql.begin(async (tx) => {
     await tx`insert into tx_c values (1)`;
@@ -113,32 +113,36 @@ Deno.test("a transaction's connection is never shared while it is open", async (
   const [row] = await outside!;
   assert.equal(row.n, 2, "the outside query saw the committed rows, so it ran after the commit");
   assert.equal(row.xid, null, "it did not run inside the transaction");
-  await other`drop table tx_c`;
+  await sql`drop table tx_c`;
 });
 
-Deno.test("reserve gives one connection to one caller; release returns it", async () => {
-  await using sql = postgres(url, { max: 2, ...quiet });
-  const reserved = await sql.reserve();
-  const [{ pid }] = await reserved`select pg_backend_pid() as pid`;
-  const pids = await Promise.all(
-    Array.from({ length: 20 }, () => sql`select pg_backend_pid() as pid`),
-  );
-  assert.ok(pids.every((r) => r[0].pid !== pid), "shared queries avoid the reserved connection");
-  await reserved`begin`;
-  await reserved`set local application_name = 'inside'`;
-  reserved.release(); // left inside a transaction: rolled back before reuse
-  const rows = await Promise.all(
-    Array.from({ length: 20 }, () => sql`select current_setting('application_name') as app`),
-  );
-  assert.ok(
-    rows.every((r) => r[0].app === "pgpipe"),
-    "no query ran inside the abandoned transaction",
-  );
-  {
-    await using r2 = await sql.reserve();
-    assert.equal((await r2`select 1 as one`)[0].one, 1);
-  }
-});
+serverTest(
+  SEVERAL_SESSIONS,
+  "reserve gives one connection to one caller; release returns it",
+  async () => {
+    await using sql = postgres(url, { max: 2, ...quiet });
+    const reserved = await sql.reserve();
+    const [{ pid }] = await reserved`select pg_backend_pid() as pid`;
+    const pids = await Promise.all(
+      Array.from({ length: 20 }, () => sql`select pg_backend_pid() as pid`),
+    );
+    assert.ok(pids.every((r) => r[0].pid !== pid), "shared queries avoid the reserved connection");
+    await reserved`begin`;
+    await reserved`set local application_name = 'inside'`;
+    reserved.release(); // left inside a transaction: rolled back before reuse
+    const rows = await Promise.all(
+      Array.from({ length: 20 }, () => sql`select current_setting('application_name') as app`),
+    );
+    assert.ok(
+      rows.every((r) => r[0].app === "pgpipe"),
+      "no query ran inside the abandoned transaction",
+    );
+    {
+      await using r2 = await sql.reserve();
+      assert.equal((await r2`select 1 as one`)[0].one, 1);
+    }
+  },
+);
 
 Deno.test("listen and notify; payloads arrive in order; unlisten stops them", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
@@ -163,13 +167,17 @@ Deno.test("listen and notify; payloads arrive in order; unlisten stops them", as
   assert.deepEqual(got, ["m0", "m1", "m2", "m3", "m4"]);
 });
 
-Deno.test("listeners survive the listening connection being terminated", async () => {
-  await using sql = postgres(url, { max: 1, ...quiet });
-  const got: string[] = [];
-  let listens = 0;
-  const { state } = await sql.listen("pgpipe_reconnect", (p) => got.push(p), () => listens++);
-  await sql`select pg_terminate_backend(${state.pid})`;
-  await until("the listener's second onlisten", () => listens === 2);
-  await sql.notify("pgpipe_reconnect", "back");
-  await until("the notification after the reconnect", () => got.includes("back"));
-});
+serverTest(
+  SERVER_PROCESS,
+  "listeners survive the listening connection being terminated",
+  async () => {
+    await using sql = postgres(url, { max: 1, ...quiet });
+    const got: string[] = [];
+    let listens = 0;
+    const { state } = await sql.listen("pgpipe_reconnect", (p) => got.push(p), () => listens++);
+    await sql`select pg_terminate_backend(${state.pid})`;
+    await until("the listener's second onlisten", () => listens === 2);
+    await sql.notify("pgpipe_reconnect", "back");
+    await until("the notification after the reconnect", () => got.includes("back"));
+  },
+);

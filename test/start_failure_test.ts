@@ -4,7 +4,7 @@
  * connect_timeout clock.
  */
 import assert from "node:assert/strict";
-import postgres, { ConnectionError, type DenoLikeConn } from "../mod.ts";
+import postgres, { ConnectionError, type DenoLikeConn } from "./harness/postgres.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { quiet } from "./harness/connect.ts";
 import { until, within } from "./harness/wait.ts";

@@ -1,9 +1,10 @@
 /** Cursors, forEach, describe, COPY streams and cancellation against a real server. */
 import assert from "node:assert/strict";
-import postgres, { CLOSE, PostgresError, QueryError } from "../mod.ts";
+import postgres, { CLOSE, PostgresError, QueryError } from "./harness/postgres.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { cancelRelay, type HeldCancel } from "./harness/cancel_relay.ts";
 import { untilSleeping, within } from "./harness/wait.ts";
+import { CANCEL, serverTest } from "./harness/pglite_mode.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -172,54 +173,66 @@ Deno.test("COPY TO STDOUT: cancelling the reader drains the rest; the connection
   assert.equal((await sql`select 8 as eight`)[0].eight, 8);
 });
 
-Deno.test("cancel: a running query is cancelled; its pipelined neighbours are not", async () => {
-  await using sql = postgres(url, { max: 1, ...quiet });
-  await using admin = postgres(url, { max: 1, ...quiet });
-  const before = sql`select 1 as x, pg_backend_pid() as pid`.execute();
-  const slow = sql`select pg_sleep(5) as s`.execute();
-  const after = Array.from({ length: 20 }, (_, i) => sql`select ${i}::int as i`.execute());
-  await untilSleeping(admin, (await before)[0].pid as number);
-  slow.cancel();
-  await assert.rejects(slow, (e) => e instanceof PostgresError && e.code === "57014");
-  assert.equal((await before)[0].x, 1);
-  const rows = await Promise.all(after);
-  assert.deepEqual(rows.map((r) => r[0].i), Array.from({ length: 20 }, (_, i) => i));
-});
+serverTest(
+  CANCEL,
+  "cancel: a running query is cancelled; its pipelined neighbours are not",
+  async () => {
+    await using sql = postgres(url, { max: 1, ...quiet });
+    await using admin = postgres(url, { max: 1, ...quiet });
+    const before = sql`select 1 as x, pg_backend_pid() as pid`.execute();
+    const slow = sql`select pg_sleep(5) as s`.execute();
+    const after = Array.from({ length: 20 }, (_, i) => sql`select ${i}::int as i`.execute());
+    await untilSleeping(admin, (await before)[0].pid as number);
+    slow.cancel();
+    await assert.rejects(slow, (e) => e instanceof PostgresError && e.code === "57014");
+    assert.equal((await before)[0].x, 1);
+    const rows = await Promise.all(after);
+    assert.deepEqual(rows.map((r) => r[0].i), Array.from({ length: 20 }, (_, i) => i));
+  },
+);
 
-Deno.test("cancel: a query queued behind a slow one is cancelled when it starts; not-yet-sent ones are dropped", async () => {
-  await using sql = postgres(url, { max: 1, max_pipeline: 2, ...quiet });
-  await using admin = postgres(url, { max: 1, ...quiet });
-  // Connected: the queries below are written at once, not queued in the pool.
-  const [{ pid }] = await sql`select pg_backend_pid() as pid`;
-  const slow = sql`select pg_sleep(0.2) as s`.execute();
-  const target = sql`select pg_sleep(5) as s`.execute();
-  const waiting = sql`select 'never' as x`.execute(); // past max_pipeline: waits locally
-  await untilSleeping(admin, pid); // slow, as a rule (target, if this looked late: the same)
-  waiting.cancel();
-  target.cancel();
-  await assert.rejects(waiting, (e) => e instanceof PostgresError && e.code === "57014");
-  await assert.rejects(target, (e) => e instanceof PostgresError && e.code === "57014");
-  await slow;
-  const unsent = sql`select 1`;
-  unsent.cancel();
-  await assert.rejects(unsent, (e) => e instanceof PostgresError && e.code === "57014");
-});
+serverTest(
+  CANCEL,
+  "cancel: a query queued behind a slow one is cancelled when it starts; not-yet-sent ones are dropped",
+  async () => {
+    await using sql = postgres(url, { max: 1, max_pipeline: 2, ...quiet });
+    await using admin = postgres(url, { max: 1, ...quiet });
+    // Connected: the queries below are written at once, not queued in the pool.
+    const [{ pid }] = await sql`select pg_backend_pid() as pid`;
+    const slow = sql`select pg_sleep(0.2) as s`.execute();
+    const target = sql`select pg_sleep(5) as s`.execute();
+    const waiting = sql`select 'never' as x`.execute(); // past max_pipeline: waits locally
+    await untilSleeping(admin, pid); // slow, as a rule (target, if this looked late: the same)
+    waiting.cancel();
+    target.cancel();
+    await assert.rejects(waiting, (e) => e instanceof PostgresError && e.code === "57014");
+    await assert.rejects(target, (e) => e instanceof PostgresError && e.code === "57014");
+    await slow;
+    const unsent = sql`select 1`;
+    unsent.cancel();
+    await assert.rejects(unsent, (e) => e instanceof PostgresError && e.code === "57014");
+  },
+);
 
-Deno.test("AbortSignal: aborting rejects with the signal's reason, before or during the query", async () => {
-  await using sql = postgres(url, { max: 1, ...quiet });
-  await using admin = postgres(url, { max: 1, ...quiet });
-  const early = AbortSignal.abort(new Error("too late"));
-  await assert.rejects(sql`select 1`.signal(early), /too late/);
-  const [{ pid }] = await sql`select pg_backend_pid() as pid`;
-  const controller = new AbortController();
-  const running = sql`select pg_sleep(5)`.signal(controller.signal).execute();
-  await untilSleeping(admin, pid);
-  controller.abort(new Error("user left"));
-  await assert.rejects(running, /user left/);
-  const timed = sql`select pg_sleep(5)`.signal(AbortSignal.timeout(100));
-  await assert.rejects(timed, (e) => e instanceof DOMException && e.name === "TimeoutError");
-  assert.equal((await sql`select 5 as five`)[0].five, 5);
-});
+serverTest(
+  CANCEL,
+  "AbortSignal: aborting rejects with the signal's reason, before or during the query",
+  async () => {
+    await using sql = postgres(url, { max: 1, ...quiet });
+    await using admin = postgres(url, { max: 1, ...quiet });
+    const early = AbortSignal.abort(new Error("too late"));
+    await assert.rejects(sql`select 1`.signal(early), /too late/);
+    const [{ pid }] = await sql`select pg_backend_pid() as pid`;
+    const controller = new AbortController();
+    const running = sql`select pg_sleep(5)`.signal(controller.signal).execute();
+    await untilSleeping(admin, pid);
+    controller.abort(new Error("user left"));
+    await assert.rejects(running, /user left/);
+    const timed = sql`select pg_sleep(5)`.signal(AbortSignal.timeout(100));
+    await assert.rejects(timed, (e) => e instanceof DOMException && e.name === "TimeoutError");
+    assert.equal((await sql`select 5 as five`)[0].five, 5);
+  },
+);
 
 // A CancelRequest's signals can land at any time until the server closes its socket (see
 // test/harness/cancel_relay.ts): on PostgreSQL up to 17 a second SIGINT may reach the backend
@@ -252,26 +265,30 @@ async function relayedSession() {
   };
 }
 
-Deno.test("cancel: a second signal of the same CancelRequest hitting the next query re-runs it", async () => {
-  await using session = await relayedSession();
-  const { relay, sql, admin, pid } = session;
-  await sql`create temp sequence stray_cancel_runs`;
-  const controller = new AbortController();
-  const running = sql`select pg_sleep(30)`.signal(controller.signal).execute();
-  await untilSleeping(admin, pid);
-  controller.abort(new Error("user left"));
-  const cancel = await relay.next();
-  await cancel.deliver(); // the first SIGINT: the query it was meant for stops
-  await assert.rejects(running, /user left/);
-  const innocent = sql`select nextval('stray_cancel_runs')::int as run, pg_sleep(0.2)`.execute();
-  await untilSleeping(admin, pid);
-  await cancel.deliver(); // the second SIGINT lands on the innocent query
-  cancel.close();
-  const [{ run }] = await innocent;
-  // At least twice: the server may itself split this delivery's signals around a run again.
-  assert.ok(run >= 2, `hit, then run again (run ${run})`);
-  assert.equal((await sql`select 5 as five`)[0].five, 5);
-});
+serverTest(
+  CANCEL,
+  "cancel: a second signal of the same CancelRequest hitting the next query re-runs it",
+  async () => {
+    await using session = await relayedSession();
+    const { relay, sql, admin, pid } = session;
+    await sql`create temp sequence stray_cancel_runs`;
+    const controller = new AbortController();
+    const running = sql`select pg_sleep(30)`.signal(controller.signal).execute();
+    await untilSleeping(admin, pid);
+    controller.abort(new Error("user left"));
+    const cancel = await relay.next();
+    await cancel.deliver(); // the first SIGINT: the query it was meant for stops
+    await assert.rejects(running, /user left/);
+    const innocent = sql`select nextval('stray_cancel_runs')::int as run, pg_sleep(0.2)`.execute();
+    await untilSleeping(admin, pid);
+    await cancel.deliver(); // the second SIGINT lands on the innocent query
+    cancel.close();
+    const [{ run }] = await innocent;
+    // At least twice: the server may itself split this delivery's signals around a run again.
+    assert.ok(run >= 2, `hit, then run again (run ${run})`);
+    assert.equal((await sql`select 5 as five`)[0].five, 5);
+  },
+);
 
 /**
  * A message locale the server translates (see test/harness/cluster.ts: C.UTF-8 reads LANGUAGE),
@@ -294,7 +311,7 @@ if (translated === null) {
   );
 }
 
-Deno.test({
+serverTest(CANCEL, {
   name:
     "cancel: with lc_messages translated, a stray signal is still recognised and its query re-run",
   ignore: translated === null,
@@ -321,80 +338,96 @@ Deno.test({
   },
 });
 
-Deno.test("cancel: a 57014 a function raises is its own error, never taken for a stray cancel", async () => {
-  await using session = await relayedSession();
-  const { sql } = session;
-  await sql`create temp sequence raised_cancel_runs`;
-  const cancel = await session.cancelSleep(); // still open: any query may yet be hit
-  const raised = sql.unsafe(`do $$ begin
+serverTest(
+  CANCEL,
+  "cancel: a 57014 a function raises is its own error, never taken for a stray cancel",
+  async () => {
+    await using session = await relayedSession();
+    const { sql } = session;
+    await sql`create temp sequence raised_cancel_runs`;
+    const cancel = await session.cancelSleep(); // still open: any query may yet be hit
+    const raised = sql.unsafe(`do $$ begin
       perform nextval('raised_cancel_runs');
       raise exception 'canceling statement due to user request' using errcode = '57014';
     end $$`).execute();
-  let e: unknown;
-  try {
-    e = await within(raised.catch((e) => e), 5000, "the raising query");
-  } finally {
+    let e: unknown;
+    try {
+      e = await within(raised.catch((e) => e), 5000, "the raising query");
+    } finally {
+      cancel.close();
+    }
+    assert.ok(e instanceof PostgresError && e.code === "57014", String(e));
+    assert.equal(e.routine, "exec_stmt_raise");
+    const [{ runs }] = await sql`select last_value::int as runs from raised_cancel_runs`;
+    assert.equal(runs, 1, "run once, not again as if a cancel had hit it");
+  },
+);
+
+serverTest(
+  CANCEL,
+  "cancel: a stray signal inside a transaction rejects the query it hit with a clear 57014",
+  async () => {
+    await using session = await relayedSession();
+    const { sql, admin, pid } = session;
+    const cancel = await session.cancelSleep();
+    const failed = sql.begin(async (tx) => {
+      await tx`select 1`;
+      const hit = tx`select pg_sleep(5)`.execute();
+      await untilSleeping(admin, pid);
+      await cancel.deliver();
+      await hit;
+    });
+    await assert.rejects(failed, (e) =>
+      e instanceof PostgresError && e.code === "57014" &&
+      /a cancel this connection sent for another query/.test(e.detail ?? ""));
     cancel.close();
-  }
-  assert.ok(e instanceof PostgresError && e.code === "57014", String(e));
-  assert.equal(e.routine, "exec_stmt_raise");
-  const [{ runs }] = await sql`select last_value::int as runs from raised_cancel_runs`;
-  assert.equal(runs, 1, "run once, not again as if a cancel had hit it");
-});
+    assert.equal((await sql`select 6 as six`)[0].six, 6);
+  },
+);
 
-Deno.test("cancel: a stray signal inside a transaction rejects the query it hit with a clear 57014", async () => {
-  await using session = await relayedSession();
-  const { sql, admin, pid } = session;
-  const cancel = await session.cancelSleep();
-  const failed = sql.begin(async (tx) => {
-    await tx`select 1`;
-    const hit = tx`select pg_sleep(5)`.execute();
+serverTest(
+  CANCEL,
+  "cancel: a query stopped by a stray signal and cancelled before it goes again is not re-run",
+  async () => {
+    await using session = await relayedSession();
+    const { relay, sql, admin, pid } = session;
+    const cancel = await session.cancelSleep();
+    const controller = new AbortController();
+    const innocent = sql`select pg_sleep(5)`.signal(controller.signal).execute();
     await untilSleeping(admin, pid);
-    await cancel.deliver();
-    await hit;
-  });
-  await assert.rejects(failed, (e) =>
-    e instanceof PostgresError && e.code === "57014" &&
-    /a cancel this connection sent for another query/.test(e.detail ?? ""));
-  cancel.close();
-  assert.equal((await sql`select 6 as six`)[0].six, 6);
-});
+    const pause = relay.pauseAfterCancelError();
+    await cancel.deliver(); // stops the innocent query: the driver means to send it again
+    await pause.reached; // its ErrorResponse is read, its ReadyForQuery not yet
+    controller.abort(new Error("gave up"));
+    pause.release();
+    const started = Date.now();
+    await assert.rejects(innocent, /gave up/);
+    assert.ok(Date.now() - started < 4000, "rejected at once, not after running again");
+    cancel.close();
+    assert.equal((await sql`select 7 as seven`)[0].seven, 7);
+  },
+);
 
-Deno.test("cancel: a query stopped by a stray signal and cancelled before it goes again is not re-run", async () => {
-  await using session = await relayedSession();
-  const { relay, sql, admin, pid } = session;
-  const cancel = await session.cancelSleep();
-  const controller = new AbortController();
-  const innocent = sql`select pg_sleep(5)`.signal(controller.signal).execute();
-  await untilSleeping(admin, pid);
-  const pause = relay.pauseAfterCancelError();
-  await cancel.deliver(); // stops the innocent query: the driver means to send it again
-  await pause.reached; // its ErrorResponse is read, its ReadyForQuery not yet
-  controller.abort(new Error("gave up"));
-  pause.release();
-  const started = Date.now();
-  await assert.rejects(innocent, /gave up/);
-  assert.ok(Date.now() - started < 4000, "rejected at once, not after running again");
-  cancel.close();
-  assert.equal((await sql`select 7 as seven`)[0].seven, 7);
-});
-
-Deno.test("cancel: once a cancel that landed on an idle backend is done, another session's cancel still rejects", async () => {
-  await using session = await relayedSession();
-  const { relay, sql, admin, pid } = session;
-  const quick = sql`select pg_sleep(0.2) as s`.execute();
-  await untilSleeping(admin, pid);
-  quick.cancel();
-  const cancel = await relay.next();
-  await quick; // it finished before the server got the cancel
-  await cancel.deliver(); // the backend is idle: the server ignores it
-  cancel.close();
-  await cancel.finished;
-  const slow = sql`select pg_sleep(3)`.execute();
-  await untilSleeping(admin, pid);
-  await admin`select pg_cancel_backend(${pid})`;
-  await assert.rejects(slow, (e) => e instanceof PostgresError && e.code === "57014");
-});
+serverTest(
+  CANCEL,
+  "cancel: once a cancel that landed on an idle backend is done, another session's cancel still rejects",
+  async () => {
+    await using session = await relayedSession();
+    const { relay, sql, admin, pid } = session;
+    const quick = sql`select pg_sleep(0.2) as s`.execute();
+    await untilSleeping(admin, pid);
+    quick.cancel();
+    const cancel = await relay.next();
+    await quick; // it finished before the server got the cancel
+    await cancel.deliver(); // the backend is idle: the server ignores it
+    cancel.close();
+    await cancel.finished;
+    const slow = sql`select pg_sleep(3)`.execute();
+    await untilSleeping(admin, pid);
+    await admin`select pg_cancel_backend(${pid})`;
+    await assert.rejects(slow, (e) => e instanceof PostgresError && e.code === "57014");
+  },
+);
 
 Deno.test("cursor on sql.unsafe text still reads in batches (extended protocol)", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
@@ -418,50 +451,54 @@ Deno.test("COPY FROM STDIN awaited as a plain query is refused, not hung (both p
   assert.deepEqual([after[0][0].a, after[1][0].b], [1, 2]);
 });
 
-Deno.test("cancel: a query cancelled while its connection starts stays cancelled when that start fails", async () => {
-  // A server that asks for a password, takes it (and the queries riding with it), then, once the
-  // test has cancelled, closes: nothing ran, so the pool hands the others to the next connection.
-  const dead = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  let gotPassword!: () => void;
-  const passwordIn = new Promise<void>((r) => gotPassword = r);
-  let release!: () => void;
-  const released = new Promise<void>((r) => release = r);
-  const serving = (async () => {
-    const c = await dead.accept();
-    const buf = new Uint8Array(4096);
-    await c.read(buf); // the startup message
-    await c.write(new Uint8Array([0x52, 0, 0, 0, 8, 0, 0, 0, 3])); // AuthenticationCleartextPassword
-    await c.read(buf); // the password, and the queries behind it
-    gotPassword();
-    await released;
-    c.close();
-  })();
-  const real = new URL(url);
-  const table = `cancel_starting_${Date.now()}`;
-  await using admin = postgres(url, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create table ${table} (n int)`);
-  try {
-    let calls = 0;
-    await using sql = postgres(url, {
-      max: 1,
-      fetch_types: false,
-      password: "unused under trust",
-      socket: () =>
-        ++calls === 1
-          ? Deno.connect({ hostname: "127.0.0.1", port: (dead.addr as Deno.NetAddr).port })
-          : Deno.connect({ hostname: real.hostname, port: Number(real.port || 5432) }),
-    });
-    const insert = sql.unsafe(`insert into ${table} values (1)`, []);
-    const running = insert.execute();
-    await passwordIn;
-    insert.cancel();
-    release();
-    await assert.rejects(running, (e) => e instanceof PostgresError && e.code === "57014");
-    const [{ n }] = await sql.unsafe(`select count(*)::int as n from ${table}`);
-    assert.equal(n, 0, "the cancelled insert ran on the next connection");
-  } finally {
-    await serving;
-    dead.close();
-    await admin.unsafe(`drop table ${table}`);
-  }
-});
+serverTest(
+  CANCEL,
+  "cancel: a query cancelled while its connection starts stays cancelled when that start fails",
+  async () => {
+    // A server that asks for a password, takes it (and the queries riding with it), then, once the
+    // test has cancelled, closes: nothing ran, so the pool hands the others to the next connection.
+    const dead = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    let gotPassword!: () => void;
+    const passwordIn = new Promise<void>((r) => gotPassword = r);
+    let release!: () => void;
+    const released = new Promise<void>((r) => release = r);
+    const serving = (async () => {
+      const c = await dead.accept();
+      const buf = new Uint8Array(4096);
+      await c.read(buf); // the startup message
+      await c.write(new Uint8Array([0x52, 0, 0, 0, 8, 0, 0, 0, 3])); // AuthenticationCleartextPassword
+      await c.read(buf); // the password, and the queries behind it
+      gotPassword();
+      await released;
+      c.close();
+    })();
+    const real = new URL(url);
+    const table = `cancel_starting_${Date.now()}`;
+    await using admin = postgres(url, { max: 1, onnotice: () => {} });
+    await admin.unsafe(`create table ${table} (n int)`);
+    try {
+      let calls = 0;
+      await using sql = postgres(url, {
+        max: 1,
+        fetch_types: false,
+        password: "unused under trust",
+        socket: () =>
+          ++calls === 1
+            ? Deno.connect({ hostname: "127.0.0.1", port: (dead.addr as Deno.NetAddr).port })
+            : Deno.connect({ hostname: real.hostname, port: Number(real.port || 5432) }),
+      });
+      const insert = sql.unsafe(`insert into ${table} values (1)`, []);
+      const running = insert.execute();
+      await passwordIn;
+      insert.cancel();
+      release();
+      await assert.rejects(running, (e) => e instanceof PostgresError && e.code === "57014");
+      const [{ n }] = await sql.unsafe(`select count(*)::int as n from ${table}`);
+      assert.equal(n, 0, "the cancelled insert ran on the next connection");
+    } finally {
+      await serving;
+      dead.close();
+      await admin.unsafe(`drop table ${table}`);
+    }
+  },
+);

@@ -5,10 +5,11 @@
  * connection is lost in the middle of it.
  */
 import assert from "node:assert/strict";
-import postgres, { ConnectionError, PostgresError } from "../mod.ts";
+import postgres, { ConnectionError, PostgresError } from "./harness/postgres.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { tapProxy } from "./harness/tap_proxy.ts";
 import { untilSleeping } from "./harness/wait.ts";
+import { CANCEL, NETWORK, SERVER_PROCESS, serverTest } from "./harness/pglite_mode.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -24,32 +25,36 @@ function assertSkipped(e: unknown, causeCode: string): PostgresError {
   return e;
 }
 
-Deno.test("transaction batch: 200 queries written together carry one Sync; outside a transaction one each", async () => {
-  await using proxy = tapProxy(url);
-  const { sql, state } = proxy;
-  await sql`select 1`;
-  state.recording = true;
-  const inside = await sql.begin(async (tx) => {
-    await tx`create temp table batch_sync (x int)`;
+serverTest(
+  NETWORK,
+  "transaction batch: 200 queries written together carry one Sync; outside a transaction one each",
+  async () => {
+    await using proxy = tapProxy(url);
+    const { sql, state } = proxy;
+    await sql`select 1`;
+    state.recording = true;
+    const inside = await sql.begin(async (tx) => {
+      await tx`create temp table batch_sync (x int)`;
+      state.bytes = [];
+      const done = await Promise.all(
+        Array.from({ length: 200 }, (_, i) => tx`insert into batch_sync values (${i})`),
+      );
+      const types = proxy.types();
+      const [{ n }] = await tx`select count(*)::int as n from batch_sync`;
+      assert.equal(n, 200);
+      return { done: done.length, types };
+    });
+    assert.equal(inside.done, 200);
+    assert.equal(inside.types.filter((t) => t === "E").length, 200, "200 Executes");
+    assert.deepEqual(inside.types.filter((t) => t === "S"), ["S"], "one Sync for the batch");
+    assert.equal(inside.types.at(-1), "S");
     state.bytes = [];
-    const done = await Promise.all(
-      Array.from({ length: 200 }, (_, i) => tx`insert into batch_sync values (${i})`),
-    );
-    const types = proxy.types();
-    const [{ n }] = await tx`select count(*)::int as n from batch_sync`;
-    assert.equal(n, 200);
-    return { done: done.length, types };
-  });
-  assert.equal(inside.done, 200);
-  assert.equal(inside.types.filter((t) => t === "E").length, 200, "200 Executes");
-  assert.deepEqual(inside.types.filter((t) => t === "S"), ["S"], "one Sync for the batch");
-  assert.equal(inside.types.at(-1), "S");
-  state.bytes = [];
-  await Promise.all(Array.from({ length: 50 }, (_, i) => sql`select ${i}::int`));
-  state.recording = false;
-  const outside = proxy.types();
-  assert.equal(outside.filter((t) => t === "S").length, 50, "outside a transaction: a Sync each");
-});
+    await Promise.all(Array.from({ length: 50 }, (_, i) => sql`select ${i}::int`));
+    state.recording = false;
+    const outside = proxy.types();
+    assert.equal(outside.filter((t) => t === "S").length, 50, "outside a transaction: a Sync each");
+  },
+);
 
 Deno.test("transaction batch: an error mid-batch fails that query with its error and the rest with 25P02, earlier ones resolve", async () => {
   await using sql = postgres(url, { max: 1, ...quiet });
@@ -139,81 +144,100 @@ Deno.test("transaction batch: tx.savepoint inside a batch rolls back only its ow
   assert.deepEqual(rows.map((r) => r.x), [1, 3]);
 });
 
-Deno.test("transaction batch: a cancel mid-batch fails the running query with 57014 and skips the rest", async () => {
-  await using sql = postgres(url, { max: 1, ...quiet });
-  await using admin = postgres(url, { max: 1, ...quiet });
-  const outcomes: PromiseSettledResult<unknown>[] = [];
-  const result = await sql.begin(async (tx) => {
-    const [{ pid }] = await tx`select pg_backend_pid() as pid`;
-    const slow = tx`select pg_sleep(30)`;
-    const all = Promise.allSettled([tx`select 1 as x`, slow, tx`select 2 as x`, tx`select 3 as x`]);
-    await untilSleeping(admin, pid);
-    slow.cancel();
-    outcomes.push(...await all);
-    return "callback finished";
-  });
-  // As with postgres.js, COMMIT of an aborted block is answered as a ROLLBACK, not an error.
-  assert.equal(result, "callback finished");
-  assert.equal(outcomes[0].status, "fulfilled");
-  const cancelled = (outcomes[1] as PromiseRejectedResult).reason;
-  assert.ok(cancelled instanceof PostgresError);
-  assert.equal(cancelled.code, "57014");
-  assertSkipped((outcomes[2] as PromiseRejectedResult).reason, "57014");
-  assertSkipped((outcomes[3] as PromiseRejectedResult).reason, "57014");
-  const [{ ok }] = await sql`select true as ok`;
-  assert.equal(ok, true);
-});
-
-Deno.test("transaction batch: cancelling a query behind the running one rejects it with 57014 (or its signal's reason)", async () => {
-  await using sql = postgres(url, { max: 1, ...quiet });
-  await using admin = postgres(url, { max: 1, ...quiet });
-  for (const how of ["cancel()", "signal"] as const) {
+serverTest(
+  CANCEL,
+  "transaction batch: a cancel mid-batch fails the running query with 57014 and skips the rest",
+  async () => {
+    await using sql = postgres(url, { max: 1, ...quiet });
+    await using admin = postgres(url, { max: 1, ...quiet });
     const outcomes: PromiseSettledResult<unknown>[] = [];
-    const abort = new AbortController();
-    const reason = new Error("caller gave up");
-    await sql.begin(async (tx) => {
+    const result = await sql.begin(async (tx) => {
       const [{ pid }] = await tx`select pg_backend_pid() as pid`;
-      const behind = how === "signal" ? tx`select 2 as x`.signal(abort.signal) : tx`select 2 as x`;
-      const all = Promise.allSettled([tx`select pg_sleep(30)`, behind, tx`select 3 as x`]);
+      const slow = tx`select pg_sleep(30)`;
+      const all = Promise.allSettled([
+        tx`select 1 as x`,
+        slow,
+        tx`select 2 as x`,
+        tx`select 3 as x`,
+      ]);
       await untilSleeping(admin, pid);
-      if (how === "signal") abort.abort(reason);
-      else behind.cancel();
+      slow.cancel();
       outcomes.push(...await all);
+      return "callback finished";
     });
-    // The cancel can only stop what the server runs: the sleep ahead of the target.
-    const running = (outcomes[0] as PromiseRejectedResult).reason;
-    assert.ok(running instanceof PostgresError);
-    assert.equal(running.code, "57014");
-    const target = (outcomes[1] as PromiseRejectedResult).reason;
-    if (how === "signal") assert.equal(target, reason, "rejects with the signal's reason");
-    else {
-      assert.ok(target instanceof PostgresError);
-      assert.equal(target.code, "57014", "the cancelled query reports a cancel, not 25P02");
-      assert.match(target.detail ?? "", /stopped its batch/);
-    }
+    // As with postgres.js, COMMIT of an aborted block is answered as a ROLLBACK, not an error.
+    assert.equal(result, "callback finished");
+    assert.equal(outcomes[0].status, "fulfilled");
+    const cancelled = (outcomes[1] as PromiseRejectedResult).reason;
+    assert.ok(cancelled instanceof PostgresError);
+    assert.equal(cancelled.code, "57014");
     assertSkipped((outcomes[2] as PromiseRejectedResult).reason, "57014");
-  }
-});
+    assertSkipped((outcomes[3] as PromiseRejectedResult).reason, "57014");
+    const [{ ok }] = await sql`select true as ok`;
+    assert.equal(ok, true);
+  },
+);
 
-Deno.test("transaction batch: the connection lost mid-batch rejects every query of it and begin", async () => {
-  await using sql = postgres(url, { max: 2, ...quiet });
-  await using admin = postgres(url, { max: 1, ...quiet });
-  let all: Promise<PromiseSettledResult<unknown>[]> | undefined;
-  const err = await sql.begin(async (tx) => {
-    const [{ pid }] = await tx`select pg_backend_pid() as pid`;
-    all = Promise.allSettled([tx`select 1 as x`, tx`select pg_sleep(30)`, tx`select 2 as x`]);
-    await untilSleeping(admin, pid);
-    await admin`select pg_terminate_backend(${pid})`;
-    await all;
-  }).catch((e) => e);
-  assert.ok(all !== undefined);
-  const outcomes = await all;
-  assert.ok(err instanceof ConnectionError, `begin rejects with a ConnectionError, got ${err}`);
-  assert.equal(outcomes[0].status, "fulfilled", "the query answered before the loss resolves");
-  for (const o of outcomes.slice(1)) {
-    assert.equal(o.status, "rejected");
-    assert.ok((o as PromiseRejectedResult).reason instanceof ConnectionError);
-  }
-  const [{ ok }] = await sql`select true as ok`;
-  assert.equal(ok, true, "the pool opens a new connection");
-});
+serverTest(
+  CANCEL,
+  "transaction batch: cancelling a query behind the running one rejects it with 57014 (or its signal's reason)",
+  async () => {
+    await using sql = postgres(url, { max: 1, ...quiet });
+    await using admin = postgres(url, { max: 1, ...quiet });
+    for (const how of ["cancel()", "signal"] as const) {
+      const outcomes: PromiseSettledResult<unknown>[] = [];
+      const abort = new AbortController();
+      const reason = new Error("caller gave up");
+      await sql.begin(async (tx) => {
+        const [{ pid }] = await tx`select pg_backend_pid() as pid`;
+        const behind = how === "signal"
+          ? tx`select 2 as x`.signal(abort.signal)
+          : tx`select 2 as x`;
+        const all = Promise.allSettled([tx`select pg_sleep(30)`, behind, tx`select 3 as x`]);
+        await untilSleeping(admin, pid);
+        if (how === "signal") abort.abort(reason);
+        else behind.cancel();
+        outcomes.push(...await all);
+      });
+      // The cancel can only stop what the server runs: the sleep ahead of the target.
+      const running = (outcomes[0] as PromiseRejectedResult).reason;
+      assert.ok(running instanceof PostgresError);
+      assert.equal(running.code, "57014");
+      const target = (outcomes[1] as PromiseRejectedResult).reason;
+      if (how === "signal") assert.equal(target, reason, "rejects with the signal's reason");
+      else {
+        assert.ok(target instanceof PostgresError);
+        assert.equal(target.code, "57014", "the cancelled query reports a cancel, not 25P02");
+        assert.match(target.detail ?? "", /stopped its batch/);
+      }
+      assertSkipped((outcomes[2] as PromiseRejectedResult).reason, "57014");
+    }
+  },
+);
+
+serverTest(
+  SERVER_PROCESS,
+  "transaction batch: the connection lost mid-batch rejects every query of it and begin",
+  async () => {
+    await using sql = postgres(url, { max: 2, ...quiet });
+    await using admin = postgres(url, { max: 1, ...quiet });
+    let all: Promise<PromiseSettledResult<unknown>[]> | undefined;
+    const err = await sql.begin(async (tx) => {
+      const [{ pid }] = await tx`select pg_backend_pid() as pid`;
+      all = Promise.allSettled([tx`select 1 as x`, tx`select pg_sleep(30)`, tx`select 2 as x`]);
+      await untilSleeping(admin, pid);
+      await admin`select pg_terminate_backend(${pid})`;
+      await all;
+    }).catch((e) => e);
+    assert.ok(all !== undefined);
+    const outcomes = await all;
+    assert.ok(err instanceof ConnectionError, `begin rejects with a ConnectionError, got ${err}`);
+    assert.equal(outcomes[0].status, "fulfilled", "the query answered before the loss resolves");
+    for (const o of outcomes.slice(1)) {
+      assert.equal(o.status, "rejected");
+      assert.ok((o as PromiseRejectedResult).reason instanceof ConnectionError);
+    }
+    const [{ ok }] = await sql`select true as ok`;
+    assert.equal(ok, true, "the pool opens a new connection");
+  },
+);

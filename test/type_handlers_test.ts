@@ -8,8 +8,9 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import postgresJs from "npm:postgres@3.4.9";
-import postgres from "../mod.ts";
+import postgres from "./harness/postgres.ts";
 import { databaseUrl } from "./harness/env.ts";
+import { POSTGRES_JS_REFERENCE, serverTest, SEVERAL_SESSIONS } from "./harness/pglite_mode.ts";
 
 const url = databaseUrl();
 const quiet = { onnotice: () => {} };
@@ -74,140 +75,165 @@ Deno.test("parsers and serializers hold postgres.js's default OIDs, and parse as
   assert.equal(typed.options.parsers[600], point.parse);
 });
 
-Deno.test("a parser set after postgres() applies to cached statements and new connections", async () => {
-  await using sql = postgres(url, { ...quiet, max: 3 });
-  const before = await sql.unsafe(TS, [], { prepare: true, simple: false });
-  const again = await sql.unsafe(TS, [], { prepare: true, simple: false }); // binary now
-  assert.deepEqual(formats(again), [1, 1]);
-  assert.ok(before[0].t instanceof Date && again[0].t instanceof Date);
+serverTest(
+  SEVERAL_SESSIONS,
+  "a parser set after postgres() applies to cached statements and new connections",
+  async () => {
+    await using sql = postgres(url, { ...quiet, max: 3 });
+    const before = await sql.unsafe(TS, [], { prepare: true, simple: false });
+    const again = await sql.unsafe(TS, [], { prepare: true, simple: false }); // binary now
+    assert.deepEqual(formats(again), [1, 1]);
+    assert.ok(before[0].t instanceof Date && again[0].t instanceof Date);
 
-  const original = sql.options.parsers[1184];
-  sql.options.parsers[1184] = identity;
-  // The cached statement: described again from its known columns, the timestamp now in text.
-  const after = await sql.unsafe(TS, [], { prepare: true, simple: false });
-  assert.deepEqual(after[0], { t: "2024-01-02 03:04:05.123456+00", n: 7 });
-  assert.deepEqual(formats(after), [0, 1], "only the column with a program's parser is text");
-  // The connection from before and two opened since, each applying the parser.
-  const reserved = await Promise.all([sql.reserve(), sql.reserve(), sql.reserve()]);
-  try {
-    const rows = await Promise.all(reserved.map((r) => r`${sql.unsafe(TS)}, pg_backend_pid()`));
-    for (const [row] of rows) assert.equal(row.t, "2024-01-02 03:04:05.123456+00");
-    assert.equal(new Set(rows.map(([r]) => r.pg_backend_pid)).size, 3, "three connections");
-  } finally {
-    for (const r of reserved) r.release();
-  }
+    const original = sql.options.parsers[1184];
+    sql.options.parsers[1184] = identity;
+    // The cached statement: described again from its known columns, the timestamp now in text.
+    const after = await sql.unsafe(TS, [], { prepare: true, simple: false });
+    assert.deepEqual(after[0], { t: "2024-01-02 03:04:05.123456+00", n: 7 });
+    assert.deepEqual(formats(after), [0, 1], "only the column with a program's parser is text");
+    // The connection from before and two opened since, each applying the parser.
+    const reserved = await Promise.all([sql.reserve(), sql.reserve(), sql.reserve()]);
+    try {
+      const rows = await Promise.all(reserved.map((r) => r`${sql.unsafe(TS)}, pg_backend_pid()`));
+      for (const [row] of rows) assert.equal(row.t, "2024-01-02 03:04:05.123456+00");
+      assert.equal(new Set(rows.map(([r]) => r.pg_backend_pid)).size, 3, "three connections");
+    } finally {
+      for (const r of reserved) r.release();
+    }
 
-  sql.options.parsers[1184] = original; // pgpipe's own again: Dates, binary
-  const restored = await sql.unsafe(TS, [], { prepare: true, simple: false });
-  assert.ok(restored[0].t instanceof Date);
-  assert.deepEqual(formats(restored), [1, 1]);
-});
+    sql.options.parsers[1184] = original; // pgpipe's own again: Dates, binary
+    const restored = await sql.unsafe(TS, [], { prepare: true, simple: false });
+    assert.ok(restored[0].t instanceof Date);
+    assert.deepEqual(formats(restored), [1, 1]);
+  },
+);
 
-Deno.test("parsers apply in transactions, on reserved connections, to cursors and copyTo", async () => {
-  await using sql = postgres(url, { ...quiet, max: 2 });
-  await sql.begin(async (tx) => {
-    const [a] = await tx`select 5::int4 as n`;
-    assert.equal(a.n, 5);
-    sql.options.parsers[23] = (text: string) => `int:${text}`;
-    const [b] = await tx`select 5::int4 as n`;
-    assert.equal(b.n, "int:5");
-  });
-  await using reserved = await sql.reserve();
-  assert.equal((await reserved`select 6::int4 as n`)[0].n, "int:6");
-  delete sql.options.parsers[23];
-  assert.equal((await reserved`select 6::int4 as n`)[0].n, "6", "deleted: the server's text");
-  sql.options.parsers[16] = (text: string) => text === "t" ? "yes" : "no";
-  const seen: unknown[] = [];
-  await sql`select g % 2 = 0 as even from generate_series(1, 3) g`.cursor(2, (rows) => {
-    seen.push(...rows.map((r) => r.even));
-  });
-  assert.deepEqual(seen, ["no", "yes", "no"]);
-  const each: unknown[] = [];
-  await sql`select true as b`.forEach((row) => each.push(row.b));
-  assert.deepEqual(each, ["yes"]);
-  sql.options.parsers[1184] = identity;
-  const copied: unknown[] = [];
-  for await (
-    const batch of sql.copyTo(sql`select '2024-01-02 03:04:05.123456+00'::timestamptz t`)
-  ) {
-    copied.push(...batch.map((r) => r.t));
-  }
-  assert.deepEqual(copied, ["2024-01-02 03:04:05.123456+00"]);
-});
+serverTest(
+  SEVERAL_SESSIONS,
+  "parsers apply in transactions, on reserved connections, to cursors and copyTo",
+  async () => {
+    await using sql = postgres(url, { ...quiet, max: 2 });
+    await sql.begin(async (tx) => {
+      const [a] = await tx`select 5::int4 as n`;
+      assert.equal(a.n, 5);
+      sql.options.parsers[23] = (text: string) => `int:${text}`;
+      const [b] = await tx`select 5::int4 as n`;
+      assert.equal(b.n, "int:5");
+    });
+    await using reserved = await sql.reserve();
+    assert.equal((await reserved`select 6::int4 as n`)[0].n, "int:6");
+    delete sql.options.parsers[23];
+    assert.equal((await reserved`select 6::int4 as n`)[0].n, "6", "deleted: the server's text");
+    sql.options.parsers[16] = (text: string) => text === "t" ? "yes" : "no";
+    const seen: unknown[] = [];
+    await sql`select g % 2 = 0 as even from generate_series(1, 3) g`.cursor(2, (rows) => {
+      seen.push(...rows.map((r) => r.even));
+    });
+    assert.deepEqual(seen, ["no", "yes", "no"]);
+    const each: unknown[] = [];
+    await sql`select true as b`.forEach((row) => each.push(row.b));
+    assert.deepEqual(each, ["yes"]);
+    sql.options.parsers[1184] = identity;
+    const copied: unknown[] = [];
+    for await (
+      const batch of sql.copyTo(sql`select '2024-01-02 03:04:05.123456+00'::timestamptz t`)
+    ) {
+      copied.push(...batch.map((r) => r.t));
+    }
+    assert.deepEqual(copied, ["2024-01-02 03:04:05.123456+00"]);
+  },
+);
 
-Deno.test("array parsers follow their element; postgres.js's array flag", async () => {
-  await using sql = postgres(url, { ...quiet, max: 1 });
-  sql.options.parsers[23] = (text: string) => Number(text) * 10;
-  const [{ a, m }] = await sql`select array[1, null, 3]::int4[] as a, array[[1],[2]]::int4[] as m`;
-  assert.deepEqual(a, [10, null, 30]);
-  assert.deepEqual(m, [[10], [20]]);
-  const own = Object.assign((text: string) => text, { array: true });
-  sql.options.parsers[1009] = own; // postgres.js hands an `array` parser the text after its "{"
-  const [{ t }] = await sql`select array['a', 'b']::text[] as t`;
-  assert.equal(t, "a,b}");
-  await withPostgresJs({}, async (ref) => {
-    await ref`select 1`; // its fetch_types would replace an array parser set before it ran
-    ref.options.parsers[1009] = own;
-    const [{ t: reference }] = await ref`select array['a', 'b']::text[] as t`;
-    assert.equal(t, reference);
-  });
-});
-
-Deno.test("fetch_types adds the arrays of user-defined types to the table", async () => {
-  await using admin = postgres(url, { ...quiet, max: 1 });
-  await admin`drop type if exists pgpipe_handler_mood cascade`;
-  await admin`create type pgpipe_handler_mood as enum ('sad', 'ok')`;
-  try {
+serverTest(
+  POSTGRES_JS_REFERENCE,
+  "array parsers follow their element; postgres.js's array flag",
+  async () => {
     await using sql = postgres(url, { ...quiet, max: 1 });
-    const [{ oid, typarray }] = await sql`select oid::int4, typarray::int4 from pg_type
+    sql.options.parsers[23] = (text: string) => Number(text) * 10;
+    const [{ a, m }] =
+      await sql`select array[1, null, 3]::int4[] as a, array[[1],[2]]::int4[] as m`;
+    assert.deepEqual(a, [10, null, 30]);
+    assert.deepEqual(m, [[10], [20]]);
+    const own = Object.assign((text: string) => text, { array: true });
+    sql.options.parsers[1009] = own; // postgres.js hands an `array` parser the text after its "{"
+    const [{ t }] = await sql`select array['a', 'b']::text[] as t`;
+    assert.equal(t, "a,b}");
+    await withPostgresJs({}, async (ref) => {
+      await ref`select 1`; // its fetch_types would replace an array parser set before it ran
+      ref.options.parsers[1009] = own;
+      const [{ t: reference }] = await ref`select array['a', 'b']::text[] as t`;
+      assert.equal(t, reference);
+    });
+  },
+);
+
+serverTest(
+  SEVERAL_SESSIONS,
+  "fetch_types adds the arrays of user-defined types to the table",
+  async () => {
+    await using admin = postgres(url, { ...quiet, max: 1 });
+    await admin`drop type if exists pgpipe_handler_mood cascade`;
+    await admin`create type pgpipe_handler_mood as enum ('sad', 'ok')`;
+    try {
+      await using sql = postgres(url, { ...quiet, max: 1 });
+      const [{ oid, typarray }] = await sql`select oid::int4, typarray::int4 from pg_type
       where typname = 'pgpipe_handler_mood'`;
-    assert.equal(typeof sql.options.parsers[typarray], "function");
-    const q = () => sql`select array['ok', 'sad']::pgpipe_handler_mood[] as moods`;
-    assert.deepEqual((await q())[0].moods, ["ok", "sad"]);
-    sql.options.parsers[oid] = (text: string) => text.toUpperCase();
-    assert.deepEqual((await q())[0].moods, ["OK", "SAD"], "the array follows its element");
-    assert.deepEqual(sql.options.parsers[typarray]("{ok}"), ["OK"]);
-    sql.options.parsers[typarray] = identity;
-    assert.equal((await q())[0].moods, "{ok,sad}");
-  } finally {
-    await admin`drop type pgpipe_handler_mood`;
-  }
-});
+      assert.equal(typeof sql.options.parsers[typarray], "function");
+      const q = () => sql`select array['ok', 'sad']::pgpipe_handler_mood[] as moods`;
+      assert.deepEqual((await q())[0].moods, ["ok", "sad"]);
+      sql.options.parsers[oid] = (text: string) => text.toUpperCase();
+      assert.deepEqual((await q())[0].moods, ["OK", "SAD"], "the array follows its element");
+      assert.deepEqual(sql.options.parsers[typarray]("{ok}"), ["OK"]);
+      sql.options.parsers[typarray] = identity;
+      assert.equal((await q())[0].moods, "{ok,sad}");
+    } finally {
+      await admin`drop type pgpipe_handler_mood`;
+    }
+  },
+);
 
-Deno.test("fetch_types runs on each new connection: a type created later is known to it", async () => {
-  await using admin = postgres(url, { ...quiet, max: 1 });
-  await admin`drop type if exists pgpipe_later cascade`;
-  try {
-    await using sql = postgres(url, { ...quiet, max: 2, idle_timeout: 0 });
-    await using first = await sql.reserve(); // opened before the type exists
-    await admin`create type pgpipe_later as enum ('x', 'y')`;
-    const [{ v }] = await sql`select array['x', 'y']::pgpipe_later[] as v`; // a new connection
-    assert.deepEqual(v, ["x", "y"]);
-    const [{ v: also }] = await first`select array['y']::pgpipe_later[] as v`;
-    assert.deepEqual(also, ["y"], "what one connection found serves every connection");
-  } finally {
-    await admin`drop type if exists pgpipe_later`;
-  }
-});
+serverTest(
+  SEVERAL_SESSIONS,
+  "fetch_types runs on each new connection: a type created later is known to it",
+  async () => {
+    await using admin = postgres(url, { ...quiet, max: 1 });
+    await admin`drop type if exists pgpipe_later cascade`;
+    try {
+      await using sql = postgres(url, { ...quiet, max: 2, idle_timeout: 0 });
+      await using first = await sql.reserve(); // opened before the type exists
+      await admin`create type pgpipe_later as enum ('x', 'y')`;
+      const [{ v }] = await sql`select array['x', 'y']::pgpipe_later[] as v`; // a new connection
+      assert.deepEqual(v, ["x", "y"]);
+      const [{ v: also }] = await first`select array['y']::pgpipe_later[] as v`;
+      assert.deepEqual(also, ["y"], "what one connection found serves every connection");
+    } finally {
+      await admin`drop type if exists pgpipe_later`;
+    }
+  },
+);
 
-Deno.test("serializers set after postgres() apply to values of their type, as in postgres.js", async () => {
-  // deno-lint-ignore no-explicit-any
-  const program = async (sql: any) => {
-    const date = new Date("2024-01-02T03:04:05.678Z");
-    sql.options.serializers[1184] = (d: Date) => d.toISOString().slice(0, 10);
-    const [a] = await sql`select ${date}::timestamptz::text as t`;
-    delete sql.options.serializers[17]; // postgres.js then sends `'' + value`
-    const [b] = await sql`select ${new Uint8Array([1, 2])}::bytea as b`;
-    return [a.t, b.b];
-  };
-  await using sql = postgres(url, { ...quiet, max: 1 });
-  const mine = await program(sql);
-  const theirs = await withPostgresJs({}, (ref) => program(ref));
-  assert.deepStrictEqual(mine, theirs);
-  assert.deepStrictEqual(mine[1], Buffer.from("1,2"));
-  sql.options.serializers[25] = (s: string) => s.toUpperCase(); // a plain string is text
-  assert.equal((await sql`select ${"abc"} as s`)[0].s, "ABC");
-});
+serverTest(
+  POSTGRES_JS_REFERENCE,
+  "serializers set after postgres() apply to values of their type, as in postgres.js",
+  async () => {
+    // deno-lint-ignore no-explicit-any
+    const program = async (sql: any) => {
+      const date = new Date("2024-01-02T03:04:05.678Z");
+      sql.options.serializers[1184] = (d: Date) => d.toISOString().slice(0, 10);
+      const [a] = await sql`select ${date}::timestamptz::text as t`;
+      delete sql.options.serializers[17]; // postgres.js then sends `'' + value`
+      const [b] = await sql`select ${new Uint8Array([1, 2])}::bytea as b`;
+      return [a.t, b.b];
+    };
+    await using sql = postgres(url, { ...quiet, max: 1 });
+    const mine = await program(sql);
+    const theirs = await withPostgresJs({}, (ref) => program(ref));
+    assert.deepStrictEqual(mine, theirs);
+    assert.deepStrictEqual(mine[1], Buffer.from("1,2"));
+    sql.options.serializers[25] = (s: string) => s.toUpperCase(); // a plain string is text
+    assert.equal((await sql`select ${"abc"} as s`)[0].s, "ABC");
+  },
+);
 
 Deno.test("assigning a table replaces its contents; bad entries are refused and change nothing", async () => {
   await using sql = postgres(url, { ...quiet, max: 1 });
@@ -228,71 +254,83 @@ Deno.test("assigning a table replaces its contents; bad entries are refused and 
   assert.equal((await sql`select true as b`)[0].b, true, "the table object stays the same");
 });
 
-Deno.test("a Drizzle-style table: text for the changed date types, the rest unchanged", async () => {
-  const utc = { connection: { TimeZone: "UTC" } };
-  await using sql = postgres(url, { ...quiet, ...utc, max: 1 });
-  for (const oid of [1184, 1082, 1083, 1114, 1182, 1185, 1115, 1231]) {
-    sql.options.parsers[oid] = identity;
-    sql.options.serializers[oid] = identity;
-  }
-  sql.options.serializers[114] = identity;
-  sql.options.serializers[3802] = identity;
-  const q = () =>
-    sql.unsafe(
-      `select '2024-01-02 03:04:05.123456+05:30'::timestamptz as tz,
-        '2024-01-02 03:04:05.123456'::timestamp as ts, '2024-01-02'::date as d,
-        array['2024-01-02'::date] as ds, array[1.50]::numeric[] as ns, 1::int4 as i,
-        '{"a":1}'::jsonb as j, '\\x01'::bytea as b, $1::jsonb as p`,
-      ['{"sent":"as is"}'],
-      { prepare: true },
-    );
-  await q();
-  const [row] = await q();
-  assert.deepStrictEqual({ ...row }, {
-    tz: "2024-01-01 21:34:05.123456+00",
-    ts: "2024-01-02 03:04:05.123456",
-    d: "2024-01-02",
-    ds: "{2024-01-02}",
-    ns: "{1.50}",
-    i: 1,
-    j: { a: 1 },
-    b: Buffer.from([1]),
-    p: { sent: "as is" },
-  });
-  await withPostgresJs(utc, async (ref) => {
+serverTest(
+  POSTGRES_JS_REFERENCE,
+  "a Drizzle-style table: text for the changed date types, the rest unchanged",
+  async () => {
+    const utc = { connection: { TimeZone: "UTC" } };
+    await using sql = postgres(url, { ...quiet, ...utc, max: 1 });
     for (const oid of [1184, 1082, 1083, 1114, 1182, 1185, 1115, 1231]) {
-      ref.options.parsers[oid] = identity;
-      ref.options.serializers[oid] = identity;
+      sql.options.parsers[oid] = identity;
+      sql.options.serializers[oid] = identity;
     }
-    ref.options.serializers[114] = identity;
-    ref.options.serializers[3802] = identity;
-    const [theirs] = await ref.unsafe(
-      `select '2024-01-02 03:04:05.123456+05:30'::timestamptz as tz,
+    sql.options.serializers[114] = identity;
+    sql.options.serializers[3802] = identity;
+    const q = () =>
+      sql.unsafe(
+        `select '2024-01-02 03:04:05.123456+05:30'::timestamptz as tz,
         '2024-01-02 03:04:05.123456'::timestamp as ts, '2024-01-02'::date as d,
         array['2024-01-02'::date] as ds, array[1.50]::numeric[] as ns, 1::int4 as i,
         '{"a":1}'::jsonb as j, '\\x01'::bytea as b, $1::jsonb as p`,
-      ['{"sent":"as is"}'],
-    );
-    assert.deepStrictEqual({ ...row }, { ...theirs });
-  });
-  assert.deepEqual(formats(await q()), [0, 0, 0, 0, 0, 1, 0, 1, 0]);
-});
+        ['{"sent":"as is"}'],
+        { prepare: true },
+      );
+    await q();
+    const [row] = await q();
+    assert.deepStrictEqual({ ...row }, {
+      tz: "2024-01-01 21:34:05.123456+00",
+      ts: "2024-01-02 03:04:05.123456",
+      d: "2024-01-02",
+      ds: "{2024-01-02}",
+      ns: "{1.50}",
+      i: 1,
+      j: { a: 1 },
+      b: Buffer.from([1]),
+      p: { sent: "as is" },
+    });
+    await withPostgresJs(utc, async (ref) => {
+      for (const oid of [1184, 1082, 1083, 1114, 1182, 1185, 1115, 1231]) {
+        ref.options.parsers[oid] = identity;
+        ref.options.serializers[oid] = identity;
+      }
+      ref.options.serializers[114] = identity;
+      ref.options.serializers[3802] = identity;
+      const [theirs] = await ref.unsafe(
+        `select '2024-01-02 03:04:05.123456+05:30'::timestamptz as tz,
+        '2024-01-02 03:04:05.123456'::timestamp as ts, '2024-01-02'::date as d,
+        array['2024-01-02'::date] as ds, array[1.50]::numeric[] as ns, 1::int4 as i,
+        '{"a":1}'::jsonb as j, '\\x01'::bytea as b, $1::jsonb as p`,
+        ['{"sent":"as is"}'],
+      );
+      assert.deepStrictEqual({ ...row }, { ...theirs });
+    });
+    assert.deepEqual(formats(await q()), [0, 0, 0, 0, 0, 1, 0, 1, 0]);
+  },
+);
 
-Deno.test("the unnamed statement, described at every run, follows parser changes and each client's transforms", async () => {
-  await using sql = postgres(url, { ...quiet, max: 1 });
-  await using camel = postgres(url, { ...quiet, max: 1, transform: postgres.camel });
-  const text = "select 5::int4 as some_number, true as is_true";
-  const run = (c: typeof sql) => c.unsafe(text, [], { simple: false }).then((r) => ({ ...r[0] }));
-  assert.deepEqual(await run(sql), { some_number: 5, is_true: true });
-  assert.deepEqual(await run(sql), { some_number: 5, is_true: true }, "the same description again");
-  assert.deepEqual(
-    await run(camel),
-    { someNumber: 5, isTrue: true },
-    "the same bytes, its transform",
-  );
-  sql.options.parsers[23] = (t: string) => `n${t}`;
-  assert.deepEqual(await run(sql), { some_number: "n5", is_true: true }, "the parser, at once");
-  assert.deepEqual(await run(camel), { someNumber: 5, isTrue: true }, "another client's tables");
-  const simple = await sql.unsafe(text); // the simple protocol describes each statement too
-  assert.deepEqual({ ...simple[0] }, { some_number: "n5", is_true: true });
-});
+serverTest(
+  SEVERAL_SESSIONS,
+  "the unnamed statement, described at every run, follows parser changes and each client's transforms",
+  async () => {
+    await using sql = postgres(url, { ...quiet, max: 1 });
+    await using camel = postgres(url, { ...quiet, max: 1, transform: postgres.camel });
+    const text = "select 5::int4 as some_number, true as is_true";
+    const run = (c: typeof sql) => c.unsafe(text, [], { simple: false }).then((r) => ({ ...r[0] }));
+    assert.deepEqual(await run(sql), { some_number: 5, is_true: true });
+    assert.deepEqual(
+      await run(sql),
+      { some_number: 5, is_true: true },
+      "the same description again",
+    );
+    assert.deepEqual(
+      await run(camel),
+      { someNumber: 5, isTrue: true },
+      "the same bytes, its transform",
+    );
+    sql.options.parsers[23] = (t: string) => `n${t}`;
+    assert.deepEqual(await run(sql), { some_number: "n5", is_true: true }, "the parser, at once");
+    assert.deepEqual(await run(camel), { someNumber: 5, isTrue: true }, "another client's tables");
+    const simple = await sql.unsafe(text); // the simple protocol describes each statement too
+    assert.deepEqual({ ...simple[0] }, { some_number: "n5", is_true: true });
+  },
+);

@@ -13,7 +13,7 @@
 // - JS arrays are always PostgreSQL arrays, never JSON; objects are JSON.
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import postgres, { type Options, PostgresError, type Query, type Sql } from "../mod.ts";
+import postgres, { type Options, PostgresError, type Query, type Sql } from "./harness/postgres.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { serverVersion } from "./harness/util.ts";
 
@@ -1334,7 +1334,8 @@ Deno.test({
   name: "types roundtrip: timestamp uses the process time zone (TZ=America/New_York subprocess)",
   ignore: url === undefined,
   fn: async () => {
-    const mod = new URL("../mod.ts", import.meta.url).href;
+    // The harness's postgres(): on PGlite (--pg=pglite, inherited) it maps the URL there too.
+    const mod = new URL("./harness/postgres.ts", import.meta.url).href;
     const script = `
       import postgres from ${JSON.stringify(mod)};
       const sql = postgres(Deno.env.get("DATABASE_URL"), { max: 1 });

@@ -114,6 +114,12 @@ export const TARGETS: readonly Target[] = [
     .says("bulk read of either bench table (copyTo) >= 2x postgres.js's cursor(1000)"),
   ratio("bulk", /^load .*copy_records_to_table/, "asyncpg", 1)
     .says("bulk load at least asyncpg's copy_records_to_table on the same machine"),
+  ratio("pglite", /^50 concurrent selects$/, "PGlite query()", 8)
+    .says("over PGlite, 50 concurrent selects >= 8x PGlite's own query() (one call for them all)"),
+  ratio("pglite", /^200 concurrent inserts$/, "PGlite query()", 4)
+    .says("over PGlite, 200 concurrent inserts >= 4x PGlite's own query()"),
+  ratio("pglite", /^10,000 typed rows/, "PGlite query()", 1)
+    .says("over PGlite, a 10,000-row typed result no slower than PGlite's own query()"),
   alsoTls(
     ratio(
       "orm",

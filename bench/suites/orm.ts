@@ -1,5 +1,5 @@
 // deno-lint-ignore-file no-import-prefix -- the ORMs are bench-only npm imports, pinned here
-// Suite 9: Drizzle and Kysely over pgpipe and over postgres.js. The same Drizzle program
+// Suite 10: Drizzle and Kysely over pgpipe and over postgres.js. The same Drizzle program
 // (drizzle-orm/postgres-js) runs over postgres.js, over pgpipe and over pgpipe with
 // `force_prepare`: 50 concurrent selects through the query builder, one relational findMany
 // with two nested levels, 200 concurrent inserts; and a Deno.serve handler answering 100 rows

@@ -19,6 +19,7 @@ import { Telemetry } from "../telemetry/telemetry.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
 import type { TypeHandlers } from "../query/type_handlers.ts";
 import { beginTransaction } from "./begin.ts";
+import { type EmbeddedParts, embeddedParts, withEmbedded } from "./embedded.ts";
 import { arrayTypesRequest } from "./fetch_types.ts";
 import { Pool } from "./pool.ts";
 import { type PublicOptions, publicOptions } from "./public_options.ts";
@@ -76,7 +77,9 @@ export interface Sql extends SqlTag {
   /**
    * Calls `fn` with each notification's payload on `channel`. Listening uses
    * one dedicated connection, reopened (and every channel listened to again)
-   * if it is lost; `onlisten` is called each time listening (re)starts.
+   * if it is lost; `onlisten` is called each time listening (re)starts. Over an
+   * embedded server (PGlite), which has one session, it listens on the client's
+   * own connection instead.
    */
   listen(channel: string, fn: NotifyHandler, onlisten?: () => void): Promise<ListenHandle>;
   /** Sends a notification (`pg_notify`), the payload as a parameter. */
@@ -170,8 +173,15 @@ function tlsEndpoint(resolved: ResolvedOptions): Partial<Endpoint> {
   };
 }
 
-/** The options of each connection the pool opens (`decode` is the client's decoding). */
-function connectionOptions(resolved: ResolvedOptions, decode: DecodeOptions): HostOptions {
+/**
+ * The options of each connection the pool opens (`decode` is the client's decoding; `embedded`,
+ * over an embedded server, routes notifications to `sql.listen`).
+ */
+function connectionOptions(
+  resolved: ResolvedOptions,
+  decode: DecodeOptions,
+  embedded: EmbeddedParts | null,
+): HostOptions {
   return {
     endpoint: {
       host: resolved.host,
@@ -181,6 +191,7 @@ function connectionOptions(resolved: ResolvedOptions, decode: DecodeOptions): Ho
       ca: resolved.ca,
       sslnegotiation: resolved.sslnegotiation,
       socket: resolved.socket,
+      embedded: resolved.embedded,
       ...tlsEndpoint(resolved),
     },
     failure: resolved.failure,
@@ -201,7 +212,7 @@ function connectionOptions(resolved: ResolvedOptions, decode: DecodeOptions): Ho
     decode,
     onnotice: resolved.onnotice,
     onparameter: resolved.onparameter,
-    onnotify: resolved.onnotify,
+    onnotify: embedded?.onnotify ?? resolved.onnotify,
     queryTimeout: resolved.queryTimeout,
   };
 }
@@ -216,8 +227,9 @@ function openPool(
   decode: DecodeOptions,
   handlers: TypeHandlers,
   telemetry: Telemetry | null,
+  embedded: EmbeddedParts | null,
 ): Pool {
-  return new Pool(connectionOptions(resolved, decode), {
+  return new Pool(connectionOptions(resolved, decode, embedded), {
     maxQueue: resolved.maxQueue,
     max: resolved.max,
     idleTimeout: resolved.idleTimeout,
@@ -225,12 +237,13 @@ function openPool(
     debug: resolved.debug,
     telemetry,
     arrayTypes: resolved.fetchTypes ? () => arrayTypesRequest(handlers) : undefined,
+    sessionStart: embedded?.sessionStart,
   });
 }
 
 /** Creates a client; see {@link Options} and the README for the URL and environment rules. */
 export function createSql(url?: string, options?: Options): Sql {
-  const resolved = resolveOptions(url, options);
+  const resolved = withEmbedded(resolveOptions(url, options), options, url);
   const telemetry = Telemetry.of(resolved.telemetry, {
     database: resolved.database,
     host: resolved.host,
@@ -239,14 +252,20 @@ export function createSql(url?: string, options?: Options): Sql {
   const decode = clientDecode({ ...resolved, debug: resolved.debugStacks });
   const config = queryConfig(decode);
   const settings: ClientSettings = { config, telemetry, prepare: resolved.prepare };
-  const pool = openPool(resolved, decode, config.handlers!, telemetry);
+  // One session (PGlite): sql.listen shares the pool's connection; sql.subscribe is refused.
+  const embedded: EmbeddedParts | null = resolved.embedded === undefined ? null : embeddedParts(
+    resolved,
+    { send: (req): void => pool.send(req) },
+    (): { pid: number; secret: number } => pool.connections[0] ?? { pid: 0, secret: 0 },
+  );
+  const pool = openPool(resolved, decode, config.handlers!, telemetry, embedded);
   telemetry?.observePool(
     `${resolved.user}@${resolved.host}:${resolved.port}/${resolved.database}#${++clients}`,
     () => pool.counts(),
     () => pool.connections,
   );
   const sql = makeTag(pool, settings, { shared: resolved.max > 1 }) as Sql;
-  const listener = new Listener(pool.options);
+  const listener = embedded?.listener ?? new Listener(pool.options);
   const subscriber = new Subscriber({
     connection: pool.options,
     decode,
@@ -259,6 +278,7 @@ export function createSql(url?: string, options?: Options): Sql {
   const end = async (o?: { timeout?: number }): Promise<void> => {
     telemetry?.close();
     await Promise.all([pool.end(o?.timeout), listener.end(), subscriber.end()]);
+    await resolved.embedded?.end?.();
   };
   Object.defineProperties(sql, {
     options: {
@@ -269,7 +289,7 @@ export function createSql(url?: string, options?: Options): Sql {
     begin: { value: begin },
     reserve: { value: reserve },
     listen: { value: listener.listen.bind(listener) },
-    subscribe: { value: subscriber.subscribe.bind(subscriber) },
+    subscribe: { value: embedded?.subscribe ?? subscriber.subscribe.bind(subscriber) },
     notify: {
       value: async (channel: string, payload: string) => {
         await sql`select pg_notify(${channel}, ${payload})`;
@@ -281,12 +301,7 @@ export function createSql(url?: string, options?: Options): Sql {
     },
     end: { value: end },
     close: { value: end },
-    [Symbol.asyncDispose]: {
-      value: () => {
-        telemetry?.close();
-        return Promise.all([pool.end(), listener.end(), subscriber.end()]);
-      },
-    },
+    [Symbol.asyncDispose]: { value: () => end() },
   });
   return sql;
 }

@@ -36,6 +36,8 @@ export interface PoolOptions {
    * `fetch_types`).
    */
   arrayTypes?: () => PipelineRequest | null;
+  /** Requests each new connection sends next (LISTENs again, on a session shared with `sql.listen`). */
+  sessionStart?: () => readonly PipelineRequest[];
   /** Most requests waiting locally (here and in connection backlogs); more are refused. */
   maxQueue: number;
   /** Spans for connecting and the connection create time, when telemetry is on. */
@@ -405,6 +407,7 @@ export class Pool {
     if (!this.#ids.has(c)) this.#ids.set(c, this.#nextId++);
     const types = this.#pool.arrayTypes?.();
     if (types) c.send(types);
+    for (const req of this.#pool.sessionStart?.() ?? []) c.send(req);
     if (this.#reservers.length > 0 || this.#destroyed) return;
     const share = Math.ceil(this.#waiting.length / Math.max(1, this.#opening));
     const since = this.#waitingSince.slice(0, share);

@@ -13,6 +13,7 @@ import type { CustomTypes, PostgresType } from "../query/custom_types.ts";
 import type { Transform, Transforms } from "../query/transform.ts";
 import type { Notice } from "../errors.ts";
 import type { TelemetryOptions } from "../telemetry/otel.ts";
+import type { EmbeddedServer } from "../connection/transport/embedded.ts";
 
 /**
  * TLS settings: a mode (`true` is `require`, `false` is `disable`), or postgres.js's object of
@@ -380,6 +381,13 @@ export interface Options {
   backoff?: boolean | ((attempt: number) => number);
   /** postgres.js's hook for a closed connection: accepted and ignored. */
   onclose?: (connectionId: number) => void;
+  /**
+   * A server inside this process instead of a host: what `pglite()` from
+   * `jsr:@pgpipe/pgpipe/pglite` returns. One session, so one connection (`max` 1) that
+   * `sql.listen` shares; a URL, `host`, `port`, `path`, `socket`, TLS, `max` over 1 and
+   * `query_timeout` are refused, and `sql.subscribe` rejects (see {@link EmbeddedServer}).
+   */
+  embedded?: EmbeddedServer;
 }
 
 /**
@@ -478,4 +486,6 @@ export interface ResolvedOptions {
   publicationNames: string[];
   /** The `telemetry` option as given (checked). */
   telemetry?: TelemetryOptions | false;
+  /** The server inside this process, when the `embedded` option named one (see embedded.ts). */
+  embedded?: EmbeddedServer;
 }

@@ -763,6 +763,9 @@ export class Connection implements EncodeContext {
   }
 
   #cancelNow(req: PipelineRequest): void {
+    // An embedded server has no channel for a CancelRequest, and it has answered whatever it
+    // was handed before the process could send one: the request completes.
+    if (this.#options.endpoint.embedded !== undefined) return;
     this.#cancelled.add(req);
     this.#strays.sent();
     sendCancel(this.#options.endpoint, this.pid, this.cancelKey).then(() =>

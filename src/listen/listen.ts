@@ -52,7 +52,7 @@ const MAX_BACKOFF_MS = 5000;
 const STABLE_MS = 10_000;
 
 /** Calls a user's onlisten; what it throws is reported, never let into the reconnect. */
-function callOnlisten(f: () => void, channel: string): void {
+export function callOnlisten(f: () => void, channel: string): void {
   try {
     f();
   } catch (e) {

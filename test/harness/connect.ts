@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import postgres, { ConnectionError, type Options, PostgresError } from "../../mod.ts";
 import type { ClusterInfo } from "./cluster.ts";
 import { hasClusters } from "./env.ts";
+import { onPglite, recordSkip } from "./pglite_mode.ts";
 
 /** Options that silence server notices in tests. */
 export const quiet = { onnotice: () => {} };
@@ -64,5 +65,6 @@ export function clusterTest(
   c: ClusterInfo | undefined,
   fn: (c: ClusterInfo) => Promise<void>,
 ): void {
+  if (onPglite) recordSkip(name, "needs the test clusters (their users, TLS, pg_hba)");
   Deno.test({ name, ignore: !hasClusters || !c, fn: () => fn(c!) });
 }

@@ -1,6 +1,7 @@
 // How test files learn about the clusters that test/run.ts started: the runner passes their
 // ClusterInfo as JSON in PGPIPE_TEST_CLUSTERS = { "tls"?: ClusterInfo, "plain"?: ClusterInfo }.
 import type { ClusterInfo } from "./cluster.ts";
+import { onPglite, PGLITE_URL } from "./pglite_mode.ts";
 
 interface Clusters {
   tls?: ClusterInfo;
@@ -40,8 +41,12 @@ export function plainCluster(): ClusterInfo | undefined {
 /** True when the runner's clusters are available (tests needing the auth matrix check this). */
 export const hasClusters: boolean = clusters.tls !== undefined || clusters.plain !== undefined;
 
-/** URL for tests that just need a server: DATABASE_URL, else the trust user of a test cluster. */
+/**
+ * URL for tests that just need a server: DATABASE_URL, else the trust user of a test cluster;
+ * on PGlite (`--pg=pglite`), PGLITE_URL, which harness/postgres.ts turns into a PGlite client.
+ */
 export function databaseUrl(): string {
+  if (onPglite) return PGLITE_URL;
   const url = readEnv("DATABASE_URL");
   if (url) return url;
   const c = clusters.tls ?? clusters.plain;

@@ -25,6 +25,7 @@ import { connectFailure } from "./socket_errors.ts";
 import { knownPath, rememberPath } from "./tls_paths.ts";
 import { type Endpoint, PLAIN, type Transport, type Where, whereOf } from "./transport.ts";
 import { userFailure, userTransport } from "./user_socket.ts";
+import { openEmbedded } from "./embedded.ts";
 
 /**
  * Connects and negotiates TLS as `endpoint.sslmode` says. `allow` is handled
@@ -41,6 +42,9 @@ export async function openTransport(
   signal?: AbortSignal,
 ): Promise<Transport> {
   const where = whereOf(endpoint);
+  if (endpoint.embedded !== undefined) {
+    return new DenoConnTransport(await openEmbedded(endpoint.embedded, where), PLAIN);
+  }
   const mode = endpoint.sslmode;
   const unix = isUnix(endpoint);
   const n = new Negotiation(signal);

@@ -6,6 +6,7 @@
  * `verified`), so nothing outside this folder asks which implementation it has; `connect.ts`
  * (`openTransport`) is the one place that chooses.
  */
+import type { EmbeddedServer } from "./embedded.ts";
 
 /**
  * libpq's sslmode values.
@@ -130,6 +131,8 @@ export interface Endpoint {
    * connection (and each cancel) instead of opening a socket ourselves.
    */
   socket?: (target: { host: string; port: number }) => unknown;
+  /** A server inside this process: its stream replaces the socket (no TLS, no cancel). */
+  embedded?: EmbeddedServer;
   /**
    * The numeric address to connect to instead of looking `host` up (libpq's `hostaddr`); TLS
    * still verifies `host` (or `servername`).
