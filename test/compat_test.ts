@@ -1,9 +1,11 @@
+// deno-lint-ignore-file no-import-prefix no-explicit-any -- npm packages are test-only imports, pinned here
 /**
  * postgres.js compatibility: each test is one behaviour postgres.js documents (its README and
  * types) or its own test suite relies on, checked against a real server. Code written for
  * postgres.js must get the same results, error codes and shapes from pgpipe.
  */
 import assert from "node:assert/strict";
+import legacyAssert from "node:assert";
 import { Buffer } from "node:buffer";
 import postgres, {
   ConnectionError,
@@ -12,6 +14,7 @@ import postgres, {
   QueryError,
   Result,
 } from "./harness/postgres.ts";
+import postgresJs from "npm:postgres@3.4.9";
 import { databaseUrl } from "./harness/env.ts";
 import { until, untilSleeping } from "./harness/wait.ts";
 import {
@@ -378,6 +381,29 @@ Deno.test("every result has a count, a command, columns, a statement and a state
     [made.count, made.command, made.columns, made.statement.text, made.state.pid],
     [null, null, [], "", 0],
   );
+});
+
+Deno.test("a result's keys are its rows: count, command, columns, statement and state are not enumerable", async () => {
+  const program = async (sql: any) => {
+    const result: any = await sql`select 1 as a union all select 2`;
+    const seen = {
+      keys: Object.keys(result),
+      spread: { ...result },
+      details: [result.count, result.command, "state" in result, "statement" in result],
+    };
+    // What tests written for postgres.js assert (loosely: a Result is not an Array's prototype).
+    legacyAssert.deepEqual(result, [{ a: 1 }, { a: 2 }]);
+    return seen;
+  };
+  await using sql = postgres(url, { max: 1, ...quiet });
+  const mine = await program(sql);
+  assert.deepEqual(mine.keys, ["0", "1"]);
+  const ref = postgresJs(url, { max: 1, ...quiet });
+  try {
+    assert.deepEqual(mine, await program(ref));
+  } finally {
+    await ref.end();
+  }
 });
 
 Deno.test("postgres.js's spellings: END, describe().name, statement.string, numeric connection settings", async () => {

@@ -71,6 +71,14 @@ Deno.test("force_prepare: a statement that vanished turns it off and the query r
   assert.notEqual(statementName(await sql`select ${1}::int as one`), "");
 });
 
+Deno.test("statement names differ between connections, so a pooler's server never runs another's", async () => {
+  await using a = postgres(url, { ...quiet, max: 1, force_prepare: true });
+  await using b = postgres(url, { ...quiet, max: 1, force_prepare: true });
+  const [ra, rb] = [await a.unsafe(TEXT, [1]), await b.unsafe("select $1::int + 100 as v", [1])];
+  assert.notEqual(statementName(ra), "");
+  assert.notEqual(statementName(ra), statementName(rb), "the first statement of each client");
+});
+
 const bouncerBin = findPgbouncer();
 const cluster = plainCluster() ?? tlsCluster();
 if (bouncerBin === null && cluster !== undefined) {
@@ -105,6 +113,45 @@ Deno.test({
         Array.from({ length: 200 }, (_, i) => sql.unsafe(TEXT, [i], { prepare: false })),
       );
       assert.deepEqual(many.map((r) => r[0].doubled), Array.from({ length: 200 }, (_, i) => 2 * i));
+    } finally {
+      await bouncer.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "force_prepare behind PgBouncer: a statement another client prepared on that server is never run",
+  ignore: bouncerBin === null || cluster === undefined,
+  async fn() {
+    const c = cluster!;
+    const user = c.users.trust.user;
+    const bouncer = await startPgbouncer({
+      server: { host: c.host, port: c.port },
+      users: [user],
+      poolSize: 2,
+    });
+    try {
+      const target = { host: bouncer.host, port: bouncer.port, user, database: c.database };
+      await using a = postgres({ ...target, ...quiet, max: 1, force_prepare: true });
+      await using b = postgres({ ...target, ...quiet, max: 1, force_prepare: true });
+      await using other = postgres({ ...target, ...quiet, max: 1, prepare: false });
+      const PLUS = "select $1::int + 100 as doubled";
+      {
+        // `other` holds one server, so `a` prepares its statement on the other one.
+        await using tx = await other.begin();
+        const [{ pid: held }] = await tx`select pg_backend_pid() as pid`;
+        const [first] = await a.unsafe(`${TEXT}, pg_backend_pid() as pid`, [1]);
+        assert.notEqual(first.pid, held);
+        await tx.commit();
+      }
+      // PgBouncer hands out the server used last: the one `a` never prepared on, where `b`
+      // prepares its own first statement now.
+      assert.equal((await b.unsafe(PLUS, [1]))[0].doubled, 101);
+      // `a` binds its statement there: with names of its own, not found (and run again unnamed),
+      // never `b`'s statement under the same name.
+      const [again] = await a.unsafe(`${TEXT}, pg_backend_pid() as pid`, [5]);
+      assert.equal(again.doubled, 10);
     } finally {
       await bouncer.stop();
     }

@@ -1179,3 +1179,78 @@ Deno.test("PgpipeDialect: onReserveConnection sees each lease first; a session s
     await db.destroy();
   }
 });
+
+/** A client of two open, idle connections (the pool hands a lone query to the first). */
+async function twoConnections(): Promise<ReturnType<typeof postgres>> {
+  const client = postgres(url, { max: 2, ...quiet });
+  const first = await client.reserve();
+  const second = await client.reserve(); // the first is taken: a second connection opens
+  first.release();
+  second.release();
+  return client;
+}
+
+Deno.test("PgpipeDialect: db.connection() holds the connection its first statement ran on: an insert's serial is there for lastval()", async () => {
+  const client = await twoConnections();
+  const db = new Kysely<Database>({ dialect: new PgpipeDialect({ postgres: client }) });
+  try {
+    await sql`create table kysely_pin (id serial primary key, v int)`.execute(db);
+    const [inserted, last] = await db.connection().execute(async (conn) => {
+      // The first statement needs no session as far as its text shows: it runs on the pool.
+      const ins = await sql<{ id: number }>`insert into kysely_pin (v) values (1) returning id`
+        .execute(conn);
+      // A lone query keeps that connection busy, so the other one looks freer now.
+      const busy = client`select pg_sleep(0.1)`.execute();
+      const read = await sql<{ id: string }>`select lastval() as id`.execute(conn);
+      await busy;
+      return [ins.rows[0].id, Number(read.rows[0].id)];
+    });
+    assert.equal(last, inserted, "lastval() ran in the insert's session");
+    // Sent together: the second statement waits for the first, then holds its connection.
+    const [a, b] = await db.connection().execute((conn) =>
+      Promise.all([
+        sql<{ id: number }>`insert into kysely_pin (v) values (2) returning id`.execute(conn),
+        sql<{ id: string }>`select lastval() as id`.execute(conn),
+      ])
+    );
+    assert.equal(Number(b.rows[0].id), a.rows[0].id);
+    await sql`drop table kysely_pin`.execute(db);
+  } finally {
+    await db.destroy();
+  }
+});
+
+Deno.test("PgpipeDialect: db.connection() holds another connection when its first statement's is taken", async () => {
+  const client = await twoConnections();
+  const db = new Kysely<Database>({ dialect: new PgpipeDialect({ postgres: client }) });
+  try {
+    const [mine, theirs] = await db.connection().execute(async (conn) => {
+      await sql`select 1`.execute(conn); // on the pool's first connection
+      const tx = await client.begin(); // which a transaction now takes (it is the first idle one)
+      try {
+        const [{ pid: taken }] = await tx`select pg_backend_pid() as pid`;
+        const r = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(conn);
+        return [r.rows[0].pid, taken];
+      } finally {
+        await tx.commit();
+      }
+    });
+    assert.notEqual(mine, theirs, "never the connection another caller holds");
+  } finally {
+    await db.destroy();
+  }
+});
+
+Deno.test("PgpipeDialect: a `postgres` that is not a client (or a function returning one) is a TypeError saying so", async () => {
+  for (const given of [undefined, "postgres://x", () => ({ not: "a client" })]) {
+    const db = new Kysely<Database>({
+      dialect: new PgpipeDialect({ postgres: given as unknown as ReturnType<typeof postgres> }),
+    });
+    await assert.rejects(
+      sql`select 1`.execute(db),
+      (e) => e instanceof TypeError && /must be a pgpipe client/.test(e.message),
+      String(given),
+    );
+    await db.destroy();
+  }
+});

@@ -334,3 +334,90 @@ serverTest(
     assert.deepEqual({ ...simple[0] }, { some_number: "n5", is_true: true });
   },
 );
+
+serverTest(
+  POSTGRES_JS_REFERENCE,
+  "an entry made with Object.defineProperty counts, enumerable or not, as postgres.js reads it",
+  async () => {
+    const program = async (sql: any) => {
+      // New keys, so not enumerable: postgres.js reads them all the same.
+      Object.defineProperty(sql.options.parsers, 1700, { value: (text: string) => `num:${text}` });
+      Object.defineProperty(sql.options.serializers, 20, { value: (n: bigint) => `${n * 2n}` });
+      return { ...(await sql`select 1.5::numeric as n, ${21n}::int8::text as b`)[0] };
+    };
+    await using sql = postgres(url, { ...quiet, max: 1 });
+    const mine = await program(sql);
+    assert.deepEqual(mine, { n: "num:1.5", b: "42" });
+    assert.deepEqual(mine, await withPostgresJs({}, program));
+  },
+);
+
+Deno.test("a handler that throws rejects its own query only: neighbours, the connection and the read loop go on", async () => {
+  await using sql = postgres(url, { ...quiet, max: 1 });
+  const [{ pid }] = await sql`select pg_backend_pid() as pid`;
+  sql.options.parsers[23] = (text: string) => {
+    if (text === "2") throw new Error(`parser refused ${text}`);
+    return Number(text);
+  };
+  sql.options.serializers[1184] = () => {
+    throw new Error("serializer refused");
+  };
+  const outcomes = await Promise.allSettled([
+    sql`select 1::int4 as n`,
+    sql`select 2::int4 as n`, // the parser throws
+    sql`select array[1, 2]::int4[] as a`, // for an element
+    sql`select ${new Date(0)}::timestamptz as t`, // the serializer throws
+    sql.unsafe("select 3::int4 as n; select 2::int4 as m"), // in the second statement
+    sql`select g::int4 as n from generate_series(1, 3) g`.cursor(1, () => {}),
+    sql`select 3::int4 as n`,
+  ]);
+  const seen = outcomes.map((o) =>
+    o.status === "fulfilled" ? JSON.stringify(o.value) : (o.reason as Error).message
+  );
+  assert.deepEqual(seen, [
+    '[{"n":1}]',
+    "parser refused 2",
+    "parser refused 2",
+    "serializer refused",
+    "parser refused 2",
+    "parser refused 2",
+    '[{"n":3}]',
+  ]);
+  await assert.rejects(async () => {
+    for await (const _ of sql.copyTo(sql`select 2::int4 as n`)) { /* the parser throws */ }
+  }, /parser refused 2/);
+  await assert.rejects(
+    sql.begin((tx) => tx`select 2::int4 as n`),
+    /parser refused 2/,
+  );
+  const [after] = await sql`select pg_backend_pid() as pid, 4::int4 as n`;
+  assert.deepEqual({ ...after }, { pid, n: 4 }, "the same connection, still reading");
+});
+
+serverTest(
+  SEVERAL_SESSIONS,
+  "a parser whose array flag throws when fetch_types recompiles the tables: the new connection reads on",
+  async () => {
+    await using sql = postgres(url, { ...quiet, max: 1 });
+    await sql`drop type if exists th_mood cascade`;
+    await sql`create type th_mood as enum ('ok')`;
+    let reads = 0;
+    const parser = Object.defineProperty((text: string) => text, "array", {
+      get() {
+        if (reads++ > 0) throw new Error("the array flag refused");
+        return false;
+      },
+    });
+    sql.options.parsers[25] = parser; // compiled now: the flag's first read
+    // The next connection's fetch_types finds th_mood and recompiles inside the read loop.
+    const [{ pid }] = await sql`select pg_backend_pid() as pid`;
+    await sql`select pg_terminate_backend(${pid})`.catch(() => {});
+    const [{ moods }] = await sql`select array['ok']::th_mood[]::text as moods`;
+    assert.equal(moods, "{ok}");
+    const [{ again }] = await sql`select pg_backend_pid() as again`;
+    assert.notEqual(again, pid);
+    assert.equal((await sql`select pg_backend_pid() as p`)[0].p, again, "the connection lived on");
+    assert.ok(reads > 1, "the recompile read the flag");
+    await sql`drop type th_mood cascade`;
+  },
+);

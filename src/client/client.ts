@@ -9,6 +9,7 @@ import type { HostOptions } from "../config/hosts.ts";
 import type { Endpoint } from "../connection/transport/transport.ts";
 import { type LargeObject, openLargeObject } from "../large_object/large_object.ts";
 import { Listener, type ListenHandle, type NotifyHandler } from "../listen/listen.ts";
+import type { Result, ResultState } from "../query/result.ts";
 import { clientDecode, queryConfig } from "../query/settings.ts";
 import {
   type SubscribeHandler,
@@ -159,6 +160,20 @@ export interface Sql extends SqlTag {
 /** Clients created in this process: numbers each one's pool name in telemetry. */
 let clients = 0;
 
+/** How each client made here reserves the connection one of its results ran on. */
+const sessions = new WeakMap<Sql, (at: ResultState) => Promise<ReservedSql>>();
+
+/**
+ * Reserves for one caller the connection on which `result` of `sql` completed, so its session
+ * (settings, sequence values, temporary tables) carries on; when that connection is gone, held
+ * by someone else or busy with a COPY or cursor, or `sql` is not a client made here, any
+ * connection, as `sql.reserve()`. The Kysely dialect's lease uses it (see src/kysely/driver.ts).
+ */
+export function reserveWhereRan(sql: Sql, result: Result<unknown>): Promise<ReservedSql> {
+  const reserve = sessions.get(sql);
+  return reserve === undefined || result.state.pid === 0 ? sql.reserve() : reserve(result.state);
+}
+
 /** The TLS settings beyond the mode and CA, as the transport takes them. */
 function tlsEndpoint(resolved: ResolvedOptions): Partial<Endpoint> {
   const { tls } = resolved;
@@ -275,6 +290,7 @@ export function createSql(url?: string, options?: Options): Sql {
   const begin = <T>(a?: string | TransactionCallback<T>, b?: TransactionCallback<T>) =>
     beginTransaction(pool, settings, a, b);
   const reserve = () => reserveConnection(pool, settings);
+  sessions.set(sql, (at) => reserveConnection(pool, settings, at));
   const end = async (o?: { timeout?: number }): Promise<void> => {
     telemetry?.close();
     await Promise.all([pool.end(o?.timeout), listener.end(), subscriber.end()]);

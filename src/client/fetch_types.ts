@@ -1,9 +1,9 @@
 /**
- * `fetch_types`: user-defined types (enums, domains, composites) have array
- * types the driver cannot know in advance. One catalog query, sent ahead of
- * the first queries of each of a client's connections (in the same write, behind
- * authentication, as postgres.js sends its own per connection), registers an array decoder for each in `sql.options.parsers`,
- * so `my_enum[]` arrives as an array instead of its text literal.
+ * `fetch_types`: user-defined types (enums, domains, composites) have array types the driver
+ * cannot know in advance. One catalog query, sent ahead of the first queries of each of a
+ * client's connections (in the same write, behind authentication, as postgres.js sends its own
+ * per connection), registers an array decoder for each in `sql.options.parsers`, so `my_enum[]`
+ * arrives as an array instead of its text literal.
  */
 import type { QueryRequest } from "../connection/requests/query_request.ts";
 import { driverRowsRequest } from "../connection/requests/driver_queries.ts";
@@ -33,7 +33,15 @@ function register(rows: unknown[][], handlers: TypeHandlers): void {
  */
 export function arrayTypesRequest(handlers: TypeHandlers): QueryRequest {
   return driverRowsRequest(QUERY, [], {
-    resolve: (rows) => register(rows, handlers),
+    resolve: (rows) => {
+      // Registering recompiles the tables, which reads the user's parsers (their `array` flag):
+      // this runs in the read loop, so what a parser throws is reported, not let through.
+      try {
+        register(rows, handlers);
+      } catch (e) {
+        console.error("pgpipe: fetch_types could not register array types:", e);
+      }
+    },
     reject: () => {},
   });
 }

@@ -302,6 +302,22 @@ export class Pool {
     });
   }
 
+  /**
+   * Takes the shared connection to backend `pid` (with `secret`, the same server) for one caller
+   * alone, as `reserve` would (what it has in flight finishes first): a caller that ran a query
+   * on the pool keeps that session. Null when it cannot be taken now (closed, reserved, retiring,
+   * held by a COPY or a cursor, others waiting to reserve, or the pool ended).
+   */
+  reserveAt(pid: number, secret: number): Connection | null {
+    if (this.#ended !== null || this.#reservers.length > 0) return null;
+    const c = this.#open.find((o) => o.pid === pid && o.secret === secret);
+    if (c === undefined || c.closed || c.barred || this.#reserved.has(c) || this.#expired(c)) {
+      return null;
+    }
+    this.#reserved.add(c);
+    return c;
+  }
+
   /** Returns a reserved connection; one left inside a transaction is rolled back first. */
   release(c: Connection): void {
     const ending = this.#onRelease.get(c);

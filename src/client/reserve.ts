@@ -2,6 +2,7 @@
  * `sql.reserve()`: a connection taken from the pool for one caller alone, with
  * its own `sql`, until released.
  */
+import type { ResultState } from "../query/result.ts";
 import type { Pool } from "./pool.ts";
 import type { ClientSettings } from "./runner.ts";
 import { makeTag, type SqlTag } from "./sql.ts";
@@ -27,12 +28,17 @@ export interface ReservedSql extends SqlTag {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** Reserves a connection and builds the `sql` whose requests go to it alone. */
+/**
+ * Reserves a connection and builds the `sql` whose requests go to it alone: the one a result
+ * completed on (`at`, its `state`) when the pool can hand that one out now, else any.
+ */
 export async function reserveConnection(
   pool: Pool,
   settings: ClientSettings,
+  at?: ResultState,
 ): Promise<ReservedSql> {
-  const conn = await pool.reserve();
+  const conn = (at !== undefined ? pool.reserveAt(at.pid, at.secret) : null) ??
+    await pool.reserve();
   let released = false;
   const release = () => {
     if (released) return;

@@ -206,12 +206,25 @@ export class Statement {
   }
 }
 
+/** 64 random bits in base 36: what sets a cache's statement names apart from others'. */
+function randomTag(): string {
+  const [a, b] = crypto.getRandomValues(new Uint32Array(2));
+  return a.toString(36) + b.toString(36);
+}
+
 /**
  * An LRU cache of named statements keyed by text and parameter types. A lookup only stamps the
  * statement with a clock (it runs once per query); the rare eviction scans for the oldest stamp.
  */
 export class StatementCache {
   #map = new Map<string, Statement>();
+  /**
+   * Each cache names its statements apart from every other connection's (as postgres.js does):
+   * behind a pooler that moves sessions between server connections, a Bind to a name another
+   * client prepared there would run that client's statement; a name of its own is not found
+   * there (26000), which the retry and `force_prepare` handle.
+   */
+  readonly #prefix = `pgpipe_${randomTag()}_`;
   #next = 0;
   #clock = 0;
   #max: number;
@@ -244,7 +257,7 @@ export class StatementCache {
 
   /** Creates and caches a new named statement, evicting the least recently used past the bound. */
   create(key: string, text: string, types: readonly number[]): Statement {
-    const st = new Statement(`pgpipe_${(this.#next++).toString(36)}`, text, types);
+    const st = new Statement(this.#prefix + (this.#next++).toString(36), text, types);
     st.used = ++this.#clock;
     this.#map.set(key, st);
     if (this.#map.size > this.#max) {

@@ -64,7 +64,8 @@ export class PgpipeDialect {
   }
 
   /**
-   * Kysely's PostgreSQL adapter (returning, transactional DDL, the migration lock). Kysely calls it; its types are Kysely's.
+   * Kysely's PostgreSQL adapter (returning, transactional DDL, the migration lock). Kysely calls
+   * it; its types are Kysely's.
    *
    * @ignore
    */

@@ -9,8 +9,11 @@
  * - A lease's first statement, when it needs no session of its own (`needsSession`), goes to the
  *   shared pool like any `sql` query: concurrent Kysely queries pipeline on pgpipe's connections.
  * - `beginTransaction`, a statement that needs a session, or a lease's second statement (only
- *   `db.connection()` runs several) reserve one connection (`sql.reserve()`), and every later
- *   statement of the lease runs there until Kysely releases it.
+ *   `db.connection()` runs several) reserve one connection, and every later statement of the
+ *   lease runs there until Kysely releases it. After a first statement on the pool, that is the
+ *   connection it ran on whenever the pool can hand it out (`reserveWhereRan`): what the
+ *   detector cannot see it leave in the session (an insert's `serial` value for `lastval()`, a
+ *   setting made by a function) is still there for the next statement.
  *
  * Transactions are Kysely's own statements (`begin`, `start transaction isolation level ...`,
  * `commit`, `rollback`, savepoints) run through the lease, as Kysely's pg driver runs them, so
@@ -30,7 +33,7 @@ import {
 } from "npm:kysely@^0.28.19";
 import type { Query } from "../query/query.ts";
 import type { Result } from "../query/result.ts";
-import type { Sql } from "../client/client.ts";
+import { reserveWhereRan, type Sql } from "../client/client.ts";
 import type { ReservedSql } from "../client/reserve.ts";
 import type { SqlTag } from "../client/sql.ts";
 import { needsSession } from "./session_statement.ts";
@@ -65,6 +68,8 @@ export class PgpipeConnection implements DatabaseConnection {
   #state: LeaseState = "fresh";
   #reserved: ReservedSql | null = null;
   #reserving: Promise<ReservedSql> | null = null;
+  /** The lease's first statement, when it ran on the pool: its connection is the one to hold. */
+  #first: Query<Record<string, unknown>[]> | null = null;
   /** The command tag of the last statement (commitTransaction reads COMMIT or ROLLBACK). */
   lastCommand: string | null = null;
 
@@ -82,7 +87,7 @@ export class PgpipeConnection implements DatabaseConnection {
   async hold(): Promise<SqlTag> {
     if (this.#reserved !== null) return this.#reserved;
     if (this.#state === "released") throw released();
-    this.#reserving ??= this.#sql.reserve();
+    this.#reserving ??= this.#reserve();
     let reserved: ReservedSql;
     try {
       reserved = await this.#reserving;
@@ -97,6 +102,18 @@ export class PgpipeConnection implements DatabaseConnection {
     this.#reserved = reserved;
     this.#state = "held";
     return reserved;
+  }
+
+  /**
+   * Reserves the connection the first statement ran on when it ran on the pool (once it has
+   * completed: a statement sent meanwhile waits for it, as on one connection), else any.
+   */
+  async #reserve(): Promise<ReservedSql> {
+    const first = this.#first;
+    this.#first = null; // its rows are the caller's: the lease keeps no hold on them
+    if (first === null) return this.#sql.reserve();
+    const ran = await Promise.resolve(first).then(lastResult, () => null);
+    return ran === null ? this.#sql.reserve() : reserveWhereRan(this.#sql, ran);
   }
 
   /** Read through a method: the state may change while `hold` awaits. */
@@ -128,8 +145,9 @@ export class PgpipeConnection implements DatabaseConnection {
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
     try {
       const target = this.#target(compiled.sql);
-      const result = await this.#query(target instanceof Promise ? await target : target, compiled);
-      return this.#toResult<R>(result);
+      const query = this.#query(target instanceof Promise ? await target : target, compiled);
+      if (target === this.#sql) this.#first = query; // only a first statement goes to the pool
+      return this.#toResult<R>(await query);
     } catch (e) {
       throw withCallerStack(e);
     }
@@ -189,6 +207,11 @@ function isResultList(r: Result<unknown> | Result<unknown>[]): r is Result<unkno
   return r.length > 0 && Array.isArray(r[0]) && "command" in (r[0] as object);
 }
 
+/** A statement's result (the last one, for several statements in one text), or null: none. */
+function lastResult(r: Result<unknown> | Result<unknown>[]): Result<unknown> | null {
+  return isResultList(r) ? r.at(-1) ?? null : r;
+}
+
 /**
  * The error with the caller's frames appended (as Kysely's pg driver does): pgpipe's errors are
  * raised in the read loop, whose stack says nothing of the code that ran the query.
@@ -212,9 +235,14 @@ export class PgpipeDriver implements Driver {
 
   async init(): Promise<void> {
     const source = this.#config.postgres;
-    this.#sql = typeof source === "function" && !("reserve" in source)
-      ? await (source as () => Sql | Promise<Sql>)()
-      : source as Sql;
+    const sql = isClient(source) ? source : typeof source === "function" ? await source() : source;
+    if (!isClient(sql)) {
+      throw new TypeError(
+        "PgpipeDialect: `postgres` must be a pgpipe client (postgres(...)) or a function " +
+          `returning one; got ${sql === null ? "null" : typeof sql}`,
+      );
+    }
+    this.#sql = sql;
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -293,6 +321,11 @@ export class PgpipeDriver implements Driver {
     this.#sql = null;
     await sql?.end();
   }
+}
+
+/** Whether `value` is a client (the `sql` function with `reserve`), not a factory of one. */
+function isClient(value: unknown): value is Sql {
+  return typeof value === "function" && "reserve" in value && "options" in value;
 }
 
 /** The savepoint command with the name as an escaped identifier (the pg driver's text). */

@@ -4,14 +4,16 @@
  * values read back with `currval`/`lastval`, prepared statements, cursors, LISTEN), opens or ends
  * a transaction block, or runs code that may do any of that (`DO`, `CALL`). Kysely hands a
  * dialect the statements of `db.connection()` exactly as it hands a lone query, so the dialect
- * sends a first statement to the shared, pipelined pool only when this says no: such a statement
- * leaves nothing in its session for the callback's next one.
+ * sends a first statement to the shared, pipelined pool only when this says no; the callback's
+ * next statement then holds the connection it ran on when no one else holds it (driver.ts).
  *
  * The answer errs towards yes: comments, string literals, quoted identifiers and dollar-quoted
  * bodies are blanked first (Kysely quotes every identifier, so a column named "temp" does not
  * count), then a statement-leading keyword or a session function anywhere counts. A yes where
- * no was right costs only pipelining (the statement runs on a reserved connection); a function of
- * the user's own that sets session state is the one thing it cannot see.
+ * no was right costs only pipelining (the statement runs on a reserved connection). What it
+ * cannot see: a function of the user's own that sets session state, and the `nextval` of a
+ * column default (an insert into a `serial` table sets what `lastval()` reads); the driver's
+ * holding on to the first statement's connection covers those unless another caller took it.
  */
 import { withoutNoise } from "../query/keyword.ts";
 

@@ -115,23 +115,102 @@ const NO_COMMAND = null as unknown as string;
  * ```
  */
 export class Result<T = Row> extends Array<T> {
+  // Private fields behind accessors, as cheap as plain fields: like postgres.js's (which defines
+  // them non-enumerable), they are not among a result's keys, so `Object.keys`, spreading,
+  // `assert.deepEqual(result, [...rows])` and test matchers see only the rows.
+  #count: number = NO_COUNT;
+  #command: string = NO_COMMAND;
+  #columns: ResultColumn[] = NO_COLUMNS;
+  #statement: ResultStatement = NO_STATEMENT;
+  #state: ResultState = NO_STATE;
+
   /**
    * Rows affected (INSERT, UPDATE, DELETE, MERGE, COPY) or returned (SELECT, FETCH), from the
    * completion tag. As in postgres.js (whose type also says `number`), it is `null` when the tag
    * carries no count (CREATE TABLE, SET, BEGIN, ...) and for an empty query.
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres();
+   * const { count } = await sql`delete from sessions where expires < now()`;
+   * ```
    */
-  count: number = NO_COUNT;
+  get count(): number {
+    return this.#count;
+  }
+  set count(value: number) {
+    this.#count = value;
+  }
+
   /**
    * The command word of the completion tag: SELECT, INSERT, UPDATE, ...; as in postgres.js, `null`
    * for an empty query.
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres();
+   * const { command } = await sql`select 1`; // "SELECT"
+   * ```
    */
-  command: string = NO_COMMAND;
-  /** The result columns (empty when the statement returns no rows). */
-  columns: ResultColumn[] = NO_COLUMNS;
-  /** The statement that ran. */
-  statement: ResultStatement = NO_STATEMENT;
-  /** The connection's state at completion (see {@link ResultState}). */
-  state: ResultState = NO_STATE;
+  get command(): string {
+    return this.#command;
+  }
+  set command(value: string) {
+    this.#command = value;
+  }
+
+  /**
+   * The result columns (empty when the statement returns no rows).
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres();
+   * const { columns } = await sql`select 1 as n`; // [{ name: "n", type: 23, ... }]
+   * ```
+   */
+  get columns(): ResultColumn[] {
+    return this.#columns;
+  }
+  set columns(value: ResultColumn[]) {
+    this.#columns = value;
+  }
+
+  /**
+   * The statement that ran.
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres();
+   * const { statement } = await sql`select ${1}::int as n`; // { name, text, ... }
+   * ```
+   */
+  get statement(): ResultStatement {
+    return this.#statement;
+  }
+  set statement(value: ResultStatement) {
+    this.#statement = value;
+  }
+
+  /**
+   * The connection's state at completion (see {@link ResultState}).
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres();
+   * const { state } = await sql`select 1`; // { pid, secret, status: "I", tls }
+   * ```
+   */
+  get state(): ResultState {
+    return this.#state;
+  }
+  set state(value: ResultState) {
+    this.#state = value;
+  }
 
   /** Derived arrays (`map`, `filter`, ...) are plain Arrays, not Results. */
   static override get [Symbol.species](): ArrayConstructor {

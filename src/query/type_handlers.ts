@@ -183,7 +183,10 @@ export class TypeHandlers {
     this.#parserTarget[oid] = fn;
   }
 
-  /** Replaces a table's contents (`sql.options.parsers = {...}`); an invalid entry changes nothing. */
+  /**
+   * Replaces a table's contents (`sql.options.parsers = {...}`); an invalid entry changes
+   * nothing.
+   */
   replace(table: "parsers" | "serializers", entries: unknown): void {
     if (typeof entries !== "object" || entries === null) {
       throw new TypeError(`sql.options.${table} must be an object of handlers by type OID`);
@@ -193,7 +196,7 @@ export class TypeHandlers {
     const target: Record<string, unknown> = table === "parsers"
       ? this.#parserTarget
       : this.#serializerTarget;
-    for (const key of Object.keys(target)) delete target[key];
+    for (const key of Object.getOwnPropertyNames(target)) Reflect.deleteProperty(target, key);
     for (const [key, value] of own) target[key] = value;
     if (table === "parsers") this.#compileParsers();
     else this.#compileSerializers();
@@ -235,7 +238,7 @@ export class TypeHandlers {
     const table = this.#parserTarget;
     const map = new Map<number, TextDecoderFn>();
     const arrays: number[] = [];
-    for (const key of Object.keys(table)) {
+    for (const key of Object.getOwnPropertyNames(table)) { // non-enumerable entries count too
       const oid = Number(key);
       const fn = table[oid];
       if (typeof fn !== "function") map.set(oid, keepText);
@@ -262,7 +265,7 @@ export class TypeHandlers {
   #compileSerializers(): void {
     const table = this.#serializerTarget;
     const map = new Map<number, Serializer>();
-    for (const key of Object.keys(table)) {
+    for (const key of Object.getOwnPropertyNames(table)) { // non-enumerable entries count too
       const oid = Number(key);
       const fn = table[oid];
       if (typeof fn !== "function") map.set(oid, stringOf);
