@@ -1,10 +1,17 @@
 /**
- * Channel binding without a server: tls-server-end-point's hash per certificate signature
- * algorithm (checked against openssl's digest of the certificate), and the GS2 header rules the
- * client follows for each offer (`p` when it binds, `y` only when it could but no -PLUS was
- * offered, `n` otherwise), with the refusals of channel_binding=require.
+ * Channel binding: tls-server-end-point's hash per certificate signature algorithm (checked
+ * against openssl's digest of the certificate), and the GS2 header rules the client follows for
+ * each offer (`p` when it binds, `y` only when it could but no -PLUS was offered, `n` otherwise),
+ * with the refusals of channel_binding=require; and a fake TLS server that offers only
+ * SCRAM-SHA-256-PLUS (PostgreSQL always offers both), which every connection must bind to,
+ * whichever TLS path the process learned for it.
  */
 import assert from "node:assert/strict";
+import postgres, { type Options, type TlsPath } from "../mod.ts";
+import { FakeSession } from "./harness/fake_server.ts";
+import { fakeTlsServer } from "./harness/fake_tls_server.ts";
+import { makeTestCerts } from "./harness/cluster_certs.ts";
+import { derOf, scramExchange, type ScramOutcome } from "./harness/scram_server.ts";
 import { Authenticator, type AuthIO, type AuthPolicy } from "../src/connection/authentication.ts";
 import { endPointHash, tlsServerEndPoint } from "../src/protocol/channel_binding.ts";
 import { ScramClient } from "../src/protocol/scram.ts";
@@ -333,4 +340,107 @@ Deno.test("SCRAM-SHA-256-PLUS: c= carries the GS2 header and the binding data (R
   const y = new ScramClient("pw", { nonce: "abc", binding: { flag: "y" } });
   assert.equal(y.start(), "y,,n=,r=abc");
   assert.match(await y.respond(`r=abcdef,s=${btoa("salt")},i=4096`), /^c=eSws,/);
+});
+
+// ---------------------------------------------------------------------------------------------
+// A server that offers only SCRAM-SHA-256-PLUS
+
+const PLUS_ONLY = ["SCRAM-SHA-256-PLUS"];
+const BOTH = ["SCRAM-SHA-256-PLUS", "SCRAM-SHA-256"];
+
+/**
+ * A fake TLS server (a certificate for localhost from a CA the clients trust, so it passes
+ * Deno's native check too) that offers `offer(index)` to its `index`th connection and serves
+ * queries once SCRAM succeeded. Resolves to it and the client options that reach it.
+ */
+async function scramServer(offer: (index: number) => string[], direct = false) {
+  const certs = await makeTestCerts({});
+  const certificate = derOf(certs.serverCert);
+  const server = await fakeTlsServer(async (peer, index) => {
+    await peer.startup();
+    const outcome = await scramExchange(peer, { offer: offer(index), password: "pw", certificate });
+    if (outcome.ok) await new FakeSession().serve(peer);
+    return outcome;
+  }, { cert: certs.serverCert, key: certs.serverKey, direct });
+  const options: Options = {
+    host: "localhost",
+    port: server.port,
+    user: "u",
+    password: "pw",
+    database: "d",
+    ssl: { mode: "verify-full", ca: certs.ca },
+    ...(direct ? { sslnegotiation: "direct" as const } : {}),
+    connect_timeout: 5,
+    max: 1,
+    onnotice: () => {},
+  };
+  return { server, options };
+}
+
+/** One client's first query: the TLS path its connection took (or the error). */
+async function pathOf(options: Options): Promise<TlsPath | null | undefined | Error> {
+  const sql = postgres(options);
+  try {
+    return (await sql`select 1 as x`).state?.tls;
+  } catch (e) {
+    return e as Error;
+  } finally {
+    await sql.end({ timeout: 0 });
+  }
+}
+
+/** What each connection the server accepted did: its outcome, or "refused" if it never finished. */
+async function outcomes(results: Promise<unknown>[]): Promise<(string | ScramOutcome)[]> {
+  return await Promise.all(
+    results.map((r) =>
+      r.then((o) => {
+        const { mechanism, gs2, ok } = o as ScramOutcome;
+        return { mechanism, gs2: gs2.split(",")[0], ok } as ScramOutcome;
+      }, () => "left before SCRAM")
+    ),
+  );
+}
+
+const bound = { mechanism: "SCRAM-SHA-256-PLUS", gs2: "p=tls-server-end-point", ok: true };
+
+Deno.test("a server offering only SCRAM-SHA-256-PLUS: every connection binds; the first (node:tls) keeps later ones off native TLS", async () => {
+  const { server, options } = await scramServer(() => PLUS_ONLY);
+  try {
+    const paths = [];
+    for (let i = 0; i < 3; i++) paths.push(await pathOf(options));
+    assert.deepEqual(paths, ["node", "node", "node"]);
+    assert.deepEqual(await outcomes(server.results), [bound, bound, bound]);
+    // channel_binding=disable cannot bind on any path: refused once, not opened again.
+    const e = await pathOf({ ...options, channel_binding: "disable" });
+    assert.ok(e instanceof ConnectionError && e.code === "AUTH_UNSUPPORTED", String(e));
+    assert.match(e.message, /offers only SCRAM-SHA-256-PLUS, and channel_binding=disable/);
+    assert.equal(server.results.length, 4);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("a server that turns to SCRAM-SHA-256-PLUS only after native TLS was learned for it: the native connection meeting it is opened again on node:tls, once", async () => {
+  // Both at first: the first connection binds on node:tls and learns that native TLS verifies.
+  const { server, options } = await scramServer((index) => index === 0 ? BOTH : PLUS_ONLY);
+  try {
+    const paths = [];
+    for (let i = 0; i < 3; i++) paths.push(await pathOf(options));
+    assert.deepEqual(paths, ["node", "node", "node"]);
+    // The second client's native connection left before SCRAM (it cannot bind; nothing sent),
+    // its new one bound; the third went to node:tls at once.
+    assert.deepEqual(await outcomes(server.results), [bound, "left before SCRAM", bound, bound]);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("a server offering only SCRAM-SHA-256-PLUS over direct TLS, whose first connection is native: opened again on node:tls", async () => {
+  const { server, options } = await scramServer(() => PLUS_ONLY, true);
+  try {
+    assert.deepEqual([await pathOf(options), await pathOf(options)], ["node", "node"]);
+    assert.deepEqual(await outcomes(server.results), ["left before SCRAM", bound, bound]);
+  } finally {
+    await server.close();
+  }
 });

@@ -20,6 +20,7 @@ import { until, untilSleeping } from "./harness/wait.ts";
 import {
   CANCEL,
   NOT_BUILT_IN,
+  POSTGRES_JS_REFERENCE,
   SERVER_PROCESS,
   serverTest,
   SEVERAL_SESSIONS,
@@ -383,28 +384,32 @@ Deno.test("every result has a count, a command, columns, a statement and a state
   );
 });
 
-Deno.test("a result's keys are its rows: count, command, columns, statement and state are not enumerable", async () => {
-  const program = async (sql: any) => {
-    const result: any = await sql`select 1 as a union all select 2`;
-    const seen = {
-      keys: Object.keys(result),
-      spread: { ...result },
-      details: [result.count, result.command, "state" in result, "statement" in result],
+serverTest(
+  POSTGRES_JS_REFERENCE,
+  "a result's keys are its rows: count, command, columns, statement and state are not enumerable",
+  async () => {
+    const program = async (sql: any) => {
+      const result: any = await sql`select 1 as a union all select 2`;
+      const seen = {
+        keys: Object.keys(result),
+        spread: { ...result },
+        details: [result.count, result.command, "state" in result, "statement" in result],
+      };
+      // What tests written for postgres.js assert (loosely: a Result is not an Array's prototype).
+      legacyAssert.deepEqual(result, [{ a: 1 }, { a: 2 }]);
+      return seen;
     };
-    // What tests written for postgres.js assert (loosely: a Result is not an Array's prototype).
-    legacyAssert.deepEqual(result, [{ a: 1 }, { a: 2 }]);
-    return seen;
-  };
-  await using sql = postgres(url, { max: 1, ...quiet });
-  const mine = await program(sql);
-  assert.deepEqual(mine.keys, ["0", "1"]);
-  const ref = postgresJs(url, { max: 1, ...quiet });
-  try {
-    assert.deepEqual(mine, await program(ref));
-  } finally {
-    await ref.end();
-  }
-});
+    await using sql = postgres(url, { max: 1, ...quiet });
+    const mine = await program(sql);
+    assert.deepEqual(mine.keys, ["0", "1"]);
+    const ref = postgresJs(url, { max: 1, ...quiet });
+    try {
+      assert.deepEqual(mine, await program(ref));
+    } finally {
+      await ref.end();
+    }
+  },
+);
 
 Deno.test("postgres.js's spellings: END, describe().name, statement.string, numeric connection settings", async () => {
   await using sql = postgres(url, {

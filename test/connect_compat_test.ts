@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import * as net from "node:net";
 import postgres, {
   ConnectionError,
+  type NodeLikeSocket,
   type Options,
   PostgresError,
   type Sql,
@@ -16,6 +17,7 @@ import { databaseUrl, plainCluster, tlsCluster } from "./harness/env.ts";
 import { assertConnectionError, clusterTest, quiet } from "./harness/connect.ts";
 import { delay, settledYet, until, untilSleeping, within } from "./harness/wait.ts";
 import { NETWORK, serverTest } from "./harness/pglite_mode.ts";
+import { encoder, SSL_REQUEST, withServer } from "./harness/fake_server.ts";
 
 const url = databaseUrl();
 const server = new URL(url.replace(/^postgres(ql)?:/, "http:"));
@@ -252,6 +254,95 @@ serverTest(
       assert.equal(typeof e.errno, "number");
     } finally {
       await sql.end();
+    }
+  },
+);
+
+// A user's node socket can be destroyed without an error (their code, or a wrapper's): only its
+// 'close' event says so, and nothing may wait on it for ever (connect_timeout 0 is no limit).
+for (const stage of ["the SSLRequest", "the TLS handshake"] as const) {
+  serverTest(
+    NETWORK,
+    `socket: a node socket destroyed without an error during ${stage} rejects at once`,
+    async () => {
+      let inStage!: () => void;
+      const reached = new Promise<void>((resolve) => inStage = resolve);
+      await withServer(async (peer) => {
+        assert.equal(await peer.int32(), 8);
+        assert.equal(await peer.int32(), SSL_REQUEST);
+        if (stage === "the TLS handshake") {
+          await peer.send(encoder.encode("S"));
+          await peer.take(5); // the ClientHello's record header: the handshake is under way
+        }
+        inStage();
+        return await peer.closedWithin(5000);
+      }, async (srv) => {
+        const sockets: net.Socket[] = [];
+        const sql = postgres({
+          ...quiet,
+          host: "127.0.0.1",
+          port: srv.port,
+          user: "u",
+          database: "d",
+          ssl: "require",
+          connect_timeout: 0,
+          max: 1,
+          socket: async () => {
+            const s = await nodeSocket("127.0.0.1", srv.port);
+            sockets.push(s);
+            return s;
+          },
+        });
+        try {
+          const query = sql`select 1`.execute().catch((e) => e);
+          await reached;
+          sockets[0].destroy();
+          const e = await within(query, 3000, `the query whose socket closed during ${stage}`);
+          const code = stage === "the SSLRequest" ? "CONNECT_FAILED" : "SSL_FAILED";
+          assert.match(assertConnectionError(e, code).message, /closed during TLS negotiation/);
+        } finally {
+          await sql.end({ timeout: 0 });
+        }
+      });
+    },
+  );
+}
+
+serverTest(
+  NETWORK,
+  "socket: a node-like socket that never calls a write back: its close still ends the start",
+  async () => {
+    // A wrapper of the user's that takes writes but drops their callbacks (its own buffering):
+    // the startup message's write never completes, and only the socket's close can end it.
+    const real = await nodeSocket(target.host, target.port);
+    let wrote!: () => void;
+    const written = new Promise<void>((resolve) => wrote = resolve);
+    const wrapper: NodeLikeSocket = {
+      write: (data: Uint8Array) => {
+        wrote();
+        return real.write(data);
+      },
+      on: (event, listener) => real.on(event, listener),
+      off: (event, listener) => real.off(event, listener),
+      destroy: () => real.destroy(),
+      get destroyed() {
+        return real.destroyed;
+      },
+    };
+    const sql = postgres(url, {
+      ...quiet,
+      ssl: "disable",
+      connect_timeout: 0,
+      socket: () => wrapper,
+    });
+    try {
+      const query = sql`select 1`.execute().catch((e) => e);
+      await written;
+      real.destroy();
+      const e = await within(query, 3000, "the query whose socket closed during its first write");
+      assertConnectionError(e, "CONNECTION_CLOSED");
+    } finally {
+      await sql.end({ timeout: 0 });
     }
   },
 );

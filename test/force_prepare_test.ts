@@ -71,13 +71,17 @@ Deno.test("force_prepare: a statement that vanished turns it off and the query r
   assert.notEqual(statementName(await sql`select ${1}::int as one`), "");
 });
 
-Deno.test("statement names differ between connections, so a pooler's server never runs another's", async () => {
-  await using a = postgres(url, { ...quiet, max: 1, force_prepare: true });
-  await using b = postgres(url, { ...quiet, max: 1, force_prepare: true });
-  const [ra, rb] = [await a.unsafe(TEXT, [1]), await b.unsafe("select $1::int + 100 as v", [1])];
-  assert.notEqual(statementName(ra), "");
-  assert.notEqual(statementName(ra), statementName(rb), "the first statement of each client");
-});
+serverTest(
+  SEVERAL_SESSIONS,
+  "statement names differ between connections, so a pooler's server never runs another's",
+  async () => {
+    await using a = postgres(url, { ...quiet, max: 1, force_prepare: true });
+    await using b = postgres(url, { ...quiet, max: 1, force_prepare: true });
+    const [ra, rb] = [await a.unsafe(TEXT, [1]), await b.unsafe("select $1::int + 100 as v", [1])];
+    assert.notEqual(statementName(ra), "");
+    assert.notEqual(statementName(ra), statementName(rb), "the first statement of each client");
+  },
+);
 
 const bouncerBin = findPgbouncer();
 const cluster = plainCluster() ?? tlsCluster();

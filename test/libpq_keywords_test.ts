@@ -401,18 +401,12 @@ Deno.test({
         { sslcert: rsa.cert, sslkey: other.key },
         /sslkey is not the private key of sslcert's certificate/,
       ],
-      [{ sslcert: rsa.cert }, /sslcert is given without sslkey/],
-      [{ sslkey: rsa.key }, /sslkey is given without sslcert/],
       [
         {
           sslcert: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
           sslkey: rsa.key,
         },
         /sslcert is not a PEM certificate/,
-      ],
-      [
-        { sslcert: "/nonexistent/c.crt", sslkey: rsa.key },
-        /cannot read sslcert \/nonexistent\/c.crt/,
       ],
       // A key as openssl pkcs12 exports it (attribute lines before the PEM) is text, not a file
       // name: an error must not quote it as one.
@@ -452,39 +446,84 @@ Deno.test({
       undefined,
     );
     assert.equal(certOf({ sslcert: "/nonexistent/c.crt", sslcertmode: "disable" }), undefined);
+    // As libpq: a certificate file that does not exist is no certificate (its key is not read).
+    assert.equal(certOf({ sslcert: "/nonexistent/c.crt", sslkey: loose }), undefined);
+    assert.equal(certOf({ sslcert: `${rsa.certPath}/below-a-file`, sslkey: loose }), undefined);
   },
 });
 
 Deno.test({
-  name: "client certificates: libpq's default ~/.postgresql/postgresql.crt and .key, and root.crt",
+  name:
+    "client certificates: libpq's default ~/.postgresql/postgresql.crt and .key, found as libpq finds them",
   ignore: noOpenssl,
   fn: async () => {
-    const { certs, ca, ec } = await certMaterial();
+    const { certs, ec } = await certMaterial();
     const home = join(certs.dir, "home");
     await Deno.mkdir(join(home, ".postgresql"), { recursive: true });
     await withEnv(
       { HOME: home, PGSSLCERT: undefined, PGSSLKEY: undefined, PGSSLROOTCERT: undefined },
       async () => {
         assert.equal(certOf({}), undefined, "no files: no certificate");
+        // libpq reads sslkey only for a certificate: without one it is not even looked at.
+        assert.equal(certOf({ sslkey: "/nonexistent/k.key" }), undefined);
+        assert.equal(certOf({ sslcert: "", sslkey: "" }), undefined, "empty means not given");
         await Deno.copyFile(ec.certPath, join(home, ".postgresql", "postgresql.crt"));
         assert.throws(
           () => certOf({}),
           /cannot read sslkey .*postgresql.key/,
           "a certificate without its key",
         );
+        assert.throws(
+          () => certOf({ sslcert: ec.cert }),
+          /cannot read sslkey .*postgresql.key/,
+          "sslcert without sslkey takes the default key, as libpq",
+        );
+        // sslkey without sslcert: the default certificate with that key.
+        assert.equal(certOf({ sslkey: ec.key })?.cert, ec.cert);
         await Deno.writeTextFile(join(home, ".postgresql", "postgresql.key"), ec.key, {
           mode: 0o600,
         });
         assert.equal(certOf({})?.cert, ec.cert);
-        await Deno.writeTextFile(join(home, ".postgresql", "root.crt"), ca.cert);
-        const r = resolveOptions("postgres://h/d?sslmode=require");
-        assert.deepEqual(r.ca, [ca.cert]);
-        await Deno.writeTextFile(join(home, ".postgresql", "root.crl"), "");
-        assert.throws(() => resolveOptions("postgres://h/d?sslmode=require"), /root.crl exists/);
-        assert.equal(
-          resolveOptions("postgres://h/d?sslmode=verify-full&sslrootcert=system").ca,
-          undefined,
-        );
+        assert.equal(certOf({ sslcert: ec.certPath })?.cert, ec.cert, "with the default key");
+        assert.equal(certOf({ sslcert: "" })?.cert, ec.cert, "empty sslcert: the default file");
+      },
+    );
+  },
+});
+
+Deno.test({
+  name:
+    "root certificates: ~/.postgresql/root.crt, and root.crl refused wherever libpq would check it",
+  ignore: noOpenssl,
+  fn: async () => {
+    const { certs, ca } = await certMaterial();
+    const home = join(certs.dir, "home-roots");
+    const dir = join(home, ".postgresql");
+    await Deno.mkdir(dir, { recursive: true });
+    const caFile = await certs.file("roots-ca.crt", ca.cert);
+    const resolve = (query: string, o: Options = {}) =>
+      resolveOptions(`postgres://h/d?${query}`, o);
+    await withEnv(
+      { HOME: home, PGSSLROOTCERT: undefined, PGSSLCRL: undefined, PGSSLCRLDIR: undefined },
+      async () => {
+        await Deno.writeTextFile(join(dir, "root.crl"), "");
+        // No root certificate: libpq verifies nothing, so it loads no revocation list either.
+        assert.equal(resolve("sslmode=require").ca, undefined);
+        assert.equal(resolve("sslmode=verify-full&sslrootcert=system").ca, undefined);
+        // A root certificate given, in any form: libpq checks the list as well.
+        const refused = /root\.crl exists: libpq checks .* remove or rename that file/;
+        assert.throws(() => resolve(`sslmode=require&sslrootcert=${caFile}`), refused);
+        assert.throws(() => resolve("sslmode=prefer", { sslrootcert: ca.cert }), refused);
+        assert.throws(() => resolve("", { ssl: { mode: "verify-ca", ca: ca.cert } }), refused);
+        // An empty sslcrl is not given: the default list still applies (libpq's rule).
+        assert.throws(() => resolve(`sslmode=verify-ca&sslrootcert=${caFile}&sslcrl=`), refused);
+        // Nothing is read for a connection that never encrypts.
+        assert.equal(resolve(`sslmode=disable&sslrootcert=${caFile}`).ca, undefined);
+        await Deno.writeTextFile(join(dir, "root.crt"), ca.cert);
+        assert.throws(() => resolve("sslmode=require"), refused, "the default root.crt");
+        await Deno.remove(join(dir, "root.crl"));
+        assert.deepEqual(resolve("sslmode=require").ca, [ca.cert]);
+        assert.deepEqual(resolve("sslmode=prefer&sslrootcert=").ca, [ca.cert], "empty: default");
       },
     );
   },

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import postgres, { CLOSE, PostgresError, QueryError } from "./harness/postgres.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { cancelRelay, type HeldCancel } from "./harness/cancel_relay.ts";
-import { untilSleeping, within } from "./harness/wait.ts";
+import { untilLocked, untilSleeping, within } from "./harness/wait.ts";
 import { CANCEL, serverTest } from "./harness/pglite_mode.ts";
 
 const url = databaseUrl();
@@ -191,6 +191,11 @@ serverTest(
   },
 );
 
+/** An advisory lock key no other test takes. */
+function lockKey(): number {
+  return Math.floor(Math.random() * 2 ** 31);
+}
+
 serverTest(
   CANCEL,
   "cancel: a query queued behind a slow one is cancelled when it starts; not-yet-sent ones are dropped",
@@ -199,15 +204,25 @@ serverTest(
     await using admin = postgres(url, { max: 1, ...quiet });
     // Connected: the queries below are written at once, not queued in the pool.
     const [{ pid }] = await sql`select pg_backend_pid() as pid`;
-    const slow = sql`select pg_sleep(0.2) as s`.execute();
-    const target = sql`select pg_sleep(5) as s`.execute();
+    const key = lockKey();
+    await admin`select pg_advisory_lock(${key})`;
+    // The slow query waits for admin's lock: it runs until the test lets it go.
+    const slow = sql`select pg_advisory_lock(${key}), pg_advisory_unlock(${key})`.execute();
+    const target = sql`select pg_sleep(30) as s`.execute();
     const waiting = sql`select 'never' as x`.execute(); // past max_pipeline: waits locally
-    await untilSleeping(admin, pid); // slow, as a rule (target, if this looked late: the same)
+    await untilLocked(admin, pid);
     waiting.cancel();
     target.cancel();
     await assert.rejects(waiting, (e) => e instanceof PostgresError && e.code === "57014");
-    await assert.rejects(target, (e) => e instanceof PostgresError && e.code === "57014");
+    await admin`select pg_advisory_unlock(${key})`;
     await slow;
+    // Cancelled when slow's ReadyForQuery arrives; should that cancel land while the backend was
+    // still between the two, it is sent again (see the relayed test below).
+    await within(
+      assert.rejects(target, (e) => e instanceof PostgresError && e.code === "57014"),
+      10_000,
+      "the cancelled pg_sleep(30)",
+    );
     const unsent = sql`select 1`;
     unsent.cancel();
     await assert.rejects(unsent, (e) => e instanceof PostgresError && e.code === "57014");
@@ -414,18 +429,56 @@ serverTest(
   async () => {
     await using session = await relayedSession();
     const { relay, sql, admin, pid } = session;
-    const quick = sql`select pg_sleep(0.2) as s`.execute();
-    await untilSleeping(admin, pid);
+    const key = lockKey();
+    await admin`select pg_advisory_lock(${key})`;
+    const quick = sql`select pg_advisory_lock(${key}), pg_advisory_unlock(${key})`.execute();
+    await untilLocked(admin, pid);
     quick.cancel();
     const cancel = await relay.next();
+    await admin`select pg_advisory_unlock(${key})`;
     await quick; // it finished before the server got the cancel
     await cancel.deliver(); // the backend is idle: the server ignores it
     cancel.close();
     await cancel.finished;
-    const slow = sql`select pg_sleep(3)`.execute();
+    const slow = sql`select pg_sleep(30)`.execute();
     await untilSleeping(admin, pid);
     await admin`select pg_cancel_backend(${pid})`;
     await assert.rejects(slow, (e) => e instanceof PostgresError && e.code === "57014");
+  },
+);
+
+serverTest(
+  CANCEL,
+  "cancel: a cancel that lands while the backend is between statements is sent again once it was taken",
+  async () => {
+    await using session = await relayedSession();
+    const { relay, sql, admin, pid } = session;
+    const key = lockKey();
+    await admin`select pg_advisory_lock(${key})`;
+    const slow = sql`select pg_advisory_lock(${key}), pg_advisory_unlock(${key})`.execute();
+    await untilLocked(admin, pid);
+    // The next query is sent, but the backend does not read it yet (a backend descheduled right
+    // after slow's ReadyForQuery leaves it unread the same way).
+    const writes = relay.holdWrites();
+    const target = sql`select pg_sleep(30) as s`.execute();
+    await writes.reached;
+    target.cancel(); // behind slow: the CancelRequest goes when slow's ReadyForQuery arrives
+    await admin`select pg_advisory_unlock(${key})`;
+    await slow;
+    const first = await relay.next();
+    await first.deliver(); // the backend waits for its next message: PostgreSQL drops the signal
+    first.close();
+    writes.release(); // the target starts: it would sleep its 30 s through
+    await untilSleeping(admin, pid);
+    const again = await within(relay.next(), 5000, "a second CancelRequest");
+    await again.deliver();
+    again.close();
+    await within(
+      assert.rejects(target, (e) => e instanceof PostgresError && e.code === "57014"),
+      5000,
+      "the cancelled pg_sleep(30)",
+    );
+    assert.equal((await sql`select 8 as eight`)[0].eight, 8);
   },
 );
 

@@ -13,6 +13,7 @@ import type { TestUser } from "./harness/cluster.ts";
 import { CertDir, noOpenssl } from "./harness/certs.ts";
 import { flightRecorder } from "./harness/flights.ts";
 import { tlsCluster } from "./harness/env.ts";
+import { withEnv } from "./harness/util.ts";
 
 const c = tlsCluster();
 const quiet = { onnotice: () => {} };
@@ -307,6 +308,49 @@ Deno.test({
       assert.ok(full instanceof PostgresError && full.code === "28P01", `${full}`);
     } finally {
       await certs.remove();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "client certificates found as libpq finds them: sslcert with the default key, sslkey with the default certificate, a missing sslcert file is none",
+  ignore,
+  fn: async () => {
+    const f = c!.clientCerts!.cert;
+    const home = await Deno.makeTempDir({ prefix: "pgpipe-certhome-" });
+    const dir = `${home}/.postgresql`;
+    const ssl = { mode: "verify-full" as const, ca: c!.caCert! };
+    try {
+      await Deno.mkdir(dir);
+      await withEnv({ HOME: home, PGSSLCERT: undefined, PGSSLKEY: undefined }, async () => {
+        // sslcert alone: its key is ~/.postgresql/postgresql.key.
+        await Deno.writeTextFile(`${dir}/postgresql.key`, await Deno.readTextFile(f.keyPath), {
+          mode: 0o600,
+        });
+        const cert = as(c!.users.cert, { ssl, password: undefined });
+        const keyDefault = await session({ ...cert, sslcert: f.certPath });
+        assert.deepEqual([keyDefault.user, keyDefault.client_dn], [
+          c!.users.cert.user,
+          `/CN=${c!.users.cert.user}`,
+        ]);
+        await Deno.remove(`${dir}/postgresql.key`);
+        // sslkey alone: its certificate is ~/.postgresql/postgresql.crt.
+        await Deno.copyFile(f.certPath, `${dir}/postgresql.crt`);
+        assert.equal((await session({ ...cert, sslkey: f.keyPath })).user, c!.users.cert.user);
+        // A certificate file that does not exist: none is sent (nor its key read), and a user
+        // the server asks no certificate of connects.
+        const none = await session(
+          as(c!.users.scram, {
+            ssl,
+            sslcert: `${home}/missing.crt`,
+            sslkey: `${home}/missing.key`,
+          }),
+        );
+        assert.deepEqual([none.user, none.client_dn], [c!.users.scram.user, null]);
+      });
+    } finally {
+      await Deno.remove(home, { recursive: true });
     }
   },
 });

@@ -10,6 +10,7 @@ import { answerHello } from "../src/connection/transport/tls_group.ts";
 import { wouldPassNatively } from "../src/connection/transport/node_tls.ts";
 import { tapProxy } from "./harness/tap_proxy.ts";
 import { delay, until, untilRan } from "./harness/wait.ts";
+import { withEnv } from "./harness/util.ts";
 import { assertConnectionError, clusterTest, failure, quiet, session } from "./harness/connect.ts";
 
 const tls = tlsCluster();
@@ -106,6 +107,45 @@ clusterTest("tls cluster: require with a CA verifies the chain, as libpq does", 
   assert.equal((await session(via(c, { mode: "require", ca: ca(c) }))).ssl, true);
   assertConnectionError(await failure(via(c, { mode: "require", ca: otherCa(c) })), "SSL_FAILED");
 });
+
+clusterTest(
+  "tls cluster: a root certificate makes prefer and allow verify the chain too, as libpq does",
+  tls,
+  async (c) => {
+    // prefer: a chain to the CA → TLS; to no CA given → the handshake fails, and prefer goes on
+    // plain, as libpq's does after a failed handshake.
+    assert.equal((await session(via(c, { mode: "prefer", ca: ca(c) }))).ssl, true);
+    assert.equal((await session(via(c, { mode: "prefer", ca: otherCa(c) }))).ssl, false);
+    const u = c.users.trust;
+    const url = (root: string) =>
+      `postgres://${u.user}@${c.host}:${c.port}/${c.database}?sslmode=prefer&sslrootcert=` +
+      encodeURIComponent(root);
+    assert.equal((await session(url(c.caCertPath!))).ssl, true);
+    assert.equal((await session(url(otherCa(c)))).ssl, false);
+    // allow: the sslonly user refuses the plain attempt; the TLS one checks the chain.
+    assert.equal(
+      (await session(via(c, { mode: "allow", ca: ca(c) }, c.host, "sslonly"))).ssl,
+      true,
+    );
+    assertConnectionError(
+      await failure(via(c, { mode: "allow", ca: otherCa(c) }, c.host, "sslonly")),
+      "SSL_FAILED",
+    );
+    // libpq's default root file counts as given, under the default sslmode (prefer).
+    const home = await Deno.makeTempDir({ prefix: "pgpipe-roothome-" });
+    try {
+      await Deno.mkdir(`${home}/.postgresql`);
+      await Deno.writeTextFile(`${home}/.postgresql/root.crt`, otherCa(c));
+      await withEnv({ HOME: home, PGSSLMODE: undefined, PGSSLROOTCERT: undefined }, async () => {
+        const plain = `postgres://${u.user}@${c.host}:${c.port}/${c.database}`;
+        assert.equal((await session(plain)).ssl, false, "prefer with root.crt: verified, refused");
+        assertConnectionError(await failure(via(c, "allow", c.host, "sslonly")), "SSL_FAILED");
+      });
+    } finally {
+      await Deno.remove(home, { recursive: true });
+    }
+  },
+);
 
 clusterTest("tls cluster: prefer and require do not verify the certificate", tls, async (c) => {
   for (const mode of ["prefer", "require"] as const) {

@@ -1,7 +1,9 @@
 /**
  * The client certificate (libpq's `sslcert`, `sslkey`, `sslpassword`; postgres.js's `ssl.cert`,
  * `ssl.key`, `ssl.passphrase`): each a file or its PEM text (Deno Deploy has no files), else
- * libpq's default files `~/.postgresql/postgresql.crt` and `.key` when they exist. The key may be
+ * libpq's default files `~/.postgresql/postgresql.crt` and `.key`, found as libpq finds them: no
+ * certificate file means no certificate, and a certificate takes the default key when `sslkey` is
+ * not given. The key may be
  * PKCS#1, SEC1 or PKCS#8, encrypted or not; it is decrypted here, checked against the
  * certificate, and handed on as unencrypted PKCS#8 PEM, so a wrong passphrase or a mismatched
  * pair fails `postgres()` instead of a handshake. No error quotes the key or the passphrase.
@@ -80,17 +82,21 @@ function checkKeyFile(path: string): void {
   }
 }
 
-/** The default files, when the certificate exists (libpq reads them only then). */
-function defaults(): { cert: string; key: string } | undefined {
-  const dir = postgresqlDir();
-  if (dir === undefined) return undefined;
-  const cert = `${dir}/postgresql.crt`;
+/**
+ * Whether the certificate file `path` is there to be read. As in libpq, a file that does not exist
+ * (nor a path through a file) means no certificate, since the server may not ask for one, while
+ * one that cannot be looked at is an error; `defaulted`: libpq's default file, which counts as
+ * absent without the permission to look.
+ */
+function certificateFileExists(path: string, defaulted: boolean): boolean {
   try {
-    if (!Deno.statSync(cert).isFile) return undefined;
-  } catch {
-    return undefined; // absent, or not permitted to look: as if absent
+    Deno.statSync(path);
+    return true;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound || e instanceof Deno.errors.NotADirectory) return false;
+    if (defaulted && e instanceof Deno.errors.NotCapable) return false;
+    throw unreadable("sslcert", path, e);
   }
-  return { cert, key: `${dir}/postgresql.key` };
 }
 
 /** The private key, decrypted with `passphrase` if it needs one, as unencrypted PKCS#8 PEM. */
@@ -115,21 +121,34 @@ function decryptKey(pem: string, passphrase: string | undefined): crypto.KeyObje
 }
 
 /**
- * The client certificate to send, from `sslcert` and `sslkey` (files or PEM text) or libpq's
- * default files; undefined when there is none. Throws a TypeError when only one half is given,
- * a file cannot be read, the key is badly protected, cannot be decrypted or does not match.
+ * The client certificate to send, as libpq finds it: `sslcert` (a file or PEM text), else the
+ * default `~/.postgresql/postgresql.crt`; none when that file does not exist (then `sslkey` is not
+ * read either). Its key is `sslkey`, else the default `~/.postgresql/postgresql.key`, which must
+ * exist once a certificate does. Empty values count as not given, as in libpq. Throws a TypeError
+ * when a file cannot be read, the key is missing, badly protected, cannot be decrypted or does
+ * not match.
  */
 export function clientCertificate(
   sslcert: string | undefined,
   sslkey: string | undefined,
   sslpassword: string | undefined,
 ): ClientCertificate | undefined {
-  const fallback = sslcert === undefined && sslkey === undefined ? defaults() : undefined;
-  const certValue = sslcert ?? fallback?.cert;
-  const keyValue = sslkey ?? fallback?.key;
-  if (certValue === undefined && keyValue === undefined) return undefined;
-  if (certValue === undefined) throw new TypeError("sslkey is given without sslcert");
-  if (keyValue === undefined) throw new TypeError("sslcert is given without sslkey");
+  const dir = postgresqlDir();
+  const given = sslcert === "" ? undefined : sslcert;
+  const certValue = given ?? (dir === undefined ? undefined : `${dir}/postgresql.crt`);
+  if (certValue === undefined) return undefined; // no HOME: libpq goes on without one
+  if (!isPem(certValue) && !certificateFileExists(certValue, given === undefined)) {
+    return undefined;
+  }
+  const keyValue = sslkey === "" || sslkey === undefined
+    ? (dir === undefined ? undefined : `${dir}/postgresql.key`)
+    : sslkey;
+  if (keyValue === undefined) {
+    throw new TypeError(
+      "sslcert is given without sslkey, and there is no ~/.postgresql/postgresql.key to use " +
+        "instead (HOME is not set)",
+    );
+  }
   const certPem = readPem(certValue, "sslcert");
   if (!isPem(keyValue)) checkKeyFile(keyValue);
   const key = decryptKey(readPem(keyValue, "sslkey"), sslpassword);

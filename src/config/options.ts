@@ -196,14 +196,15 @@ export interface Options {
    */
   sslrootcert?: string;
   /**
-   * libpq's `sslcert`: the client certificate, a file or its PEM text (also `ssl.cert`).
+   * libpq's `sslcert`: the client certificate, a file or its PEM text (also `ssl.cert`). As in
+   * libpq, a file that does not exist means no certificate (the server may not ask for one).
    * Default: `PGSSLCERT`, else `~/.postgresql/postgresql.crt` when it exists.
    */
   sslcert?: string;
   /**
    * libpq's `sslkey`: the client certificate's private key, a file (no access for group or
-   * others) or its PEM text; PKCS#1, SEC1 or PKCS#8, encrypted or not (also `ssl.key`).
-   * Default: `PGSSLKEY`, else `~/.postgresql/postgresql.key`.
+   * others) or its PEM text; PKCS#1, SEC1 or PKCS#8, encrypted or not (also `ssl.key`). Read
+   * only when there is a certificate. Default: `PGSSLKEY`, else `~/.postgresql/postgresql.key`.
    */
   sslkey?: string;
   /** libpq's `sslpassword`: the passphrase of an encrypted `sslkey` (also `ssl.passphrase`). */

@@ -223,28 +223,47 @@ function sslSetting(k: TlsKeywords): SslSetting {
   return k.sslmode;
 }
 
-/** The trusted CAs: the `ssl` object's, else `sslrootcert`'s (a file, PEM text or `system`). */
+/**
+ * The trusted CAs: the `ssl` object's, else `sslrootcert`'s (a file, PEM text or `system`), else
+ * libpq's default `~/.postgresql/root.crt` when it exists. Whichever it is (but `system`), libpq
+ * also checks the server's certificate against `~/.postgresql/root.crl` when that exists (see
+ * {@link refuseRevocationList}).
+ */
 function rootCertificates(k: TlsKeywords & { sslmode: SslSetting }): string[] | undefined {
-  if (k.sslmode.ca !== undefined) return checkCertificates(k.sslmode.ca, "ssl.ca");
-  // As libpq: `system` means the default roots (which the native TLS path trusts anyway).
+  if (k.sslmode.ca !== undefined) {
+    return refuseRevocationList(checkCertificates(k.sslmode.ca, "ssl.ca"), "ssl.ca");
+  }
+  // As libpq: `system` means the default roots (which the native TLS path trusts anyway), and
+  // with them libpq loads no revocation list.
   if (k.sslrootcert === "system") return undefined;
-  if (k.sslrootcert !== undefined) {
-    return checkCertificates([readPem(k.sslrootcert, "sslrootcert")], "sslrootcert");
+  // An empty sslrootcert is not given, as in libpq.
+  if (k.sslrootcert !== undefined && k.sslrootcert !== "") {
+    const ca = checkCertificates([readPem(k.sslrootcert, "sslrootcert")], "sslrootcert");
+    return refuseRevocationList(ca, "sslrootcert");
   }
-  // libpq's default file, used when it exists (then require verifies the chain, as in libpq).
   const dir = postgresqlDir();
-  if (dir !== undefined) {
-    const crl = `${dir}/root.crl`;
-    if (exists(crl)) {
-      throw new TypeError(
-        `${crl} exists, and pgpipe cannot check revocation lists: move it away, or set ` +
-          "sslrootcert to choose the CAs explicitly",
-      );
-    }
-    const root = `${dir}/root.crt`;
-    if (exists(root)) return checkCertificates([readPem(root, "sslrootcert")], root);
-  }
-  return undefined;
+  const root = dir === undefined ? undefined : `${dir}/root.crt`;
+  if (root === undefined || !exists(root)) return undefined;
+  return refuseRevocationList(checkCertificates([readPem(root, "sslrootcert")], root), root);
+}
+
+/**
+ * `ca` as it is, unless libpq's default revocation list `~/.postgresql/root.crl` exists: libpq
+ * checks the server's certificate against it whenever it verifies with a root certificate file
+ * (given or its default; `sslcrl` and `sslcrldir`, which would replace it, are refused here, and
+ * an empty one means the default, as in libpq), and neither TLS path can check a revocation
+ * list. So a certificate libpq would refuse as revoked could pass: the client is refused instead.
+ */
+function refuseRevocationList(ca: string[], source: string): string[] {
+  const dir = postgresqlDir();
+  const crl = dir === undefined ? undefined : `${dir}/root.crl`;
+  if (crl === undefined || !exists(crl)) return ca;
+  throw new TypeError(
+    `${crl} exists: libpq checks the server's certificate against that revocation list when it ` +
+      `verifies it with a root certificate (here ${source}), and pgpipe cannot check ` +
+      "revocation lists. To connect without the check, remove or rename that file (libpq then " +
+      "checks none either)",
+  );
 }
 
 /** Whether a file exists (false without the permission to look). */

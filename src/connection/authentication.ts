@@ -61,6 +61,24 @@ export interface AuthIO {
    * the TLS path cannot show it.
    */
   readonly serverCertificate: Uint8Array | null;
+  /**
+   * The server offers only SCRAM-SHA-256-PLUS over TLS: its later connections should take a TLS
+   * path that shows the certificate. True when this connection's path cannot show it but a new
+   * connection's would (the connection is then opened again, see {@link bindsElsewhere}).
+   */
+  onlyBindingOffered?(): boolean;
+}
+
+/** The AUTH_UNSUPPORTED errors that a new connection, on a path showing the certificate, avoids. */
+const elsewhere = new WeakSet<object>();
+
+/**
+ * Whether `e` refused a server that offers only SCRAM-SHA-256-PLUS because this connection's TLS
+ * path could not show the certificate, while a new connection's path will: nothing secret was
+ * sent, and the start is tried once more.
+ */
+export function bindsElsewhere(e: unknown): boolean {
+  return typeof e === "object" && e !== null && elsewhere.has(e);
 }
 
 /** What the server asked for, in words, by method. */
@@ -278,14 +296,19 @@ export class Authenticator {
       }
       if (data === null) throw refused(`channel_binding=require: ${unbindable(certificate)}`);
     }
+    // Told even when this connection binds: a process's first one (node:tls) keeps the server's
+    // later ones from a native path, which could not.
+    const retry = !plain && mode !== "disable" && this.#io.onlyBindingOffered?.() === true;
     if (plus && data !== null) return { flag: "p", data };
     if (!plain) {
-      throw new ConnectionError(
+      const e = new ConnectionError(
         "AUTH_UNSUPPORTED",
         mode === "disable"
           ? "the server offers only SCRAM-SHA-256-PLUS, and channel_binding=disable"
           : `the server offers only SCRAM-SHA-256-PLUS, and ${unbindable(certificate)}`,
       );
+      if (retry) elsewhere.add(e);
+      throw e;
     }
     if (mode === "disable" || certificate === null) return { flag: "n" };
     // `y` only when the server offered no -PLUS: said to one that did, it means a downgrade.

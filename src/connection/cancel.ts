@@ -74,6 +74,72 @@ export class StrayCancels {
   }
 }
 
+/** How long after a CancelRequest closed, its statement still running, until the next; doubled each time. */
+const RECANCEL_MS = 100;
+/** The most CancelRequests sent for one statement. */
+const MAX_CANCELS = 5;
+
+/**
+ * The CancelRequests of statements that have not ended yet, so that none is lost. PostgreSQL
+ * drops a cancel signal that lands while the backend reads its next message (a cancel between
+ * statements is a no-op: PostgresMain clears it before running what it read), and pipelined, a
+ * query's messages wait in the backend's buffer behind the one before: a cancel sent when that
+ * one's ReadyForQuery arrives lands, as a rule, in the cancelled statement, but a backend
+ * descheduled between the two lets it land in between, and the statement (a `pg_sleep(5)`) runs
+ * to its end. The server closes the cancel socket only after signalling, so once it has, a
+ * statement that is still running, with no answer that ended it, RECANCEL_MS (doubling) later is
+ * cancelled again, up to MAX_CANCELS CancelRequests in all. Each is one more of ours that may go
+ * astray (see StrayCancels), which happens only where the statement's end was on its way all
+ * along; a stray never fails a query nobody cancelled outside a transaction block.
+ */
+export class CancelRetries<R extends object> {
+  #pending = new Map<R, { sent: number; timer?: ReturnType<typeof setTimeout> }>();
+
+  /** A CancelRequest for `req`'s statement is on its way. */
+  sent(req: R): void {
+    const entry = this.#pending.get(req);
+    if (entry === undefined) this.#pending.set(req, { sent: 1 });
+    else {
+      entry.sent++;
+      clearTimeout(entry.timer);
+      entry.timer = undefined;
+    }
+  }
+
+  /** `req`'s statement ended (an answer ended it, or it left the pipeline): no cancel is due. */
+  ended(req: R): void {
+    if (this.#pending.size === 0) return;
+    const entry = this.#pending.get(req);
+    if (entry === undefined) return;
+    clearTimeout(entry.timer);
+    this.#pending.delete(req);
+  }
+
+  /**
+   * A CancelRequest for `req` closed (the server signalled the backend): unless its statement
+   * ends meanwhile, `again` is called after the wait (it checks the statement still runs, and
+   * cancels it again), as long as fewer than MAX_CANCELS were sent.
+   */
+  closed(req: R, again: (req: R) => void): void {
+    const entry = this.#pending.get(req);
+    if (entry === undefined || entry.timer !== undefined) return;
+    if (entry.sent >= MAX_CANCELS) {
+      this.#pending.delete(req);
+      return;
+    }
+    entry.timer = setTimeout(() => {
+      entry.timer = undefined;
+      if (this.#pending.get(req) === entry) again(req);
+    }, RECANCEL_MS * 2 ** (entry.sent - 1));
+  }
+
+  /** The connection closed: nothing is due any more. */
+  clear(): void {
+    for (const entry of this.#pending.values()) clearTimeout(entry.timer);
+    this.#pending.clear();
+  }
+}
+
 /** PostgreSQL's untranslated texts of the two 57014s a client backend raises itself. */
 const USER_REQUEST = "canceling statement due to user request";
 const STATEMENT_TIMEOUT = "canceling statement due to statement timeout";

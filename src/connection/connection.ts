@@ -28,10 +28,10 @@ import type { ConnectionState } from "./requests/request.ts";
 import { type PasswordSource, startup, type StartupIO } from "./startup.ts";
 import type { AuthPolicy } from "./authentication.ts";
 import { StatementCache } from "./statement.ts";
-import { mayBeCancelRequest, sendCancel, StrayCancels } from "./cancel.ts";
-import { openTransport } from "./transport/connect.ts";
+import { CancelRetries, mayBeCancelRequest, sendCancel, StrayCancels } from "./cancel.ts";
+import { onlyBindingOffered, openTransport } from "./transport/connect.ts";
 import { type Endpoint, type TlsPath, type Transport, whereOf } from "./transport/transport.ts";
-import { startWithin, withSslFallback } from "./open.ts";
+import { startWithin, withFallbacks } from "./open.ts";
 import { Backlog, RequestFifo } from "./request_fifo.ts";
 import { cancelledInBatch, copyError, skippedInBatch, strayCancel } from "./derived_errors.ts";
 import { OUT_OF_BAND, type ServerHooks, ServerReports } from "./out_of_band.ts";
@@ -185,6 +185,7 @@ export class Connection implements EncodeContext {
   #cancelWhenHead = new Map<PipelineRequest, Error>(); // cancel asked while others ran ahead of it
   #cancelled = new Set<PipelineRequest>(); // requests a CancelRequest was sent for
   #strays = new StrayCancels(); // our CancelRequests that may yet stop a request they were not for
+  #recancel = new CancelRetries<PipelineRequest>(); // cancelled statements not yet seen to end
   #resend: PipelineRequest | null = null; // re-sent at its ReadyForQuery (late cancel, stale statement)
   #resendCancelled: Error | null = null; // its user cancelled it before it went again
   #watchdog = new QueryWatchdog();
@@ -208,7 +209,7 @@ export class Connection implements EncodeContext {
 
   /** Connects, negotiates TLS and authenticates; rejects with a typed error. */
   static open(options: ConnectionOptions): Promise<Connection> {
-    return withSslFallback(options.endpoint, (tryTls) => Connection.#attempt(options, tryTls));
+    return withFallbacks(options.endpoint, (tryTls) => Connection.#attempt(options, tryTls));
   }
 
   static #attempt(options: ConnectionOptions, tryTls: boolean): Promise<Connection> {
@@ -313,6 +314,7 @@ export class Connection implements EncodeContext {
       serverVerified: this.#transport.verified,
       encrypted: this.#transport.tls !== null,
       serverCertificate: this.#transport.serverCertificate,
+      onlyBindingOffered: () => onlyBindingOffered(this.#options.endpoint, this.#transport),
       next: async () => {
         while (!framer.next()) {
           const n = await transport().read(framer.space());
@@ -558,6 +560,7 @@ export class Connection implements EncodeContext {
         return req.dataRow(buf, start, end);
       case Backend.CommandComplete: {
         const tag = commandComplete(buf, start, end);
+        this.#recancel.ended(req);
         req.commandComplete(tag.command, tag.count);
         if (!fifo.synced[fifo.head]) this.#batchedDone(req);
         return;
@@ -599,10 +602,13 @@ export class Connection implements EncodeContext {
       case Backend.NoData:
         return req.noData();
       case Backend.EmptyQueryResponse:
+        this.#recancel.ended(req);
         req.emptyQuery();
         if (!fifo.synced[fifo.head]) this.#batchedDone(req);
         return;
       case Backend.PortalSuspended:
+        // The backend waits for the next Execute: a cancel now would land on nothing.
+        this.#recancel.ended(req);
         return req.portalSuspended();
       case Backend.ErrorResponse: {
         const err = new PostgresError(fields(buf, start, end));
@@ -611,6 +617,7 @@ export class Connection implements EncodeContext {
           this.#fatal = err;
           return;
         }
+        this.#recancel.ended(req);
         // A cancel of ours sent for another request stopped this one (see StrayCancels).
         const stray = err.code === "57014" && !this.#cancelled.has(req) &&
           mayBeCancelRequest(err) && this.#strays.mayHit(req);
@@ -659,6 +666,7 @@ export class Connection implements EncodeContext {
   #shift(req: PipelineRequest): void {
     this.#fifo.shift(req);
     this.#cancelled.delete(req);
+    this.#recancel.ended(req);
   }
 
   /** After the head moved on: a cancel waiting for the new head, room for waiting requests, idle. */
@@ -768,10 +776,24 @@ export class Connection implements EncodeContext {
     if (this.#options.endpoint.embedded !== undefined) return;
     this.#cancelled.add(req);
     this.#strays.sent();
-    sendCancel(this.#options.endpoint, this.pid, this.cancelKey).then(() =>
-      this.#strays.closed(this.#fifo.queue, this.#fifo.head, this.#fifo.tail)
-    );
+    this.#recancel.sent(req);
+    sendCancel(this.#options.endpoint, this.pid, this.cancelKey).then(() => {
+      this.#strays.closed(this.#fifo.queue, this.#fifo.head, this.#fifo.tail);
+      this.#recancel.closed(req, this.#cancelAgain);
+    });
   }
+
+  /**
+   * A cancelled statement still runs after its CancelRequest was taken (see CancelRetries): it
+   * is cancelled again while it is the one the server runs (the head, or in the head's batch)
+   * and nothing has aborted its batch yet.
+   */
+  #cancelAgain = (req: PipelineRequest): void => {
+    if (this.#closed !== null || this.#aborted !== null) return;
+    const at = this.#fifo.indexOf(req);
+    if (at !== -1 && (at === this.#fifo.head || this.#fifo.inHeadBatch(at))) this.#cancelNow(req);
+    else this.#recancel.ended(req);
+  };
 
   /** Moves waiting requests into the pipeline as answers make room. */
   #refill(): void {
@@ -814,6 +836,7 @@ export class Connection implements EncodeContext {
     }
     orphans.push(...backlog);
     this.#watchdog.stop();
+    this.#recancel.clear();
     this.#drained?.();
     // Orphans first: whoever adopts them must still see how this connection was held (a
     // reserved one's requests must fail, not run elsewhere outside their transaction), and

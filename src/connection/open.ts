@@ -1,11 +1,13 @@
 /**
  * Around a connection's start (the transport, then the startup conversation the pipeline
  * carries): libpq's sslmode fallbacks (`allow`: plain first, TLS if the server refuses; `prefer`:
- * TLS first, plain if TLS fails), the connect timeout over the transport and the startup
+ * TLS first, plain if TLS fails), a second attempt on a TLS path that can bind for a server that
+ * offers only SCRAM-SHA-256-PLUS, the connect timeout over the transport and the startup
  * together, and what a failed start rejects with.
  */
 import { ProtocolViolation } from "../protocol/backend.ts";
 import { ConnectionError, PostgresError } from "../errors.ts";
+import { bindsElsewhere } from "./authentication.ts";
 import { socketErrorInfo } from "./transport/socket_errors.ts";
 import { type Endpoint, socketPath, type Where, whereOf } from "./transport/transport.ts";
 
@@ -37,25 +39,38 @@ export function connectTimeoutError(e: Endpoint, cause?: unknown): ConnectionErr
 
 /**
  * Runs `attempt` (`tryTls`: whether to ask for TLS) as the sslmode says: `allow` plain first,
- * then TLS if the server refused the session; `prefer` TLS first, then plain if TLS failed.
+ * then TLS if the server refused the session; `prefer` TLS first, then plain if TLS failed. And
+ * once more on the same terms when a server offering only SCRAM-SHA-256-PLUS met a TLS path that
+ * cannot show its certificate: the path memory sends the new attempt to one that can.
  */
-export async function withSslFallback<T>(
+export async function withFallbacks<T>(
   endpoint: Endpoint,
   attempt: (tryTls: boolean) => Promise<T>,
 ): Promise<T> {
   const mode = endpoint.sslmode;
-  try {
-    return await attempt(mode !== "allow");
-  } catch (e) {
-    const retryPlain = mode === "prefer" && e instanceof ConnectionError &&
-      e.code === "SSL_FAILED";
-    // allow: the server refused the plain attempt, or the client did (channel_binding=require
-    // cannot bind without TLS; nothing was sent): TLS may do.
-    const retryTls = mode === "allow" &&
-      (e instanceof PostgresError || (e instanceof ConnectionError && e.code === "AUTH_REFUSED"));
-    // A user's socket is plain under prefer and allow (see openTransport): nothing to retry.
-    if ((!retryPlain && !retryTls) || endpoint.socket !== undefined) throw e;
-    return await attempt(retryTls);
+  let tryTls = mode !== "allow";
+  let fellBack = false;
+  let rebound = false;
+  for (;;) {
+    try {
+      return await attempt(tryTls);
+    } catch (e) {
+      if (!rebound && bindsElsewhere(e)) {
+        rebound = true;
+        continue;
+      }
+      const retryPlain = mode === "prefer" && tryTls && e instanceof ConnectionError &&
+        e.code === "SSL_FAILED";
+      // allow: the server refused the plain attempt, or the client did (channel_binding=require
+      // cannot bind without TLS; nothing was sent): TLS may do.
+      const retryTls = mode === "allow" && !tryTls &&
+        (e instanceof PostgresError ||
+          (e instanceof ConnectionError && e.code === "AUTH_REFUSED"));
+      // A user's socket is plain under prefer and allow (see openTransport): nothing to retry.
+      if (fellBack || (!retryPlain && !retryTls) || endpoint.socket !== undefined) throw e;
+      fellBack = true;
+      tryTls = retryTls;
+    }
   }
 }
 

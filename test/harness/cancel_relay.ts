@@ -34,6 +34,13 @@ export interface CancelRelay {
    * test acts between a cancelled statement and its ReadyForQuery.
    */
   pauseAfterCancelError(): Pause;
+  /**
+   * Holds what the driver writes to its sessions from now on until released, so the backend
+   * waits for its next message, between statements, while a test delivers a cancel: the timing
+   * a backend descheduled right after a ReadyForQuery produces, when the next query's messages,
+   * already sent, are not read yet. `reached` resolves once a write is held.
+   */
+  holdWrites(): Pause;
 }
 
 /** Answers held after an ErrorResponse. */
@@ -70,6 +77,7 @@ function isCancelRequest(p: Uint8Array): boolean {
 export function cancelRelay(): CancelRelay {
   const held: HeldCancel[] = [];
   let pause: (Pause & { hit: boolean; reach(): void; released: Promise<void> }) | null = null;
+  let writes: (Pause & { reach(): void; released: Promise<void> }) | null = null;
   /** A session's reads from the server, cut after a 57014 ErrorResponse while a pause is set. */
   const answers = (server: Deno.TcpConn): DenoLikeConn => {
     let buffered = new Uint8Array(0);
@@ -95,7 +103,14 @@ export function cancelRelay(): CancelRelay {
         buffered = buffered.slice(take);
         return take;
       },
-      write: (p) => server.write(p),
+      async write(p) {
+        const hold = writes;
+        if (hold !== null) {
+          hold.reach();
+          await hold.released;
+        }
+        return await server.write(p);
+      },
       close: () => server.close(),
     };
   };
@@ -174,6 +189,23 @@ export function cancelRelay(): CancelRelay {
       const released = new Promise<void>((resolve) => release = resolve);
       pause = { hit: false, reach, reached, released, release };
       return pause;
+    },
+    holdWrites() {
+      let reach!: () => void;
+      let release!: () => void;
+      const reached = new Promise<void>((resolve) => reach = resolve);
+      const released = new Promise<void>((resolve) => release = resolve);
+      const hold = {
+        reach,
+        reached,
+        released,
+        release() {
+          if (writes === hold) writes = null;
+          release();
+        },
+      };
+      writes = hold;
+      return hold;
     },
     next: () => {
       const ready = held.shift();

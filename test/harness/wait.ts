@@ -84,6 +84,19 @@ export async function untilSleeping(admin: Sql, pid: number): Promise<void> {
   });
 }
 
+/**
+ * Waits until backend `pid` waits for an advisory lock (one `admin`'s session holds): a statement
+ * that stays there until the test lets it go, where a short `pg_sleep` could end unseen.
+ */
+export async function untilLocked(admin: Sql, pid: number): Promise<void> {
+  await until(`backend ${pid} waiting for an advisory lock`, async () => {
+    const [{ n }] = await admin`
+      select count(*)::int as n from pg_stat_activity
+      where pid = ${pid} and wait_event_type = 'Lock' and wait_event = 'advisory'`;
+    return n > 0;
+  });
+}
+
 /** Waits until a statement whose text holds `marker` runs on another backend than `admin`'s. */
 export async function untilRunning(admin: Sql, marker: string): Promise<void> {
   await until(`a running statement with ${marker}`, async () => {

@@ -23,7 +23,14 @@ import { denoConnect, DenoConnTransport, isUnix, needsNodeSocket, nodeConnect } 
 import { NodeSocketTransport } from "./node_socket.ts";
 import { connectFailure } from "./socket_errors.ts";
 import { knownPath, rememberPath } from "./tls_paths.ts";
-import { type Endpoint, PLAIN, type Transport, type Where, whereOf } from "./transport.ts";
+import {
+  type Endpoint,
+  PLAIN,
+  type StreamTraits,
+  type Transport,
+  type Where,
+  whereOf,
+} from "./transport.ts";
 import { userFailure, userTransport } from "./user_socket.ts";
 import { openEmbedded } from "./embedded.ts";
 
@@ -102,6 +109,19 @@ export async function openTransport(
   } finally {
     n.done();
   }
+}
+
+/**
+ * The server offers only SCRAM-SHA-256-PLUS, which binds to its certificate, and only node:tls
+ * shows it: from now on its connections take node:tls (a process's first one, on node:tls,
+ * learns this before its handshake would send later ones native). Returns whether `stream` is a
+ * TLS path that cannot show the certificate (native), so that a new connection to the server,
+ * on node:tls, can bind where this one cannot. A user's socket runs node:tls already.
+ */
+export function onlyBindingOffered(endpoint: Endpoint, stream: StreamTraits): boolean {
+  if (stream.tls === null || endpoint.socket !== undefined) return false;
+  rememberPath(tlsTarget(endpoint), "node");
+  return stream.tls === "native" && stream.serverCertificate === null;
 }
 
 /**

@@ -23,10 +23,16 @@ export const WONT_ENCRYPT = 0x4e; // "N"
 /** What a TLS check verifies: nothing, the chain only (verify-ca), or the chain and the host name. */
 type Verification = "none" | "chain" | "full";
 
-/** The check an sslmode asks for; `require` with a CA is `verify-ca`, as in libpq. */
+/**
+ * The check an sslmode asks for. As in libpq, a root certificate loaded (`sslrootcert`, or
+ * `~/.postgresql/root.crt` found, or the `ssl` object's `ca`) means the chain is verified under
+ * every mode that encrypts: `require`, `prefer` and `allow` then check what `verify-ca` checks
+ * (libpq turns on OpenSSL's peer verification whenever it loaded a root file). A `prefer` whose
+ * check fails goes on plain, as libpq's does after any failed handshake.
+ */
 export function verification(mode: SslMode, ca: string[] | undefined): Verification {
   if (mode === "verify-full") return "full";
-  if (mode === "verify-ca" || (mode === "require" && ca !== undefined)) return "chain";
+  if (mode === "verify-ca" || (mode !== "disable" && ca !== undefined)) return "chain";
   return "none";
 }
 
@@ -121,14 +127,15 @@ export async function askDeno(conn: DenoLikeConn): Promise<number> {
   await conn.write(sslRequestBytes());
   const answer = new Uint8Array(64);
   const n = await conn.read(answer);
-  if (n === null) throw new Error("server closed the connection during TLS negotiation");
+  if (n === null) throw closedDuringNegotiation();
   if (n > 1) throw injected();
   return answer[0];
 }
 
 /**
  * Sends SSLRequest on a node socket; resolves to the server's one-byte answer. `sent` is called
- * once the request has left, while the answer is on its way.
+ * once the request has left, while the answer is on its way. A socket that ends, or closes
+ * without an error (destroyed by its owner: only `close` says so), rejects at once.
  */
 export function askNode(socket: NodeLikeSocket, sent?: () => void): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -141,22 +148,31 @@ export function askNode(socket: NodeLikeSocket, sent?: () => void): Promise<numb
       cleanup();
       reject(e);
     };
-    const onEnd = () => {
+    const onClosed = () => {
       cleanup();
-      reject(new Error("server closed the connection during TLS negotiation"));
+      reject(closedDuringNegotiation());
     };
     const off = (event: string, listener: (...args: any[]) => void) =>
       socket.off ? socket.off(event, listener) : socket.removeListener?.(event, listener);
     const cleanup = () => {
       off("data", onData);
       off("error", onError);
-      off("end", onEnd);
+      off("end", onClosed);
+      off("close", onClosed);
     };
     socket.on("data", onData);
     socket.on("error", onError);
-    socket.on("end", onEnd);
+    socket.on("end", onClosed);
+    socket.on("close", onClosed);
+    // Destroyed before we listened: no event will come.
+    if (socket.destroyed === true) return onClosed();
     socket.write(sslRequestBytes(), (e) => e ? undefined : sent?.());
   });
+}
+
+/** What a socket that ends or closes before TLS is established rejects with. */
+export function closedDuringNegotiation(): Error {
+  return new Error("the connection closed during TLS negotiation");
 }
 
 /** The error for an SSLRequest answered with anything but "S". */

@@ -35,6 +35,7 @@ export class NodeSocketTransport implements Transport {
   #ended = false;
   #error: Error | null = null;
   #wake: (() => void) | null = null;
+  #writing = new Set<(e: Error) => void>(); // rejects writes not yet called back
   readonly tls: StreamTraits["tls"];
   readonly verified: boolean;
   readonly gatherWrites: boolean;
@@ -55,8 +56,24 @@ export class NodeSocketTransport implements Transport {
     this.serverCertificate = traits.serverCertificate;
     socket.on("data", (chunk: Uint8Array) => this.#push(chunk));
     socket.on("end", () => this.#finish(null));
-    socket.on("close", () => this.#finish(null));
-    socket.on("error", (e: Error) => this.#finish(e));
+    socket.on("close", () => {
+      this.#finish(null);
+      this.#failWrites(new Error("the connection closed"));
+    });
+    socket.on("error", (e: Error) => {
+      this.#finish(e);
+      this.#failWrites(e);
+    });
+  }
+
+  /**
+   * Rejects the writes still waiting for their callback: a node:net socket calls them back when
+   * it closes, but a node-like socket of the user's may not, and nothing may wait for ever.
+   */
+  #failWrites(e: Error): void {
+    const waiting = [...this.#writing];
+    this.#writing.clear();
+    for (const reject of waiting) reject(this.#error ?? e);
   }
 
   #push(chunk: Uint8Array): void {
@@ -118,11 +135,13 @@ export class NodeSocketTransport implements Transport {
     // Copy: the caller reuses its buffer as soon as this resolves.
     const copy = p.slice();
     return new Promise((resolve, reject) => {
+      this.#writing.add(reject);
       // The socket's own error (e.g. a refused connect) says more than the write's.
-      this.#socket.write(
-        copy,
-        (e?: Error | null) => e ? reject(this.#error ?? e) : resolve(copy.length),
-      );
+      this.#socket.write(copy, (e?: Error | null) => {
+        this.#writing.delete(reject);
+        if (e) reject(this.#error ?? e);
+        else resolve(copy.length);
+      });
     });
   }
 

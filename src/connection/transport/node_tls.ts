@@ -16,6 +16,7 @@ import { Duplex } from "node:stream";
 import {
   askNode,
   checkAlpn,
+  closedDuringNegotiation,
   handshakeFailed,
   mayStayPlain,
   type Negotiation,
@@ -93,15 +94,24 @@ function nodeOptions(t: TlsTarget): tls.ConnectionOptions {
   };
 }
 
-/** The node:tls handshake over `socket`, verifying what the mode asks. */
+/**
+ * The node:tls handshake over `socket`, verifying what the mode asks. A socket closed under it
+ * without an error (a user's, destroyed by its owner) ends the handshake at once: Deno's node:tls
+ * then closes the TLS socket and says nothing else.
+ */
 function nodeHandshake(socket: Duplex, t: TlsTarget): Promise<tls.TLSSocket> {
   return new Promise((resolve, reject) => {
     const secure = tls.connect({ ...nodeOptions(t), socket });
+    const closed = () => reject(closedDuringNegotiation());
     secure.once("secureConnect", () => {
       secure.off("error", reject);
+      secure.off("close", closed);
+      socket.off("close", closed);
       resolve(secure);
     });
     secure.once("error", reject);
+    secure.once("close", closed);
+    socket.once("close", closed);
   });
 }
 

@@ -97,10 +97,13 @@ export async function nodeConnect(endpoint: Endpoint): Promise<net.Socket> {
     socket.setNoDelay(true);
     const keepalive = endpoint.keepalive ?? { enabled: true };
     socket.setKeepAlive(keepalive.enabled, keepalive.idleMs ?? 0);
+    const closed = () => reject(new Error("the socket closed before it connected"));
     socket.once("connect", () => {
       socket.off("error", reject);
+      socket.off("close", closed);
       resolve(socket);
     });
     socket.once("error", reject);
+    socket.once("close", closed);
   });
 }
