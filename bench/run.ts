@@ -42,6 +42,7 @@ const SUITES = [
   suite("http", "Suite 6: end to end over HTTP", 4, 12, true),
   suite("telemetry", "Suite 8: what telemetry costs", 2, 5),
   suite("pglite", "Suite 9: PGlite in process, against its own query()", 3, 8),
+  suite("orm", "Suite 10: Drizzle and Kysely over pgpipe and postgres.js", 4, 15, true),
 ];
 
 /** What `--only` names: every suite, each twin right after its plaintext run. */

@@ -16,6 +16,7 @@ import { type CpuProfile, summarizeProfile } from "../bench/shared/cpu_profile.t
 import { parseWrk, parseWrkDuration } from "../bench/shared/loadgen.ts";
 import { inRepo, lastJson, probe, run, spawn } from "../bench/shared/probe.ts";
 import { renderSuite, renderTable, Report, summaryTable, table } from "../bench/shared/report.ts";
+import { targetFor } from "../bench/shared/targets.ts";
 import { splitSession } from "../bench/peers/pingpong.ts";
 import { loginTrips } from "../bench/shared/login_flights.ts";
 
@@ -139,6 +140,23 @@ Deno.test("bench: tables print as aligned Markdown, and a report gathers its fig
     ["driver: insert n=200", "deno-postgres", "cannot (no pipelining)", "", ""],
     ["driver: overhead", "raw", "12.3 µs", "", ""],
   ]);
+});
+
+Deno.test("bench: a goal applies to plaintext, to the TLS twin, or to both", () => {
+  // driver's insert target is plaintext only; the orm targets apply to both twins.
+  assert.equal(targetFor("driver", "insert n=200", "postgres.js")?.min, 3.5);
+  assert.equal(targetFor("driver", "insert n=200 (TLS)", "postgres.js"), undefined);
+  for (const suffix of ["", " (TLS)"]) {
+    const drizzle = `Drizzle: 50 concurrent selects, 1 connection${suffix}`;
+    assert.equal(targetFor("orm", drizzle, "postgres.js")?.min, 4);
+    const kysely = `Kysely, pgpipe's dialect: 200 concurrent inserts, 1 connection${suffix}`;
+    assert.equal(targetFor("orm", kysely, "kysely-postgres-js + postgres.js")?.min, 3);
+  }
+  // The default pool is shown beside the targets, not held to them.
+  assert.equal(
+    targetFor("orm", "Drizzle: 50 concurrent selects, 10 connections", "postgres.js"),
+    undefined,
+  );
 });
 
 // Printed by wrk 4.1.0 (Debian) against a path the server answers with 404.

@@ -5,7 +5,7 @@
 
 /** The table the suite seeds and the handler reads, its rows, and the rows per request. */
 export const USERS_TABLE = "bench_http_users";
-const USERS = 10_000;
+export const USERS = 10_000;
 export const PAGE = 100;
 
 /** The slice of the drivers' API the handler uses: a tagged template resolving to row objects. */

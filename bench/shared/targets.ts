@@ -30,6 +30,14 @@ bulk | ^load .*copy_records_to_table | >= 1 asyncpg | bulk load at least asyncpg
 pglite | ^50 concurrent selects$ | >= 8 PGlite query() | over PGlite, 50 concurrent selects >= 8x PGlite's own query() (one call for them all)
 pglite | ^200 concurrent inserts$ | >= 4 PGlite query() | over PGlite, 200 concurrent inserts >= 4x PGlite's own query()
 pglite | ^10,000 typed rows | >= 1 PGlite query() | over PGlite, a 10,000-row typed result no slower than PGlite's own query()
+orm | ^Drizzle: (50 concurrent selects|200 concurrent inserts), 1 connection$ | >= 4 postgres.js | Drizzle over pgpipe >= 4x Drizzle over postgres.js on 50 concurrent selects and 200 concurrent inserts (one connection)
+orm-tls | ^Drizzle: (50 concurrent selects|200 concurrent inserts), 1 connection \\(TLS\\)$ | >= 4 postgres.js | with TLS, Drizzle over pgpipe >= 4x Drizzle over postgres.js on 50 concurrent selects and 200 concurrent inserts (one connection)
+orm | ^Drizzle: relational findMany, two nested levels, 1 connection$ | >= 1.1 postgres.js | Drizzle's relational findMany (two nested levels) >= 1.1x over postgres.js (one connection)
+orm-tls | ^Drizzle: relational findMany, two nested levels, 1 connection \\(TLS\\)$ | >= 1.1 postgres.js | with TLS, Drizzle's relational findMany (two nested levels) >= 1.1x over postgres.js (one connection)
+orm | ^Drizzle HTTP: req/s, 1 connection$ | >= 1.3 postgres.js | a Deno.serve handler answering 100 rows through Drizzle >= 1.3x over postgres.js (one connection)
+orm-tls | ^Drizzle HTTP: req/s, 1 connection \\(TLS\\)$ | >= 1.3 postgres.js | with TLS, the Drizzle handler >= 1.3x over postgres.js (one connection)
+orm | ^Kysely, pgpipe's dialect: .*, 1 connection$ | >= 3 kysely-postgres-js + postgres.js | Kysely on pgpipe's dialect >= 3x Kysely on kysely-postgres-js over postgres.js (100 concurrent selects, 200 concurrent inserts, one connection)
+orm-tls | ^Kysely, pgpipe's dialect: .*, 1 connection \\(TLS\\)$ | >= 3 kysely-postgres-js + postgres.js | with TLS, Kysely on pgpipe's dialect >= 3x Kysely on kysely-postgres-js over postgres.js (one connection)
 cold | SCRAM over TLS: client created to first answer, loopback$ | <= 80 ms | cold start with TLS + SCRAM on loopback <= 80 ms from creating the client to the first answer, Deno's first TLS handshake included
 cold | SCRAM over plaintext: client created to first answer, loopback$ | <= 15 ms | cold start with SCRAM over plain TCP on loopback <= 15 ms
 telemetry | ^telemetry on: extra CPU per pipelined query | <= 2 µs | telemetry on: at most 2 µs of CPU per query in the pipelined case

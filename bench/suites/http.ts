@@ -15,7 +15,8 @@ import { type CpuProfile, summarizeProfile } from "../shared/cpu_profile.ts";
 import { benchUrl, isQuick } from "../shared/env.ts";
 import { PAGE, SEED_SQL, USERS_TABLE } from "../shared/http_app.ts";
 import { chooseLoadTool, describeTool, type LoadTool, runLoad } from "../shared/loadgen.ts";
-import { denoArgs, inRepo, kill, probePath, tempDir } from "../shared/probe.ts";
+import { denoArgs, inRepo, probePath, tempDir } from "../shared/probe.ts";
+import { startServer } from "../shared/server.ts";
 import { fmt, formatRatio, pct, Report } from "../shared/report.ts";
 import { median, rotated } from "../shared/stats.ts";
 
@@ -40,39 +41,6 @@ const denoServer = (name: string): Server => ({
     return [Deno.execPath(), ...denoArgs("http_server.ts", [name, max, url], prof)];
   },
 });
-
-/**
- * Starts a server, which prints `{"port":N}` once its pool is open (a server, not a probe:
- * it runs until stop() closes its standard input, then shuts down cleanly, else is killed).
- */
-async function startServer(server: Server, max: number, profileDir?: string) {
-  const [cmd, ...args] = server.command(max, profileDir);
-  const child = new Deno.Command(cmd, { args, stdin: "piped", stdout: "piped" }).spawn();
-  const stdin = child.stdin.getWriter();
-  const stop = async () => {
-    await stdin.close().catch(() => {});
-    const timer = setTimeout(() => kill(child), 20_000);
-    await child.status.finally(() => clearTimeout(timer));
-  };
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  const timer = setTimeout(() => lines.cancel().catch(() => {}), 60_000);
-  let text = "";
-  try {
-    for (let r; !text.includes("\n") && !(r = await lines.read()).done;) text += r.value;
-    // The rest is drained, so a chatty server never blocks on a full pipe.
-    (async () => {
-      while (!(await lines.read()).done) { /* drain */ }
-    })().catch(() => {});
-    const port = JSON.parse(text.split("\n")[0]).port;
-    if (typeof port !== "number") throw new Error(`no port in ${text}`);
-    return { pid: child.pid, port, [Symbol.asyncDispose]: stop };
-  } catch (e) {
-    await stop();
-    throw new Error(`${server.name}: the server did not start: ${(e as Error).message}`);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** The client the suite itself uses: seeding, the expected answer, counting backends. */
 const admin = postgres(url, { max: 1, onnotice: () => {} });
@@ -120,7 +88,7 @@ const backendsCpuSeconds = (pids: number[]) => pids.reduce((n, pid) => n + cpuSe
 type Run = Awaited<ReturnType<typeof measure>>;
 
 async function measure(tool: LoadTool, server: Server, max: number, page: unknown, dir?: string) {
-  await using s = await startServer(server, max, dir);
+  await using s = await startServer(server.name, server.command(max, dir));
   await checkAnswer(server, s.port, page);
   const target = `http://127.0.0.1:${s.port}/users`;
   const opts = { connections: LOAD_CONNECTIONS, threads: WRK_THREADS };
