@@ -8,6 +8,7 @@ import type { TLSSocket } from "node:tls";
 import { flightRecorder } from "../../test/harness/flights.ts";
 import { hostPort, via } from "../shared/env.ts";
 import { closeQuietly } from "../shared/proxy.ts";
+import { mean, percentile, serial } from "../shared/stats.ts";
 
 /**
  * A frontend session: its startup message (length-prefixed, no type byte), then each request up
@@ -233,6 +234,13 @@ export class NodeTlsPingPong implements Replay {
   }
 
   close = () => void this.socket.destroy();
+}
+
+/** Mean and median µs of `count` serial round trips of `bytes`, after 500 that warm up. */
+export async function serialFloor(replay: Replay, bytes: Uint8Array, count: number) {
+  for (let i = 0; i < 500; i++) await replay.roundTrip(bytes);
+  const samples = await serial(() => replay.roundTrip(bytes), count);
+  return { meanUs: mean(samples), p50Us: percentile(samples, 50) };
 }
 
 /** How a raw replay travels: plain TCP, Deno's native TLS (needs the CA) or node:tls. */

@@ -3,31 +3,18 @@
 // requests, last the steady `select 1`) over node:tls as NodeTlsPingPong does in Deno, times COUNT
 // round trips of the last and prints `{"meanUs":…,"p50Us":…}`. Beside the same replay in Deno it
 // tells how much of a serial gap between Bun.sql and pgpipe is the runtimes' own.
-import { NodeTlsPingPong } from "../peers/pingpong.ts";
-import { mean, percentile } from "../shared/stats.ts";
+import { NodeTlsPingPong, serialFloor, type WireSession } from "../peers/pingpong.ts";
 import type { BunApi } from "./bun_api.ts";
 
 const Bun = (globalThis as unknown as { Bun: BunApi }).Bun;
 const [sessionFile, host, port, count] = Bun.argv.slice(2);
-const saved = JSON.parse(await Bun.file(sessionFile).text());
-const session = {
-  startup: Uint8Array.from(saved.startup as number[]),
-  requests: saved.requests.map((r: { bytes: number[]; types: string }) => ({
-    ...r,
-    bytes: Uint8Array.from(r.bytes),
-  })),
-};
+// The session's bytes were written as arrays of numbers.
+const bytes = (k: string, v: number[]) => k === "startup" || k === "bytes" ? Uint8Array.from(v) : v;
+const session: WireSession = JSON.parse(await Bun.file(sessionFile).text(), bytes);
 const steady = session.requests[session.requests.length - 1].bytes;
 const p = await NodeTlsPingPong.open(host, Number(port), session);
 try {
-  for (let i = 0; i < 500; i++) await p.roundTrip(steady); // warm-up
-  const samples: number[] = [];
-  for (let i = 0; i < Number(count); i++) {
-    const t0 = performance.now();
-    await p.roundTrip(steady);
-    samples.push((performance.now() - t0) * 1000);
-  }
-  console.log(JSON.stringify({ meanUs: mean(samples), p50Us: percentile(samples, 50) }));
+  console.log(JSON.stringify(await serialFloor(p, steady, Number(count))));
 } finally {
   p.close();
 }

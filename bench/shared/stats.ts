@@ -23,6 +23,17 @@ export async function rotated<T>(
   }
 }
 
+/** Latencies (µs) of `count` round trips one after another, stopping early at `stop`. */
+export async function serial(once: () => Promise<unknown>, count: number, stop = Infinity) {
+  const samples: number[] = [];
+  while (samples.length < count && performance.now() < stop) {
+    const t0 = performance.now();
+    await once();
+    samples.push((performance.now() - t0) * 1000);
+  }
+  return samples;
+}
+
 /** Samples kept by name, in the order the names first came. */
 export class Samples extends Map<string, number[]> {
   add(name: string, ...values: number[]): void {

@@ -12,13 +12,13 @@ import { PGPIPE_NATIVE, settleNative } from "../peers/drivers.ts";
 import { findBun } from "../peers/bun.ts";
 import { libpqPipeline, type LibpqRate, pgbenchPipeline } from "../peers/libpq.ts";
 import { captureSession, openRaws, type RawKind, type Replay } from "../peers/pingpong.ts";
-import type { WireSession } from "../peers/pingpong.ts";
+import { serialFloor, type WireSession } from "../peers/pingpong.ts";
 import { type CpuPerQuery, cpuPerQuery, localPostmaster } from "../shared/cpu.ts";
 import { benchCa, benchUrl, isQuick, isTls, plainBenchUrl } from "../shared/env.ts";
 import { probe, tempDir } from "../shared/probe.ts";
 import { fmt, formatRatio, Report } from "../shared/report.ts";
 import { startSpinner } from "../shared/spinner.ts";
-import { mean, median, percentile, rotated, Samples } from "../shared/stats.ts";
+import { mean, median, percentile, rotated, Samples, serial } from "../shared/stats.ts";
 
 const quick = isQuick();
 const url = benchUrl();
@@ -40,6 +40,8 @@ const CANNOT = "cannot (no pipelining)";
 const log = (s: string) => console.log(`throughput: ${s}`);
 const report = new Report("throughput");
 
+/** A serial round trip's floor on a raw replay (bench/peers/pingpong.ts): mean and median µs. */
+type Floor = Awaited<ReturnType<typeof serialFloor>>;
 /** Result of one pipelined run. */
 type Rate = { queries: number; ms: number; qps: number };
 /** A client some table compares: its name, one run (a round trip, a pipelined run), its end. */
@@ -70,17 +72,6 @@ async function pipelined(a: Pick<Adapter, "selectInt">, total: number, window: n
   await Promise.all(Array.from({ length: Math.min(window, total) }, lane));
   const ms = performance.now() - t0;
   return { queries: done, ms, qps: done / (ms / 1000) };
-}
-
-/** Latencies (µs) of `count` round trips one after another, stopping early at `stop`. */
-async function serial(once: () => Promise<unknown>, count: number, stop = Infinity) {
-  const samples: number[] = [];
-  while (samples.length < count && performance.now() < stop) {
-    const t0 = performance.now();
-    await once();
-    samples.push((performance.now() - t0) * 1000);
-  }
-  return samples;
 }
 
 /** `count` serial `select $1::int` (µs each, answers checked) within DEADLINE_MS, after 100. */
@@ -114,8 +105,6 @@ const middleCpu = (xs: CpuPerQuery[]) => {
   const [client, server] = [median(xs.map((x) => x.client)), median(xs.map((x) => x.server))];
   return { client, server };
 };
-/** A CPU figure in µs, "-" when it could not be read. */
-const fmtCpu = (us: number) => Number.isFinite(us) ? fmt(us, 2) : "-";
 
 // ------------------------------------------------------------ clients and rounds
 
@@ -185,10 +174,9 @@ async function warmRate(a: Pick<Adapter, "selectInt">, warmup: number): Promise<
  */
 async function measure(driver: Driver): Promise<DriverResult> {
   const say = (s: string) => log(`${driver.name}: ${s}`);
+  const result: DriverResult = { name: driver.name, pipelined: null, latency: [], latencyBusy: [] };
   let r1: Rate | undefined;
   let inTx: Rate | undefined;
-  let latency: number[];
-  let latencyBusy: number[];
   {
     await using one = await driver.connect(url);
     if (driver.pipelines) {
@@ -197,12 +185,11 @@ async function measure(driver: Driver): Promise<DriverResult> {
       await one.rolledBack(async (tx) => void (inTx = await warmRate(tx, WINDOW * 2)));
       say(`1 connection, in a transaction: ${fmt(inTx!.qps)} q/s`);
     } else say(`pipelined runs: ${CANNOT}`);
-    latency = await serialInts(one, SERIAL);
-    say(`serial: mean ${fmt(mean(latency), 1)} µs`);
-    latencyBusy = await busy(() => serialInts(one, SERIAL));
-    say(`serial, one core kept busy: mean ${fmt(mean(latencyBusy), 1)} µs`);
+    result.latency = await serialInts(one, SERIAL);
+    say(`serial: mean ${fmt(mean(result.latency), 1)} µs`);
+    result.latencyBusy = await busy(() => serialInts(one, SERIAL));
+    say(`serial, one core kept busy: mean ${fmt(mean(result.latencyBusy), 1)} µs`);
   }
-  const result = { name: driver.name, pipelined: null, latency, latencyBusy };
   if (!r1 || !inTx) return result;
   const app = `pgpipe_bench_${driver.name.replace(/\W/g, "_")}_4`;
   await using four = await driver.connect(url, { connections: 4, applicationName: app });
@@ -244,16 +231,14 @@ function rates(results: DriverResult[], limit: LibpqRate, same: LibpqRate) {
     return [name, fmt(p.one.qps), vs("one"), fmt(p.inTx.qps), vs("inTx"), ...four];
   });
   const at = (qps: number, libpq: number) => `pgpipe at ${fmt((100 * qps) / libpq)}%`;
-  const libpq = (
-    name: string,
-    qps: number,
-    inTx: string,
-  ) => [name, fmt(qps), at(ours.one.qps, qps), "", inTx];
+  const libpq = (name: string, qps: number, inTx = "") => {
+    return [name, fmt(qps), at(ours.one.qps, qps), "", inTx];
+  };
   if (limit.qps) {
     const name = `libpq pipeline (pgbench, ${WINDOW} per pipeline)`;
     rows.push(libpq(name, limit.qps, at(ours.inTx.qps, limit.qps)));
   }
-  if (same.qps) rows.push(libpq("libpq pipeline (1 Sync per query, pgpipe's shape)", same.qps, ""));
+  if (same.qps) rows.push(libpq("libpq pipeline (1 Sync per query, pgpipe's shape)", same.qps));
   report.table(
     `Throughput: select $1::int, ${fmt(TOTAL)} queries, ${fmt(WINDOW)} in flight`,
     "driver | 1 conn q/s | pgpipe vs it | in a transaction q/s | pgpipe vs it | 4 conns q/s | backends | pgpipe vs it",
@@ -348,14 +333,11 @@ async function pingPong(): Promise<void> {
       const figures = [mean(s), percentile(s, 50), percentile(s, 99)].map((x) => fmt(x, 1));
       const floor = floorOf(name);
       const raw = floor === undefined ? undefined : samples.get(floor);
-      if (!raw) {
-        rows.push([name, cores, ...figures, "", "", String(s.length)]);
-        continue;
-      }
-      const overMean = mean(s) - mean(raw);
-      const overP50 = percentile(s, 50) - percentile(raw, 50);
-      const over = [`+${fmt(overMean, 1)} (${floor})`, `+${fmt(overP50, 1)}`];
+      const overMean = raw ? mean(s) - mean(raw) : NaN;
+      const overP50 = raw ? percentile(s, 50) - percentile(raw, 50) : NaN;
+      const over = raw ? [`+${fmt(overMean, 1)} (${floor})`, `+${fmt(overP50, 1)}`] : ["", ""];
       rows.push([name, cores, ...figures, ...over, String(s.length)]);
+      if (!raw) continue;
       if (!tls && name === "pgpipe") {
         const label = `serial select 1: pgpipe overhead over the raw ping-pong${busyLabel}`;
         report.measure(`${label} (mean)`, floor!, overMean, "µs");
@@ -417,7 +399,7 @@ const medianOf = (rs: PoolRound[], k: "serialUs" | "qps") => median(rs.map((r) =
 /** A row of rounds: median serial µs and q/s, and where any side measured CPU, its CPU cells. */
 function poolRow(name: string, rounds: PoolRound[], withCpu: boolean): string[] {
   const c = middleCpu(rounds.flatMap((r) => r.cpu ? [r.cpu] : []));
-  const cpu = withCpu ? [fmtCpu(c.client), fmtCpu(c.server)] : [];
+  const cpu = withCpu ? [fmt(c.client, 2), fmt(c.server, 2)] : [];
   return [name, fmt(medianOf(rounds, "serialUs"), 1), fmt(medianOf(rounds, "qps")), ...cpu];
 }
 
@@ -488,27 +470,20 @@ async function runtimeFloors(): Promise<void> {
   const requests = session.requests.map((r) => ({ bytes: [...r.bytes], types: r.types }));
   await Deno.writeTextFile(file, JSON.stringify({ startup: [...session.startup], requests }));
   const inDeno = (kind: RawKind) => `${ping(kind)}, Deno ${Deno.version.deno}`;
-  const inBun = async () => {
-    const args = [file, hostname, port || 5432, BUN_SERIAL];
-    const r = await probe<Record<string, number>>("bun_pingpong.ts", args, { runtime: bun.path });
-    return [r.meanUs, r.p50Us];
-  };
+  const args = [file, hostname, port || 5432, BUN_SERIAL];
+  const inBun = () => probe<Floor>("bun_pingpong.ts", args, { runtime: bun.path });
   const bunName = `${ping("node:tls")}, Bun ${bun.version}`;
-  await using clients = await openClients<number[]>(
-    ofRaws(["node:tls", "native TLS"], inDeno, async (r) => {
-      for (let i = 0; i < 500; i++) await r.roundTrip(steady); // warm-up, as the Bun probe does
-      const samples = await serial(() => r.roundTrip(steady), BUN_SERIAL);
-      return [mean(samples), percentile(samples, 50)];
-    }),
+  await using clients = await openClients<Floor>(
+    ofRaws(["node:tls", "native TLS"], inDeno, (r) => serialFloor(r, steady, BUN_SERIAL)),
     () => Promise.resolve([{ name: bunName, run: inBun, close: () => {} }]),
   );
   const got = await roundsOf(BUN_ROUNDS, clients, (c) => c.run());
-  const middle = (xs: number[][], i: number) => fmt(median(xs.map((x) => x[i])), 1);
+  const middle = (xs: Floor[], k: keyof Floor) => fmt(median(xs.map((x) => x[k])), 1);
   report.table(
     `Serial TLS round trip on raw sockets, by runtime: pgpipe's select 1 replayed ` +
       `(µs; ${fmt(BUN_SERIAL)} each, median of ${BUN_ROUNDS} alternating rounds)`,
     "raw replay | mean | p50",
-    [...got].map(([name, xs]) => [name, middle(xs, 0), middle(xs, 1)]),
+    [...got].map(([name, xs]) => [name, middle(xs, "meanUs"), middle(xs, "p50Us")]),
   );
   report.note(
     "Raw TLS round trips by runtime: the same replay as the ping-pong table's, over node:tls in this Deno process and in a bun process (bench/probes/bun_pingpong.ts), and over Deno's native TLS. A driver's serial time minus its runtime's floor is the driver's own cost; the floors' difference is the runtimes'.",
@@ -566,13 +541,13 @@ async function tlsShare() {
     const c = cpu(name);
     const total = c.client + c.server;
     if (name === plainOf(name)) {
-      return [name, fmtCpu(c.client), fmtCpu(c.server), "", fmtCpu(total), "", ""];
+      return [name, fmt(c.client, 2), fmt(c.server, 2), "", fmt(total, 2), "", ""];
     }
     const p = cpu(plainOf(name));
     const plainTotal = p.client + p.server;
     const extra = c.server - p.server;
     const shares = [plainTotal / total, plainTotal / (plainTotal + extra)].map(formatRatio);
-    return [name, ...[c.client, c.server, extra, total].map(fmtCpu), ...shares];
+    return [name, ...[c.client, c.server, extra, total].map((us) => fmt(us, 2)), ...shares];
   });
   report.table(
     "CPU per query of the same runs (µs, median of 3; this process, and the server's processes)",
