@@ -33,21 +33,20 @@ const NO_COPY: Record<string, string> = {
   "deno-postgres": "cannot: no COPY (binary or text) in its API",
 };
 
+/** Where a probe's memory is (bytes): RSS once loaded and once connected, V8's heap at the end. */
+const MEMORY = ["loadedRss", "connectedRss", "young", "old", "otherHeap", "external"] as const;
+
 /** What one run of a method measured (bench/probes/bulk.ts prints it; psql's runs too). */
 interface Measured {
   ms: number;
   peakRss: number | null;
   /** CPU ms: the client's main thread and its other threads, and the server backend. */
   cpu?: { client: ThreadCpu | null; server: CpuTimes | null };
-  /** Bytes: RSS once the modules are loaded and once connected, V8's heap spaces at the end. */
-  memory?: Record<
-    "loadedRss" | "connectedRss" | "young" | "old" | "otherHeap" | "external",
-    number
-  >;
+  memory?: Record<typeof MEMORY[number], number>;
   version?: string;
 }
 
-/** What each probe method's row says (`method | driver`). */
+/** Each method's row (`method | driver`), by key: the probe's method name, asyncpg's, psql's. */
 const ROW: Record<string, string> = {
   "pgpipe-copy-array":
     "binary COPY, sql.copyFrom(table, array) (rows built first, not timed) | pgpipe",
@@ -60,6 +59,12 @@ const ROW: Record<string, string> = {
   "postgresjs-insert": "insert ${sql(rows)}, batches of 1,000 | postgres.js",
   "postgresjs-copy-text": "COPY text to .writable(), 64 KiB chunks | postgres.js",
   "postgresjs-cursor": "select * ... .cursor(1000) | postgres.js",
+  "asyncpg-load": "copy_records_to_table(generator) (Python) | asyncpg",
+  "asyncpg-read": "cursor(prefetch=1000) in a transaction (Python) | asyncpg",
+  "psql-read": "\\copy to /dev/null, binary (nothing decoded: the server's pace) | psql (libpq)",
+  "psql-binary":
+    "\\copy of a pre-encoded binary file (no client work: the server's pace) | psql (libpq)",
+  "psql-text": "\\copy of a pre-encoded COPY text file (the server's pace for text) | psql (libpq)",
 };
 
 /** One method, as its table row starts: the best time (and its run's CPU), the highest peak RSS. */
@@ -69,8 +74,7 @@ class Method {
   best: Measured = { ms: Infinity, peakRss: null };
   /** Where the memory was in the round with the highest peak. */
   memory: Measured["memory"];
-  /** `key`: the probe's method name, or psql's (`psql-binary`, `psql-text`, `psql-read`), asyncpg's. */
-  constructor(readonly key: string, row: string, readonly run: () => Promise<Measured>) {
+  constructor(readonly key: string, readonly run: () => Promise<Measured>, row = ROW[key]) {
     [this.method, this.driver] = row.split(" | ");
   }
   get ms() {
@@ -171,8 +175,8 @@ async function asyncpg(mode: "load" | "read"): Promise<Measured> {
 /** Every load and read method for one table, psql's last (their files pre-encoded here). */
 async function methods(spec: BulkTable, source: string): Promise<[Method[], Method[]]> {
   const events = spec.name === "events";
-  const by = (name: string, row = ROW[name]) =>
-    new Method(name, row, () => probe<Measured>("bulk.ts", [name, url, spec.name, ROWS, 1]));
+  const by = (name: string, row?: string) =>
+    new Method(name, () => probe<Measured>("bulk.ts", [name, url, spec.name, ROWS, 1]), row);
   const from = `sql.copyFrom(table, asyncGenerator) (${events ? "arrays" : "objects"})`;
   const loads = [
     by("pgpipe-copy-generator", `binary COPY, ${from} | pgpipe`),
@@ -186,28 +190,18 @@ async function methods(spec: BulkTable, source: string): Promise<[Method[], Meth
     reads.push(by("postgresjs-cursor"));
   }
   if (pyReady && events) {
-    const row = (what: string) => `${what} (Python) | asyncpg`;
-    const [load, read] = [
-      "copy_records_to_table(generator)",
-      "cursor(prefetch=1000) in a transaction",
-    ];
-    loads.push(new Method("asyncpg-load", row(load), () => asyncpg("load")));
-    reads.push(new Method("asyncpg-read", row(read), () => asyncpg("read")));
+    loads.push(new Method("asyncpg-load", () => asyncpg("load")));
+    reads.push(new Method("asyncpg-read", () => asyncpg("read")));
   }
   if (psql === null) return [loads, reads];
-  const toNull = () => psqlCopy(true, source, "/dev/null", "binary", true);
-  const server = "(nothing decoded: the server's pace) | psql (libpq)";
-  reads.push(new Method("psql-read", `\\copy to /dev/null, binary ${server}`, toNull));
+  reads.push(new Method("psql-read", () => psqlCopy(true, source, "/dev/null", "binary", true)));
   const target = `bulk_psql_${spec.name}`;
   await freshTable(target, spec.columns);
   for (const format of ["binary", "text"]) {
     const file = tempFile(`.${format}`);
     await psqlCopy(true, source, file, format); // the pre-encoded file (not timed)
-    const label = format === "binary"
-      ? "\\copy of a pre-encoded binary file (no client work: the server's pace) | psql (libpq)"
-      : "\\copy of a pre-encoded COPY text file (the server's pace for text) | psql (libpq)";
     loads.push(
-      new Method(`psql-${format}`, label, async () => {
+      new Method(`psql-${format}`, async () => {
         await sql.unsafe(`truncate ${target}`);
         const r = await psqlCopy(false, target, file, format, true);
         const [{ n }] = await sql.unsafe(`select count(*)::int as n from ${target}`);
@@ -243,10 +237,7 @@ async function bulkTable(spec: BulkTable): Promise<void> {
   const get: Get = (key) => [...loads, ...reads].find((m) => m.key === key);
   bulkRatios(spec, loads, reads, get);
   const memory = ([["copyTo", reads[0]], ["copyFrom", loads[0]]] as const).map(([what, m]) => {
-    const r = m.memory;
-    const parts = r
-      ? [r.loadedRss, r.connectedRss, r.young, r.old, r.otherHeap, r.external].map(mib)
-      : Array(6).fill("-");
+    const parts = MEMORY.map((part) => m.memory ? mib(m.memory[part]) : "-");
     return [what, mib(idleRss), ...parts, mib(m.best.peakRss)];
   });
   report.table(
@@ -279,9 +270,8 @@ function bulkRatios(spec: BulkTable, loads: Method[], reads: Method[], get: Get)
   add("binary COPY vs copy_records_to_table", "asyncpg", get("asyncpg-load"));
   add("copyTo vs cursor(1000)", "postgres.js", get("postgresjs-cursor"), ourRead);
   add("copyTo vs cursor(prefetch=1000)", "asyncpg", get("asyncpg-read"), ourRead);
-  for (
-    const [what, m] of [["copyFrom from an async generator", ourLoad], ["copyTo", ourRead]] as const
-  ) {
+  const peaks = [["copyFrom from an async generator", ourLoad], ["copyTo", ourRead]] as const;
+  for (const [what, m] of peaks) {
     const peak = m.best.peakRss;
     if (peak !== null) {
       report.measure(`peak RSS, ${what} of ${rows}`, "(absolute)", peak / 1048576, "MiB");
@@ -322,9 +312,8 @@ function cpuNote(spec: BulkTable, loads: Method[], get: Get): void {
   const others = part("psql's binary \\copy", get("psql-binary")) +
     part("psql's text \\copy", get("psql-text")) +
     part("postgres.js COPY text", get("postgresjs-copy-text"));
-  const [took, mainMs, backendMs, larger] = [ours.ms, main, backend, Math.max(main, backend)].map((
-    x,
-  ) => fmt(x));
+  const [took, mainMs, backendMs, larger] = [ours.ms, main, backend, Math.max(main, backend)]
+    .map((x) => fmt(x));
   const aloneMs = fmt(get("rows-alone")?.best.cpu?.client?.main.cpu ?? NaN);
   const othersMs = fmt(ours.cpu?.client?.others.cpu ?? NaN);
   const held = main >= backend ? "client's main thread" : "server backend";
