@@ -67,10 +67,9 @@ async function* textChunks(n: number) {
 /** Bytes V8 holds: the young generation (new space, its large objects), the old, the rest. */
 function heapSpaces(): { young: number; old: number; otherHeap: number } {
   const sizes = { young: 0, old: 0, otherHeap: 0 };
-  for (const s of v8.getHeapSpaceStatistics()) {
-    const name = s.space_name; // other heap: code, trusted, large objects, ...
-    sizes[name.startsWith("new") ? "young" : name === "old_space" ? "old" : "otherHeap"] +=
-      s.space_size;
+  for (const { space_name: name, space_size: size } of v8.getHeapSpaceStatistics()) {
+    // Other heap: code, trusted, large objects, ...
+    sizes[name.startsWith("new") ? "young" : name === "old_space" ? "old" : "otherHeap"] += size;
   }
   return sizes;
 }
@@ -82,12 +81,13 @@ let connectedRss = NaN;
 // deno-lint-ignore no-explicit-any
 type AnySql = any;
 
+/** A connected client of `driver`, ended by `await using`. */
 async function client(driver: "pgpipe" | "postgres.js"): Promise<AnySql> {
   const make = driver === "pgpipe" ? postgres : (await import(POSTGRES_JS)).default;
   const sql = make(url, { max: 1, ssl: sslOf(url), onnotice: () => {} });
   await sql`select 1`;
   connectedRss = Deno.memoryUsage().rss;
-  return sql;
+  return Object.assign(sql, { [Symbol.asyncDispose]: () => sql.end() });
 }
 
 /** A load fills `table` with `total` rows; a read resolves with the rows read and the last. */
@@ -158,17 +158,18 @@ const times: number[] = [];
 const cpus: { client: ThreadCpu | null; server: CpuTimes | null }[] = [];
 
 /** Runs `work` once, timed, with what it cost this process's threads and (given sql) its backend. */
-async function measured(sql: AnySql | null, work: () => Promise<void>): Promise<void> {
+async function measured<T>(sql: AnySql | null, work: () => Promise<T>): Promise<T> {
   timed = null;
   timedCpu = undefined;
   const server = sql && await serverCpu(sql);
   const before = threadCpu();
   const t0 = performance.now();
-  await work();
+  const result = await work();
   times.push(timed ?? performance.now() - t0);
   const client = threadCpuSince(timedCpu ?? before) ?? null;
   const after = sql && await serverCpu(sql);
   cpus.push({ client, server: server && after && minus(after, server) });
+  return result;
 }
 
 if (method === "rows-alone") {
@@ -182,11 +183,10 @@ if (method === "rows-alone") {
   }
 } else if (method in loads) {
   const [driver, load] = loads[method];
-  const sql = await client(driver);
+  await using sql = await client(driver);
   const table = `bulk_${spec.name}_${method.replaceAll("-", "_")}`;
-  await sql.unsafe(
-    `drop table if exists ${table}; create unlogged table ${table} (${spec.columns})`,
-  );
+  const drop = `drop table if exists ${table}`;
+  await sql.unsafe(`${drop}; create unlogged table ${table} (${spec.columns})`);
   try {
     for (let r = 0; r < runs; r++) {
       await sql.unsafe(`truncate ${table}`);
@@ -199,24 +199,17 @@ if (method === "rows-alone") {
       }
     }
   } finally {
-    await sql.unsafe(`drop table if exists ${table}`);
-    await sql.end();
+    await sql.unsafe(drop);
   }
 } else if (method in reads) {
   const [driver, read] = reads[method];
-  const sql = await client(driver);
-  try {
-    for (let r = 0; r < runs; r++) {
-      let got: Awaited<ReturnType<Read>> = { rows: 0 };
-      await measured(sql, async () => void (got = await read(sql)));
-      const { rows, last } = got;
-      const mark = last === undefined ? undefined : spec.mark(last);
-      if (rows !== total || String(last?.id) !== String(total - 1) || mark !== total - 1) {
-        throw new Error(`${method}: read ${rows} rows, last ${last?.id} ${mark}`);
-      }
+  await using sql = await client(driver);
+  for (let r = 0; r < runs; r++) {
+    const { rows, last } = await measured(sql, () => read(sql));
+    const mark = last === undefined ? undefined : spec.mark(last);
+    if (rows !== total || String(last?.id) !== String(total - 1) || mark !== total - 1) {
+      throw new Error(`${method}: read ${rows} rows, last ${last?.id} ${mark}`);
     }
-  } finally {
-    await sql.end();
   }
 } else {
   throw new Error(`unknown method ${method}`);
