@@ -102,7 +102,7 @@ async function measure(tool: LoadTool, server: Server, max: number, page: unknow
     p50Ms: load.p50Ms,
     p99Ms: load.p99Ms,
     serverCpu: (cpu1 - cpu0) / load.seconds,
-    serverCpuPerRequestUs: ((cpu1 - cpu0) * 1e6) / load.requests,
+    cpuPerRequestUs: ((cpu1 - cpu0) * 1e6) / load.requests,
     postgresCpu: (pg1 - pg0) / load.seconds,
     loadCpu: load.cpuSeconds / load.seconds,
     errors: load.errors,
@@ -139,22 +139,18 @@ async function profiled(tool: LoadTool, pgpipe: Server, max: number, page: unkno
   const profile = JSON.parse(await Deno.readTextFile(join(dir.path, files[0].name))) as CpuProfile;
   const s = summarizeProfile(profile, classify, { inclusiveCategory: DRIVER, top: 10, shorten });
   const share = (ms: number) => pct(ms, s.busyMs);
-  const [rps, busy, total, used] = [run.rps, s.busyMs, s.totalMs, run.cpuSinceStart * 1000].map(
-    fmt,
-  );
+  const row = (what: string, ms: number) => [what, fmt(ms), share(ms)];
+  const [rps, busy, total] = [run.rps, s.busyMs, s.totalMs].map((x) => fmt(x));
+  const used = fmt(run.cpuSinceStart * 1000);
   const driver = share(s.categories.find((c) => c.category === DRIVER)?.ms ?? 0);
-  log(
-    `pgpipe, pool ${max}, under --cpu-prof: ${rps} req/s; driver ${driver} of the busy main thread`,
-  );
-  const inclusive = [
-    "driver incl. the runtime calls it makes (inclusive)",
-    fmt(s.inclusiveMs),
-    share(s.inclusiveMs),
-  ];
+  log(`pgpipe, pool ${max}, --cpu-prof: ${rps} req/s; driver ${driver} of the busy main thread`);
   report.table(
     `Where the pgpipe server's CPU went, pool ${max} (deno run --cpu-prof: main thread busy ${busy} ms of ${total} ms sampled; the process used ${used} ms of CPU on all threads; ${rps} req/s while profiled)`,
     "self time in | ms | share of busy time",
-    [...s.categories.map((c) => [c.category, fmt(c.ms), share(c.ms)]), inclusive],
+    [
+      ...s.categories.map((c) => row(c.category, c.ms)),
+      row("driver incl. the runtime calls it makes (inclusive)", s.inclusiveMs),
+    ],
   );
   report.table(
     `Top ${s.top.length} functions by self time, pgpipe server, pool ${max}`,
@@ -172,7 +168,7 @@ async function rounds(tool: LoadTool, servers: Server[], expected: unknown) {
     await rotated(ROUNDS, servers, async (server, r) => {
       const run = await measure(tool, server, max, expected);
       const [rps, p50, p99] = [fmt(run.rps), fmt(run.p50Ms, 2), fmt(run.p99Ms, 2)];
-      const perRequest = fmt(run.serverCpuPerRequestUs);
+      const perRequest = fmt(run.cpuPerRequestUs);
       const [ours, pg, load] = [run.serverCpu, run.postgresCpu, run.loadCpu].map((x) => pct(x));
       const round = `${server.name}, pool ${max}, round ${r + 1}`;
       log(
@@ -190,16 +186,12 @@ function results(servers: Server[], runs: Map<string, Run[]>): void {
   const rows: string[][] = [];
   for (const max of POOLS) {
     const conns = `${max} connection${max === 1 ? "" : "s"}`;
-    const med = (name: string, f: (r: Run) => number) =>
-      median(runs.get(`${name}/${max}`)?.map(f) ?? []);
-    const perRequest = (r: Run) => r.serverCpuPerRequestUs;
-    const [base, baseCpu] = [med("pgpipe", (r) => r.rps), med("pgpipe", perRequest)];
+    const med = (name: string, k: keyof Run) =>
+      median(runs.get(`${name}/${max}`)?.map((r) => r[k]) ?? []);
+    const [base, baseCpu] = [med("pgpipe", "rps"), med("pgpipe", "cpuPerRequestUs")];
     for (const { name, runtime } of servers) {
-      const [rps, cpu, pg] = [
-        med(name, (r) => r.rps),
-        med(name, perRequest),
-        med(name, (r) => r.postgresCpu),
-      ];
+      const [rps, cpu] = [med(name, "rps"), med(name, "cpuPerRequestUs")];
+      const pg = med(name, "postgresCpu");
       if (name !== "pgpipe") {
         report.ratio(`req/s, ${conns}`, name, base / rps);
         report.ratio(`server CPU per request (lower is better), ${conns}`, name, cpu / baseCpu);
@@ -211,13 +203,13 @@ function results(servers: Server[], runs: Map<string, Run[]>): void {
         String(max),
         fmt(rps),
         formatRatio(base / rps),
-        fmt(med(name, (r) => r.p50Ms), 2),
-        fmt(med(name, (r) => r.p99Ms), 2),
-        pct(med(name, (r) => r.serverCpu)),
+        fmt(med(name, "p50Ms"), 2),
+        fmt(med(name, "p99Ms"), 2),
+        pct(med(name, "serverCpu")),
         fmt(cpu),
         formatRatio(cpu / baseCpu),
         Number.isFinite(pg) ? pct(pg) : "-",
-        pct(med(name, (r) => r.loadCpu)),
+        pct(med(name, "loadCpu")),
         all.map((r) => r.backends).join("/"),
         String(all.reduce((n, r) => n + r.errors, 0)),
       ]);
