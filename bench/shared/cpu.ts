@@ -61,10 +61,8 @@ export function threadCpu(pid: number = process.pid): ThreadCpu | undefined {
   }
   // A thread that ended since the listing reads undefined and is left out.
   const schedstat = (t: string) => read(`/proc/${pid}/task/${t}/schedstat`);
-  return fromSchedstats(
-    schedstat(String(pid)),
-    tasks.filter((t) => t !== String(pid)).map(schedstat),
-  );
+  const others = tasks.filter((t) => t !== String(pid)).map(schedstat);
+  return fromSchedstats(schedstat(String(pid)), others);
 }
 
 /** The main thread's schedstat and the others' summed (undefined where the main's is missing). */

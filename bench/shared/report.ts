@@ -33,11 +33,8 @@ export type SuiteReport = {
 
 /** A table from its title, its column heads (or one string of them, `|` between) and its rows. */
 export function table(title: string, head: string | string[], rows: string[][]): Table {
-  return {
-    title,
-    head: typeof head === "string" ? head.split("|").map((h) => h.trim()) : head,
-    rows,
-  };
+  const heads = typeof head === "string" ? head.split("|").map((h) => h.trim()) : head;
+  return { title, head: heads, rows };
 }
 
 /** A suite's report as it fills up, in the order its tables and notes are to be read. */
@@ -79,9 +76,8 @@ export function renderTable(t: Table): string {
   const pad = (c: string, i: number) => i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]);
   const line = (cells: string[]) => `| ${cells.map(pad).join(" | ")} |`;
   const rule = widths.map((w, i) => i === 0 ? "-".repeat(w + 2) : "-".repeat(w + 1) + ":");
-  return [`### ${t.title}`, "", line(t.head), `|${rule.join("|")}|`, ...t.rows.map(line)].join(
-    "\n",
-  );
+  const lines = [line(t.head), `|${rule.join("|")}|`, ...t.rows.map(line)];
+  return [`### ${t.title}`, "", ...lines].join("\n");
 }
 
 /** A suite's tables and notes as Markdown. */

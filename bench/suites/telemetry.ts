@@ -39,12 +39,8 @@ try {
       await probe<Run>("telemetry_cost.ts", [`--mod=${v.mod}`, ...quick], { env }),
     );
   });
-  for (let r = 0; r < rounds; r++) {
-    floors.push(
-      (await probe<{ cpuUsPerSpan: number }>("telemetry_floor.ts", quick, { env: on }))
-        .cpuUsPerSpan,
-    );
-  }
+  const floorRun = () => probe<{ cpuUsPerSpan: number }>("telemetry_floor.ts", quick, { env: on });
+  for (let r = 0; r < rounds; r++) floors.push((await floorRun()).cpuUsPerSpan);
 } finally {
   await receiver.close();
 }
@@ -55,10 +51,9 @@ const extra = (pick: (r: Run) => number) =>
   med(variants[1].name, pick) - med(variants[0].name, pick);
 const report = new Report("telemetry");
 const KINDS = ["pipelined", "serial"] as const;
-const cells = (
-  name: string,
-  k: typeof KINDS[number],
-) => [fmt(med(name, (r) => r[k].qps), 0), fmt(med(name, (r) => r[k].cpuUs), 2)];
+const cells = (name: string, k: typeof KINDS[number]) => {
+  return [fmt(med(name, (r) => r[k].qps)), fmt(med(name, (r) => r[k].cpuUs), 2)];
+};
 report.table(
   `OpenTelemetry's cost: select $1::int on one connection, fresh process per run (median of ${rounds} rotated rounds; CPU is the whole process's, exporter threads included)`,
   "pgpipe | pipelined q/s | µs CPU / query | serial q/s | µs CPU / query",
