@@ -157,11 +157,9 @@ async function main(): Promise<number> {
   const startedAt = new Date();
   const t0 = performance.now();
   // Which peers load here, asked in a child with --no-lock so no deno.lock is written.
-  const probe = lastJson<{ drivers: { name: string; source: string }[]; skipped: Skipped[] }>(
-    await run(Deno.execPath(), ["run", "-A", "--no-lock", "--quiet", `${here}peers/drivers.ts`], {
-      timeoutMs: 120_000,
-    }),
-  );
+  type Loaded = { drivers: { name: string; source: string }[]; skipped: Skipped[] };
+  const driversArgs = ["run", "-A", "--no-lock", "--quiet", `${here}peers/drivers.ts`];
+  const probe = lastJson<Loaded>(await run(Deno.execPath(), driversArgs, { timeoutMs: 120_000 }));
   for (const s of probe.skipped) console.log(skipLine(s));
   const names = probe.drivers.map((d) => d.name);
 

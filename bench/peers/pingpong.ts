@@ -50,9 +50,7 @@ function scanAnswers(buf: Uint8Array, end: number): { at: number; ready: number 
 export function splitSession(stream: Uint8Array): WireSession {
   if (stream.length < 8) throw new Error("captured stream too short for a startup message");
   if (int32(stream, 4) === 80877103 || int32(stream, 4) === 80877104) {
-    throw new Error(
-      "captured session starts with an SSL/GSS request: capture with sslmode=disable",
-    );
+    throw new Error("captured session starts with an SSL/GSS request: use sslmode=disable");
   }
   const startup = stream.slice(0, int32(stream, 0));
   const requests: WireSession["requests"] = [];

@@ -165,12 +165,10 @@ async function scramStarts(scramUrl: string): Promise<void> {
     const r = get(client, scenario);
     if (!r) continue;
     const over = `${label({ client, scenario, params: {} })}, SCRAM over ${scenario}`;
-    const [first, trips] = [
-      "client created to first answer, loopback",
-      `round trips through the ${delay} ms proxy`,
-    ];
-    report.measure(`${over}: ${first}`, "fresh process", r.loopback, "ms");
-    report.measure(`${over}: ${trips}`, "loopback", r.trips, "RTT");
+    const first = `${over}: client created to first answer, loopback`;
+    report.measure(first, "fresh process", r.loopback, "ms");
+    const trips = `${over}: round trips through the ${delay} ms proxy`;
+    report.measure(trips, "loopback", r.trips, "RTT");
     for (const p of peers) {
       const theirs = get(p, scenario);
       if (!theirs || client === "pgpipe-ca") continue;
