@@ -6,13 +6,7 @@
 import { percentile } from "../shared/stats.ts";
 
 /** What a load run reports (wrk's output is read into it); errors: non-200 answers and failures. */
-export type LoadResult = {
-  requests: number;
-  seconds: number;
-  p50Ms: number;
-  p99Ms: number;
-  errors: number;
-};
+export type LoadResult = Record<"requests" | "seconds" | "p50Ms" | "p99Ms" | "errors", number>;
 
 if (import.meta.main) {
   const [url, connections, duration] = Deno.args;

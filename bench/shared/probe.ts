@@ -27,10 +27,8 @@ export const running = new Set<Deno.ChildProcess>();
 
 /** Runs `cmd args` to its end; never throws for an exit code (see run). */
 export async function spawn(cmd: string, args: string[], opts: RunOptions = {}): Promise<Finished> {
-  const [stdout, stderr] = [
-    opts.inherit === true ? "inherit" : "piped",
-    opts.inherit ? "inherit" : "piped",
-  ] as const;
+  const stdout = opts.inherit === true ? "inherit" : "piped";
+  const stderr = opts.inherit ? "inherit" : "piped";
   const child = new Deno.Command(cmd, { args, env: opts.env, stdin: "null", stdout, stderr })
     .spawn();
   running.add(child);
@@ -39,14 +37,12 @@ export async function spawn(cmd: string, args: string[], opts: RunOptions = {}):
     timedOut = true;
     kill(child);
   }, opts.timeoutMs);
-  const text = (piped: boolean, s: () => ReadableStream<Uint8Array>) =>
-    piped ? new Response(s()).text() : "";
   try {
-    const out = await Promise.all([
-      text(stdout === "piped", () => child.stdout),
-      text(stderr === "piped", () => child.stderr),
+    const [out, err] = await Promise.all([
+      stdout === "piped" ? new Response(child.stdout).text() : "",
+      stderr === "piped" ? new Response(child.stderr).text() : "",
     ]);
-    return { code: (await child.status).code, stdout: out[0], stderr: out[1], timedOut };
+    return { code: (await child.status).code, stdout: out, stderr: err, timedOut };
   } finally {
     clearTimeout(timer);
     running.delete(child);

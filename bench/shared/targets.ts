@@ -65,11 +65,10 @@ export type Goal = {
 const goals: Goal[] = GOALS.trim().split("\n").map((line) => {
   const [suite, pattern, goal, text] = line.split(" | ");
   const [, op, value, rest] = /^(>=|<=) ([\d.]+) (.+)$/.exec(goal)!;
-  const tls = suite.endsWith("-tls");
   const [key, amount] = op === ">=" ? ["peer", "min"] : ["unit", "max"];
   return {
     suite: suite.replace(/-tls$/, ""),
-    tls,
+    tls: suite.endsWith("-tls"),
     pattern: new RegExp(pattern),
     text,
     [key]: rest,

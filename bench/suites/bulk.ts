@@ -136,9 +136,7 @@ async function psqlCopy(to: boolean, table: string, file: string, format = "bina
   const t0 = performance.now();
   const out = (await run(psql!, [...at, ...stat, "-c", copy, ...stat])).trim().split("\n");
   const ms = performance.now() - t0;
-  const server = backend
-    ? minus(parseSchedstat(out[out.length - 1]), parseSchedstat(out[0]))
-    : null;
+  const server = backend ? minus(parseSchedstat(out.at(-1)!), parseSchedstat(out[0])) : null;
   return { ms, peakRss: null, cpu: { client: null, server } };
 }
 
