@@ -45,10 +45,7 @@ export function statCpuMs(text: string, children = false): number {
 }
 
 /** `a + b` and `a - b`, field by field. */
-const plus = (a: CpuTimes, b: CpuTimes): CpuTimes => ({
-  cpu: a.cpu + b.cpu,
-  wait: a.wait + b.wait,
-});
+const plus = (a: CpuTimes, b: CpuTimes) => ({ cpu: a.cpu + b.cpu, wait: a.wait + b.wait });
 export const minus = (a: CpuTimes, b: CpuTimes) => plus(a, { cpu: -b.cpu, wait: -b.wait });
 
 /** A process's threads by schedstat so far; undefined where the kernel keeps none. */

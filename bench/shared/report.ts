@@ -14,13 +14,7 @@ export type Table = { title: string; head: string[]; rows: string[][] };
 export type Ratio = { suite: string; label: string; peer: string; value: number; cannot?: string };
 
 /** An amount of pgpipe's, measured `against` a baseline, with an absolute goal (LIMITS). */
-export type Measure = {
-  suite: string;
-  label: string;
-  against: string;
-  value: number;
-  unit: string;
-};
+export type Measure = Record<"suite" | "label" | "against" | "unit", string> & { value: number };
 
 /** One suite's results. */
 export type SuiteReport = {

@@ -232,16 +232,13 @@ const notesOf = (tool: string) => [
 ];
 
 const servers = (await suiteDrivers(["pgpipe", "postgres.js"])).map((d) => denoServer(d.name));
-const notes: string[] = [];
 const bun = await findBun(log);
+const notes = "skip" in bun ? [bun.skip] : [];
 if ("path" in bun) {
   const command = (max: number) => [bun.path, probePath("http_server_bun.ts"), String(max), url];
   servers.push({ name: "Bun.sql", runtime: `Bun ${bun.version}`, command });
   log(`Bun ${bun.version} (${bun.path})`);
-} else {
-  log(bun.skip);
-  notes.push(bun.skip);
-}
+} else log(bun.skip);
 const tool = chooseLoadTool();
 log(`load generator: ${describeTool(tool, WRK_THREADS)}`);
 try {

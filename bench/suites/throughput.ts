@@ -44,6 +44,7 @@ const report = new Report("throughput");
 type Floor = Awaited<ReturnType<typeof serialFloor>>;
 /** Result of one pipelined run. */
 type Rate = { queries: number; ms: number; qps: number };
+const rate = (queries: number, ms: number): Rate => ({ queries, ms, qps: queries / (ms / 1000) });
 /** A client some table compares: its name, one run (a round trip, a pipelined run), its end. */
 type Client<T> = { name: string; run(): Promise<T>; close(): unknown };
 type Queries = Pick<Adapter, "selectInt" | "selectOne">;
@@ -70,8 +71,7 @@ async function pipelined(a: Pick<Adapter, "selectInt">, total: number, window: n
   };
   const t0 = performance.now();
   await Promise.all(Array.from({ length: Math.min(window, total) }, lane));
-  const ms = performance.now() - t0;
-  return { queries: done, ms, qps: done / (ms / 1000) };
+  return rate(done, performance.now() - t0);
 }
 
 /** `count` serial `select $1::int` (µs each, answers checked) within DEADLINE_MS, after 100. */
@@ -508,8 +508,7 @@ async function tlsShare() {
     ofRaws(["socket", "native TLS", "node:tls"], rawPipeline, async (r) => {
       const t0 = performance.now();
       await r.pipeline(steady, half, WINDOW);
-      const ms = performance.now() - t0;
-      return { queries: half, ms, qps: half / (ms / 1000) };
+      return rate(half, performance.now() - t0);
     }),
   );
   const runs = await roundsOf(3, clients, (c) => cpuPerQuery(postmaster, c.run, (r) => r.queries));
