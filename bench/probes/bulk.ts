@@ -87,7 +87,9 @@ async function client(driver: "pgpipe" | "postgres.js"): Promise<AnySql> {
   const sql = make(url, { max: 1, ssl: sslOf(url), onnotice: () => {} });
   await sql`select 1`;
   connectedRss = Deno.memoryUsage().rss;
-  return Object.assign(sql, { [Symbol.asyncDispose]: () => sql.end() });
+  // pgpipe's sql is disposable already (read-only); postgres.js's gets end() as its disposal.
+  if (!(Symbol.asyncDispose in sql)) sql[Symbol.asyncDispose] = () => sql.end();
+  return sql;
 }
 
 /** A load fills `table` with `total` rows; a read resolves with the rows read and the last. */
