@@ -14,8 +14,12 @@ const SRC = join(ROOT, "src");
  * Which folders each folder of `src/` may import (besides itself). `errors.ts` is the one leaf
  * every layer shares. Kept in step with the diagram in docs/ARCHITECTURE.md.
  */
+/** Leaves every folder may import: the error classes, and the Node built-ins loaded on first use. */
+const SHARED = ["errors.ts", "builtins.ts"];
+
 const ALLOWED: Record<string, readonly string[]> = {
   "errors.ts": ["protocol"],
+  "builtins.ts": [],
   protocol: [],
   types: ["protocol"],
   "connection/transport": ["protocol"],
@@ -76,7 +80,7 @@ function importsOf(file: string): string[] {
 
 /** The layer a file belongs to: the longest key of ALLOWED its path starts with. */
 function layerOf(file: string): string {
-  if (file === "errors.ts") return file;
+  if (file === "errors.ts" || file === "builtins.ts") return file;
   const keys = Object.keys(ALLOWED).filter((k) => file.startsWith(k + "/"));
   assert.ok(keys.length > 0, `src/${file} is in no folder docs/ARCHITECTURE.md names`);
   return keys.reduce((a, b) => (b.length > a.length ? b : a));
@@ -136,7 +140,7 @@ Deno.test("layout: each folder imports only the folders below it", () => {
     const from = layerOf(file);
     for (const dep of deps) {
       const to = layerOf(dep);
-      if (to !== from && to !== "errors.ts" && !ALLOWED[from].includes(to)) {
+      if (to !== from && !SHARED.includes(to) && !ALLOWED[from].includes(to)) {
         wrong.push(`src/${file} (${from}) -> src/${dep} (${to})`);
       }
     }
@@ -190,6 +194,30 @@ Deno.test("layout: mod.ts's import graph imports nothing outside the repository 
   // The check can fail: the Kysely entry imports npm:kysely.
   const kysely = reachedFrom("kysely.ts").flatMap(foreignImports);
   assert.ok(kysely.some((s) => s.startsWith("npm:kysely@")), kysely.join());
+});
+
+/** The Node built-ins pgpipe loads on first use (src/builtins.ts), never when it is imported. */
+const LAZY_BUILTINS = ["node:crypto", "node:dns", "node:net", "node:stream", "node:tls"];
+
+/** The lazy built-ins `file` imports for their values (type-only imports load nothing). */
+function eagerBuiltins(file: string): string[] {
+  const text = Deno.readTextFileSync(join(ROOT, file)).replace(/\/\*[\s\S]*?\*\//g, "");
+  const eager = /(?:^|\n)\s*import\s+(?!type\b)[^;"']*?["'](node:[^"'/]+)/g;
+  return [...text.matchAll(eager)].map((m) => m[1]).filter((m) => LAZY_BUILTINS.includes(m));
+}
+
+Deno.test("layout: importing mod.ts loads no node:tls, net, dns, stream or crypto (they load on first use)", () => {
+  const eager = reachedFrom("mod.ts").flatMap((f) => eagerBuiltins(f).map((m) => `${f}: ${m}`));
+  assert.deepEqual(eager, []);
+  // The check can fail: the lazy loader names them in type-only imports, and this line does not.
+  const sample = 'import * as tls from "node:tls";\nimport type * as net from "node:net";';
+  const path = join(ROOT, "test", "layout_sample.tmp.ts");
+  Deno.writeTextFileSync(path, sample);
+  try {
+    assert.deepEqual(eagerBuiltins("test/layout_sample.tmp.ts"), ["node:tls"]);
+  } finally {
+    Deno.removeSync(path);
+  }
 });
 
 /** The npm packages a file's import graph names (specifiers `npm:name@...`), sorted. */

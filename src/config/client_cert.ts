@@ -8,7 +8,8 @@
  * certificate, and handed on as unencrypted PKCS#8 PEM, so a wrong passphrase or a mismatched
  * pair fails `postgres()` instead of a handshake. No error quotes the key or the passphrase.
  */
-import * as crypto from "node:crypto";
+import type * as crypto from "node:crypto";
+import { cryptoModule } from "../builtins.ts";
 import { env } from "./environment.ts";
 
 /** A client certificate chain and its private key, as PEM. */
@@ -106,7 +107,7 @@ function decryptKey(pem: string, passphrase: string | undefined): crypto.KeyObje
     throw new TypeError("sslkey is encrypted: give its passphrase as sslpassword");
   }
   try {
-    return crypto.createPrivateKey({
+    return cryptoModule().createPrivateKey({
       key: pem,
       format: "pem",
       ...(encrypted ? { passphrase } : {}),
@@ -154,7 +155,7 @@ export function clientCertificate(
   const key = decryptKey(readPem(keyValue, "sslkey"), sslpassword);
   let certificate: crypto.X509Certificate;
   try {
-    certificate = new crypto.X509Certificate(certPem);
+    certificate = new (cryptoModule().X509Certificate)(certPem);
   } catch {
     throw new TypeError("sslcert is not a PEM certificate");
   }

@@ -4,7 +4,7 @@
  * `sslsni` and the protocol version bounds, and the rules that tie them together. Files are read
  * here, in `postgres()`, so a missing or unreadable one fails at once.
  */
-import * as crypto from "node:crypto";
+import { cryptoModule } from "../builtins.ts";
 import type { SslMode, SslNegotiation } from "../connection/transport/transport.ts";
 import {
   type ClientCertificate,
@@ -196,7 +196,7 @@ function checkCertificates(pems: string[], what: string): string[] {
     if (blocks === null) throw new TypeError(`${what} holds no PEM certificate`);
     for (const block of blocks) {
       try {
-        new crypto.X509Certificate(block);
+        new (cryptoModule().X509Certificate)(block);
       } catch {
         throw new TypeError(`${what} holds a certificate that cannot be read`);
       }

@@ -4,7 +4,8 @@
  * `write()`/`end()`/`'finish'`, `destroy(err)` and `for await` work unchanged.
  */
 import { Buffer } from "node:buffer";
-import { Readable, Writable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
+import { streamModule } from "../builtins.ts";
 import {
   abandonWhenCollected,
   type CopyInRequest,
@@ -26,52 +27,61 @@ const EMPTY = Buffer.alloc(0);
  * before its stream is read does not throw from an `'error'` event nobody
  * could have listened to yet.
  */
-export class CopyReadable extends Readable {
-  #req: CopyOutRequest;
-  // Held here so it lives as long as the stream: the request holds it weakly while paused.
-  #sink: CopyOutSink;
-  #reading = false; // _read was called and nothing was pushed since
-  #failure: Error | null = null; // why the COPY failed, until it is emitted
+export function copyReadable(req: CopyOutRequest): Readable {
+  return new (copyReadableClass ??= makeCopyReadable())(req);
+}
 
-  constructor(req: CopyOutRequest) {
-    super();
-    this.#req = req;
-    this.#sink = {
-      data: (buf, start, end) => {
-        this.#reading = false;
-        return this.push(Buffer.from(buf.subarray(start, end))); // a copy: buf is reused
-      },
-      end: (err) => {
-        if (err === null) return void this.push(null);
-        this.#failure = err;
-        if (this.#reading || this.listenerCount("error") > 0) this.#deliverFailure();
-      },
-    };
-    req.connect(this.#sink);
-    abandonWhenCollected(this, req);
-  }
+/** The class, made on first use: node:stream loads only when a program asks for a Node stream. */
+let copyReadableClass: ReturnType<typeof makeCopyReadable> | undefined;
 
-  /**
-   * Emits the failure once the rows buffered before it have been read: until
-   * then an empty push ends this read, and Node calls `_read` again as the
-   * reader takes more.
-   */
-  #deliverFailure(): void {
-    if (this.readableLength === 0) return void this.destroy(this.#failure!);
-    this.#reading = false;
-    this.push(EMPTY);
-  }
+function makeCopyReadable() {
+  return class CopyReadable extends streamModule().Readable {
+    #req: CopyOutRequest;
+    // Held here so it lives as long as the stream: the request holds it weakly while paused.
+    #sink: CopyOutSink;
+    #reading = false; // _read was called and nothing was pushed since
+    #failure: Error | null = null; // why the COPY failed, until it is emitted
 
-  override _read(): void {
-    if (this.#failure !== null) return this.#deliverFailure();
-    this.#reading = true;
-    this.#req.pull();
-  }
+    constructor(req: CopyOutRequest) {
+      super();
+      this.#req = req;
+      this.#sink = {
+        data: (buf, start, end) => {
+          this.#reading = false;
+          return this.push(Buffer.from(buf.subarray(start, end))); // a copy: buf is reused
+        },
+        end: (err) => {
+          if (err === null) return void this.push(null);
+          this.#failure = err;
+          if (this.#reading || this.listenerCount("error") > 0) this.#deliverFailure();
+        },
+      };
+      req.connect(this.#sink);
+      abandonWhenCollected(this, req);
+    }
 
-  override _destroy(err: Error | null, callback: (error?: Error | null) => void): void {
-    this.#req.stop(reasonText(err, "the COPY stream was destroyed")); // nothing once it ended
-    callback(err);
-  }
+    /**
+     * Emits the failure once the rows buffered before it have been read: until
+     * then an empty push ends this read, and Node calls `_read` again as the
+     * reader takes more.
+     */
+    #deliverFailure(): void {
+      if (this.readableLength === 0) return void this.destroy(this.#failure!);
+      this.#reading = false;
+      this.push(EMPTY);
+    }
+
+    override _read(): void {
+      if (this.#failure !== null) return this.#deliverFailure();
+      this.#reading = true;
+      this.#req.pull();
+    }
+
+    override _destroy(err: Error | null, callback: (error?: Error | null) => void): void {
+      this.#req.stop(reasonText(err, "the COPY stream was destroyed")); // nothing once it ended
+      callback(err);
+    }
+  };
 }
 
 /**
@@ -79,37 +89,46 @@ export class CopyReadable extends Readable {
  * (writes buffered meanwhile leave together); `end()` sends CopyDone and
  * `'finish'` follows the server's confirmation; `destroy()` sends CopyFail.
  */
-export class CopyWritable extends Writable {
-  #req: CopyInRequest;
+export function copyWritable(req: CopyInRequest): Writable {
+  return new (copyWritableClass ??= makeCopyWritable())(req);
+}
 
-  constructor(req: CopyInRequest) {
-    super({ decodeStrings: true });
-    this.#req = req;
-    abandonWhenCollected(this, req);
-  }
+/** The class, made on first use: node:stream loads only when a program asks for a Node stream. */
+let copyWritableClass: ReturnType<typeof makeCopyWritable> | undefined;
 
-  override _write(
-    chunk: Buffer,
-    _encoding: string,
-    callback: (error?: Error | null) => void,
-  ): void {
-    this.#req.send(chunk).then(() => callback(), callback);
-  }
+function makeCopyWritable() {
+  return class CopyWritable extends streamModule().Writable {
+    #req: CopyInRequest;
 
-  override _writev(
-    chunks: { chunk: Buffer; encoding: string }[],
-    callback: (error?: Error | null) => void,
-  ): void {
-    this.#req.send(chunks.map((c) => c.chunk)).then(() => callback(), callback);
-  }
+    constructor(req: CopyInRequest) {
+      super({ decodeStrings: true });
+      this.#req = req;
+      abandonWhenCollected(this, req);
+    }
 
-  override _final(callback: (error?: Error | null) => void): void {
-    this.#req.complete().then(() => callback(), callback);
-  }
+    override _write(
+      chunk: Buffer,
+      _encoding: string,
+      callback: (error?: Error | null) => void,
+    ): void {
+      this.#req.send(chunk).then(() => callback(), callback);
+    }
 
-  override _destroy(err: Error | null, callback: (error?: Error | null) => void): void {
-    // CopyFail unless the COPY already ended: the server aborts it and the table is untouched.
-    this.#req.stop(reasonText(err, "the COPY stream was destroyed"));
-    callback(err);
-  }
+    override _writev(
+      chunks: { chunk: Buffer; encoding: string }[],
+      callback: (error?: Error | null) => void,
+    ): void {
+      this.#req.send(chunks.map((c) => c.chunk)).then(() => callback(), callback);
+    }
+
+    override _final(callback: (error?: Error | null) => void): void {
+      this.#req.complete().then(() => callback(), callback);
+    }
+
+    override _destroy(err: Error | null, callback: (error?: Error | null) => void): void {
+      // CopyFail unless the COPY already ended: the server aborts it and the table is untouched.
+      this.#req.stop(reasonText(err, "the COPY stream was destroyed"));
+      callback(err);
+    }
+  };
 }

@@ -14,7 +14,7 @@ import {
   type CopyRequest,
   type CopyResult,
 } from "./copy_request.ts";
-import { CopyReadable, CopyWritable } from "./node_streams.ts";
+import { copyReadable, copyWritable } from "./node_streams.ts";
 import { copyInWebStream, copyOutWebStream } from "./web_streams.ts";
 
 /**
@@ -35,8 +35,8 @@ export function copyRequest(
 
 /** The stream of each kind over a COPY request of the matching direction. */
 const copyStreams: { [K in keyof CopyStreams]: (req: CopyRequest) => CopyStreams[K] } = {
-  writable: (req) => new CopyWritable(req as CopyInRequest),
-  readable: (req) => new CopyReadable(req as CopyOutRequest),
+  writable: (req) => copyWritable(req as CopyInRequest),
+  readable: (req) => copyReadable(req as CopyOutRequest),
   writableStream: (req) => copyInWebStream(req as CopyInRequest),
   readableStream: (req) => copyOutWebStream(req as CopyOutRequest),
 };

@@ -8,7 +8,8 @@
  * issued together are pipelined and run in the order they were issued.
  */
 import { Buffer } from "node:buffer";
-import { Readable, Writable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
+import { streamModule } from "../builtins.ts";
 import { QueryError } from "../errors.ts";
 import type { Result, Row } from "../query/result.ts";
 
@@ -282,7 +283,7 @@ function largeObject(tx: LargeObjectTransaction, oid: number, fd: number): Large
 
 /** Reads `remaining` bytes (or to the end of the object) from the current position. */
 function readableOf(lo: LargeObject, highWaterMark: number, remaining: number): Readable {
-  return new Readable({
+  return new (streamModule().Readable)({
     highWaterMark,
     read(size) {
       const want = Math.min(size, remaining, MAX_READ);
@@ -298,7 +299,7 @@ function readableOf(lo: LargeObject, highWaterMark: number, remaining: number): 
 
 /** Writes each chunk (or the chunks buffered together) at the current position. */
 function writableOf(lo: LargeObject, highWaterMark: number): Writable {
-  return new Writable({
+  return new (streamModule().Writable)({
     highWaterMark,
     write(chunk: Buffer, _encoding, callback) {
       lo.write(chunk).then(() => callback(), callback);

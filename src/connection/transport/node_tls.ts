@@ -8,11 +8,11 @@
  * whether the certificate would pass the native check (a chain to the default roots plus the CA,
  * the host name), and later connections go native when it would (`connect.ts`, `tls_paths.ts`).
  * And it runs over a socket the user's `socket` function returned (`Deno.startTls` needs a Deno
- * TCP socket), through {@link ConnDuplex} when that is a Deno-style connection.
+ * TCP socket), through {@link connDuplex} when that is a Deno-style connection.
  */
-import * as net from "node:net";
-import * as tls from "node:tls";
-import { Duplex } from "node:stream";
+import type * as tls from "node:tls";
+import type { Duplex } from "node:stream";
+import { netModule, streamModule, tlsModule } from "../../builtins.ts";
 import {
   askNode,
   checkAlpn,
@@ -46,7 +46,7 @@ export function wouldPassNatively(
   try {
     const cert = socket.getPeerCertificate();
     if (!/(?:^|, )(?:DNS|IP Address):/.test(cert.subjectaltname ?? "")) return false;
-    return tls.checkServerIdentity(host, cert) === undefined;
+    return tlsModule().checkServerIdentity(host, cert) === undefined;
   } catch {
     return false;
   }
@@ -75,7 +75,7 @@ const NO_SNI = "0.0.0.0";
  */
 function nodeOptions(t: TlsTarget): tls.ConnectionOptions {
   const verify = verification(t.sslmode, t.ca);
-  const isIp = net.isIP(t.name) !== 0;
+  const isIp = netModule().isIP(t.name) !== 0;
   const sendsName = t.sni && !isIp;
   return {
     host: t.sni ? t.name : NO_SNI,
@@ -89,7 +89,7 @@ function nodeOptions(t: TlsTarget): tls.ConnectionOptions {
     // verify-ca checks the chain but, unlike verify-full, not the host name; verify-full checks
     // the name asked for, whatever node:tls was told as `host`.
     checkServerIdentity: verify === "full"
-      ? (_host, cert) => tls.checkServerIdentity(t.name, cert)
+      ? (_host, cert) => tlsModule().checkServerIdentity(t.name, cert)
       : () => undefined,
   };
 }
@@ -101,7 +101,7 @@ function nodeOptions(t: TlsTarget): tls.ConnectionOptions {
  */
 function nodeHandshake(socket: Duplex, t: TlsTarget): Promise<tls.TLSSocket> {
   return new Promise((resolve, reject) => {
-    const secure = tls.connect({ ...nodeOptions(t), socket });
+    const secure = tlsModule().connect({ ...nodeOptions(t), socket });
     const closed = () => reject(closedDuringNegotiation());
     secure.once("secureConnect", () => {
       secure.off("error", reject);
@@ -120,54 +120,63 @@ function nodeHandshake(socket: Duplex, t: TlsTarget): Promise<tls.TLSSocket> {
  * reads the connection only when node asks for more, and not at all between
  * `readStop` and `readStart` (node:tls asks all the time, even while paused).
  */
-export class ConnDuplex extends Duplex implements ReadSwitch {
-  #conn: DenoLikeConn;
-  #stopped = false;
-  #asked = 0; // what node asked for while stopped, pulled on readStart
+export function connDuplex(conn: DenoLikeConn): Duplex & ReadSwitch {
+  return new (connDuplexClass ??= makeConnDuplex())(conn);
+}
 
-  constructor(conn: DenoLikeConn) {
-    super();
-    this.#conn = conn;
-  }
+/** The class, made on first use: node:stream loads only when a connection needs node:tls. */
+let connDuplexClass: ReturnType<typeof makeConnDuplex> | undefined;
 
-  override _read(size: number): void {
-    if (this.#stopped) this.#asked = size;
-    else this.#pull(size);
-  }
+function makeConnDuplex() {
+  return class ConnDuplex extends streamModule().Duplex implements ReadSwitch {
+    #conn: DenoLikeConn;
+    #stopped = false;
+    #asked = 0; // what node asked for while stopped, pulled on readStart
 
-  #pull(size: number): void {
-    const buf = new Uint8Array(Math.max(size, 16384));
-    this.#conn.read(buf).then(
-      (n) => this.push(n === null ? null : buf.subarray(0, n)),
-      (e) => this.destroy(e),
-    );
-  }
-
-  readStop(): void {
-    this.#stopped = true;
-  }
-
-  readStart(): void {
-    this.#stopped = false;
-    const asked = this.#asked;
-    this.#asked = 0;
-    if (asked > 0) this.#pull(asked);
-  }
-
-  override _write(chunk: Uint8Array, _encoding: string, done: (e?: Error | null) => void): void {
-    (async () => {
-      for (let off = 0; off < chunk.length;) off += await this.#conn.write(chunk.subarray(off));
-    })().then(() => done(), done);
-  }
-
-  override _destroy(err: Error | null, done: (e?: Error | null) => void): void {
-    try {
-      this.#conn.close();
-    } catch {
-      // already closed
+    constructor(conn: DenoLikeConn) {
+      super();
+      this.#conn = conn;
     }
-    done(err);
-  }
+
+    override _read(size: number): void {
+      if (this.#stopped) this.#asked = size;
+      else this.#pull(size);
+    }
+
+    #pull(size: number): void {
+      const buf = new Uint8Array(Math.max(size, 16384));
+      this.#conn.read(buf).then(
+        (n) => this.push(n === null ? null : buf.subarray(0, n)),
+        (e) => this.destroy(e),
+      );
+    }
+
+    readStop(): void {
+      this.#stopped = true;
+    }
+
+    readStart(): void {
+      this.#stopped = false;
+      const asked = this.#asked;
+      this.#asked = 0;
+      if (asked > 0) this.#pull(asked);
+    }
+
+    override _write(chunk: Uint8Array, _encoding: string, done: (e?: Error | null) => void): void {
+      (async () => {
+        for (let off = 0; off < chunk.length;) off += await this.#conn.write(chunk.subarray(off));
+      })().then(() => done(), done);
+    }
+
+    override _destroy(err: Error | null, done: (e?: Error | null) => void): void {
+      try {
+        this.#conn.close();
+      } catch {
+        // already closed
+      }
+      done(err);
+    }
+  };
 }
 
 /**
@@ -176,7 +185,7 @@ export class ConnDuplex extends Duplex implements ReadSwitch {
  * closes); null for another JS stream or a closed socket.
  */
 function readSwitch(socket: unknown): ReadSwitch | null {
-  if (socket instanceof ConnDuplex) return socket;
+  if (connDuplexClass !== undefined && socket instanceof connDuplexClass) return socket;
   const handle = (socket as { _handle?: Partial<ReadSwitch> | null } | null)?._handle;
   return typeof handle?.readStop === "function" && typeof handle.readStart === "function"
     ? handle as ReadSwitch

@@ -3,8 +3,8 @@
  * runs over), and a Deno-style connection (Deno's TCP, unix or native TLS connection, or one the
  * user's `socket` function returned) as a {@link Transport}.
  */
-import { lookup } from "node:dns/promises";
-import * as net from "node:net";
+import type * as net from "node:net";
+import { dnsModule, netModule } from "../../builtins.ts";
 import {
   type DenoLikeConn,
   type Endpoint,
@@ -85,15 +85,15 @@ export function denoConnect(endpoint: Endpoint): Promise<Deno.Conn> {
  */
 async function nodeHost(endpoint: Endpoint): Promise<string> {
   const host = tcpHost(endpoint);
-  if (endpoint.sni !== false || net.isIP(host) !== 0) return host;
-  return (await lookup(host)).address;
+  if (endpoint.sni !== false || netModule().isIP(host) !== 0) return host;
+  return (await dnsModule().lookup(host)).address;
 }
 
 /** A TCP connection through node:net (what node:tls runs over, and keep-alive with a delay). */
 export async function nodeConnect(endpoint: Endpoint): Promise<net.Socket> {
   const host = await nodeHost(endpoint);
   return await new Promise((resolve, reject) => {
-    const socket = net.connect({ host, port: endpoint.port });
+    const socket = netModule().connect({ host, port: endpoint.port });
     socket.setNoDelay(true);
     const keepalive = endpoint.keepalive ?? { enabled: true };
     socket.setKeepAlive(keepalive.enabled, keepalive.idleMs ?? 0);

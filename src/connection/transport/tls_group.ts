@@ -19,8 +19,9 @@
  * post-quantum hybrid must not be steered away from it. Deno's native TLS (`Deno.startTls`) has
  * no such memory (a fresh configuration per connection), so this helps `node:tls` only.
  */
-import * as tls from "node:tls";
-import { Duplex } from "node:stream";
+import type * as tls from "node:tls";
+import type { Duplex } from "node:stream";
+import { streamModule, tlsModule } from "../../builtins.ts";
 
 /** TLS codes: the handshake record type, two handshake messages, three extensions. */
 export const HANDSHAKE_RECORD = 0x16;
@@ -118,7 +119,7 @@ function serverHello(random: Uint8Array, sessionId: Uint8Array, keyShare: Uint8A
 function standIn(): Duplex {
   let pending = new Uint8Array(0);
   let hellos = 0;
-  return new Duplex({
+  return new (streamModule().Duplex)({
     read() {},
     write(chunk: Uint8Array, _encoding, done) {
       const joined = new Uint8Array(pending.length + chunk.length);
@@ -190,7 +191,7 @@ function teach(options: tls.ConnectionOptions): Promise<void> {
     };
     const timer = setTimeout(end, TEACH_MS);
     try {
-      socket = tls.connect({ ...options, socket: standIn() });
+      socket = tlsModule().connect({ ...options, socket: standIn() });
       // The stand-in ends mid-handshake: an error or a close is the expected outcome. `on`, not
       // `once`: a second error event without a listener would throw.
       socket.on("error", end);

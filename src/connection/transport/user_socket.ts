@@ -7,7 +7,7 @@ import { ConnectionError } from "../../errors.ts";
 import { askDeno, askNode, type Negotiation } from "./negotiate.ts";
 import type { Duplex } from "node:stream";
 import { NodeSocketTransport } from "./node_socket.ts";
-import { ConnDuplex, nodeTlsAnswered, nodeTlsOver } from "./node_tls.ts";
+import { connDuplex, nodeTlsAnswered, nodeTlsOver } from "./node_tls.ts";
 import { DenoConnTransport } from "./socket.ts";
 import {
   type DenoLikeConn,
@@ -100,13 +100,13 @@ export async function userTransport(
       }
     };
     if (endpoint.sslnegotiation === "direct") {
-      return await nodeTlsOver(new ConnDuplex(conn), endpoint, where, close);
+      return await nodeTlsOver(connDuplex(conn), endpoint, where, close);
     }
     const answer = await askDeno(conn).catch((e) => {
       close();
       throw e;
     });
-    return await nodeTlsAnswered(new ConnDuplex(conn), answer, endpoint, where, close);
+    return await nodeTlsAnswered(connDuplex(conn), answer, endpoint, where, close);
   }
   throw new ConnectionError(
     "CONNECT_FAILED",
