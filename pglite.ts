@@ -117,7 +117,9 @@ async function start(source: string | PGliteStartOptions | undefined): Promise<P
  * - a PGlite instance you made: used as it is, and left open by `sql.end()`.
  *
  * `options` are pgpipe's other options (`transform`, `types`, `onnotice`, ...). The user and
- * database default to the session's (`postgres`, or PGlite's `username` and `database`); a
+ * database default to the session's: `postgres`, or the `username` and `database` of PGlite's
+ * options given here (an instance does not tell its own: for one made with others, pass them as
+ * `user` and `database`, or the startup is refused as a server would refuse it); a
  * URL, `host`, `port`, `socket`, TLS, `max` over 1 and `query_timeout` are refused by
  * `postgres()`. Deno needs `--allow-read` (PGlite reads its own files), and a data folder
  * `--allow-write` too.

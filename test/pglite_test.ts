@@ -10,6 +10,8 @@ import { PGlite } from "@electric-sql/pglite";
 import postgres, { ConnectionError, PostgresError, QueryError } from "../mod.ts";
 import { pglite, type PGliteInstance } from "../pglite.ts";
 import { until } from "./harness/wait.ts";
+import { withEnv } from "./harness/util.ts";
+import { startsCopyIn } from "../src/pglite/copy_in.ts";
 
 const quiet = { onnotice: () => {} };
 
@@ -130,15 +132,49 @@ Deno.test("pglite: what has no meaning in one process is refused at postgres()",
   assert.match(refused({ ssl: "require" }), /ssl require/);
   assert.match(refused({ ssl: { mode: "verify-full" } }), /verify-full/);
   assert.match(refused({ hostaddr: "127.0.0.1" }), /hostaddr option/);
+  assert.match(refused({ path: "/tmp/.s.PGSQL.5432" }), /path option/);
+  assert.match(refused({ service: "db" }), /service option/);
+  assert.match(refused({ sslrootcert: "system" }), /sslrootcert option/);
+  assert.match(refused({ sslcert: "client.crt", sslkey: "client.key" }), /sslcert option/);
+  assert.match(refused({ sslnegotiation: "direct" }), /sslnegotiation=direct/);
   assert.match(refused({ host: "db.example.com" }), /host option/);
   assert.match(refused({ port: 5433 }), /port option/);
   assert.match(refused({ socket: () => Deno.connect({ port: 1 }) }), /socket option/);
   assert.match(refused({ query_timeout: 1 }), /query_timeout/);
   assert.match(refused({}, "postgres://localhost/db"), /connection URL/);
   assert.throws(() => postgres({ embedded: {} as never }), TypeError);
-  // What stays harmless is accepted: no TLS asked for, max 1, and the environment's PGSSLMODE.
+  // What stays harmless is accepted: no TLS asked for, max 1.
   await postgres({ ...options, ssl: "prefer", max: 1 }).end();
   await postgres({ ...options, ssl: false }).end();
+});
+
+Deno.test("pglite: the PG* variables and ~/.postgresql's files of a real server neither refuse nor redirect a client", async () => {
+  // Each of these fails or redirects a client of a server (a missing service, a bad address, a
+  // TLS mode demanding a check, a revocation list no TLS path can apply, another user).
+  const home = await Deno.makeTempDir({ prefix: "pgpipe-pglite-home-" });
+  try {
+    await Deno.mkdir(`${home}/.postgresql`);
+    await Deno.writeTextFile(`${home}/.postgresql/root.crt`, "not a certificate");
+    await Deno.writeTextFile(`${home}/.postgresql/root.crl`, "not a list");
+    const vars = {
+      HOME: home,
+      PGSERVICE: "no-such-service",
+      PGHOSTADDR: "not-an-address",
+      PGSSLMODE: "verify-full",
+      PGCHANNELBINDING: "require",
+      PGUSER: "someone_else",
+      PGDATABASE: "elsewhere",
+    };
+    // The same variables refuse a client of a server at postgres(): the check can fail.
+    await withEnv(vars, () => assert.throws(() => postgres({ host: "db.example.com" })));
+    await withEnv(vars, async () => {
+      await using sql = postgres(pglite(await sharedPGlite(), quiet));
+      const [row] = await sql`select current_user as who, current_database() as db`;
+      assert.deepEqual({ ...row }, { who: "postgres", db: "postgres" });
+    });
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
 });
 
 Deno.test("pglite: sql.subscribe rejects with a typed error; sql.options shows the server", async () => {
@@ -421,4 +457,14 @@ Deno.test("pglite: a COPY FROM STDIN as a new client's first query (held behind 
     await using sql = postgres(pglite(pg, quiet));
     await sql`drop table first_copy`;
   }
+});
+
+Deno.test("pglite: a COPY FROM STDIN is told from one inside a literal, a comment or a dollar-quoted body", () => {
+  // A query read as COPY FROM STDIN is held for data; one that is not must go at once.
+  assert.equal(startsCopyIn("copy t from stdin"), true);
+  assert.equal(startsCopyIn("/* load */ COPY t (a, b) FROM STDIN WITH (FORMAT csv)"), true);
+  assert.equal(startsCopyIn("select 'copy t from stdin'"), false);
+  assert.equal(startsCopyIn("/* a /* nested */ copy t from stdin */ select 1"), false);
+  assert.equal(startsCopyIn("copy (select $a1$ from stdin $a1$) to stdout"), false);
+  assert.equal(startsCopyIn("copy t to stdout; select 'from stdin'"), false);
 });

@@ -14,7 +14,7 @@ import { customTypes } from "../query/custom_types.ts";
 import { normalizeTransform } from "../query/transform.ts";
 import { type Notice, noticeOf } from "../errors.ts";
 import { Coercion } from "./coercion.ts";
-import { env, firstEnv } from "./environment.ts";
+import { firstEnv } from "./environment.ts";
 import {
   checkPort,
   type HostEntry,
@@ -41,6 +41,12 @@ import { type ParsedUrl, parseUrl, urlText } from "./url.ts";
 /** The sources after the options object, in order, for one keyword: its text, if one gives it. */
 interface TextSources {
   url: ParsedUrl;
+  /**
+   * The first of these `PG*` variables that is set. None is for a client over an embedded server
+   * (PGlite): they describe a server on a network, and one set for the program's real database
+   * must not refuse or redirect it.
+   */
+  env: (names: readonly string[]) => string | undefined;
   /** The service file's section, when a service is named. */
   service?: ReadonlyMap<string, string>;
 }
@@ -53,7 +59,14 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     ? parseConninfo(url, isKeyword)
     : parseUrl(url);
   const coercion = new Coercion();
-  const sources: TextSources = { url: parsed, service: service(options, parsed, coercion) };
+  const embedded = options.embedded !== undefined;
+  const fromEnv = embedded ? () => undefined : firstEnv;
+  const sources: TextSources = {
+    url: parsed,
+    env: fromEnv,
+    // Over an embedded server no service file is read (a `service` option is refused there).
+    service: embedded ? undefined : service(options, parsed, fromEnv, coercion),
+  };
   const keywords = readKeywords(options, sources, coercion);
   const entries = resolveHosts(options, sources, keywords.hostaddr, coercion);
   const { user, password } = keywords;
@@ -67,7 +80,19 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     password: password ??
       (() => readPgpass({ host, port, database, user }, passfile) as Promise<string>),
   }));
-  const tls = tlsSettings(keywords);
+  // An embedded server is not on a network: no TLS, so no certificate or key file is read (a mode
+  // that demands TLS is refused by embeddedOptions, from the mode asked for).
+  const tls = embedded
+    ? {
+      ...tlsSettings({
+        ...keywords,
+        sslmode: { mode: "disable" },
+        sslrootcert: undefined,
+        sslnegotiation: "postgres",
+      }),
+      sslmode: asked(keywords),
+    }
+    : tlsSettings(keywords);
   const params = serverSettings(keywords, database, parsed, options.connection, coercion);
   checkHooks(options);
   checkCombinations(keywords, tls.sslmode);
@@ -144,15 +169,19 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
 function service(
   options: Options,
   url: ParsedUrl,
+  fromEnv: TextSources["env"],
   co: Coercion,
 ): ReadonlyMap<string, string> | undefined {
   const name = co.optional(options.service) ?? urlText(url, "service") ??
-    firstEnv(KEYWORDS.service.env);
+    fromEnv(KEYWORDS.service.env);
   if (name === undefined || name === "") return undefined;
   const file = co.optional(options.servicefile) ?? urlText(url, "servicefile") ??
-    firstEnv(KEYWORDS.servicefile.env);
+    fromEnv(KEYWORDS.servicefile.env);
   return readService(name, file, (key) => LIBPQ_KEYWORDS.has(key));
 }
+
+/** The sslmode the sources ask for (libpq's default: prefer). */
+const asked = (k: Settings) => k.sslmode?.mode ?? "prefer";
 
 /** Refuses keywords that each are valid but cannot hold together. */
 function checkCombinations(k: Settings, sslmode: string): void {
@@ -188,7 +217,7 @@ function readKeywords(options: Options, sources: TextSources, coercion: Coercion
       continue;
     }
     const text = urlText(sources.url, keyword) ?? sources.service?.get(keyword) ??
-      firstEnv(row.env ?? []) ??
+      sources.env(row.env ?? []) ??
       (typeof row.default === "function" ? row.default() : row.default);
     out[keyword] = text === undefined
       ? undefined
@@ -219,7 +248,7 @@ function resolveHosts(
   const { url: parsed, service } = sources;
   const q = parsed.query;
   const urlHosts = parsed.hosts.some((h) => h.host !== undefined) ? parsed.hosts : undefined;
-  const listed = service?.get("host") ?? env(HOST_KEYWORDS.host.env);
+  const listed = service?.get("host") ?? sources.env([HOST_KEYWORDS.host.env]);
   const path = co.optional(options.path);
   const host = options.host === undefined || options.host === null
     ? undefined
@@ -250,7 +279,7 @@ function resolveHosts(
       (parsed.hosts.length === 1 || parsed.hosts.length === n)
     ? parsed.hosts.map((h) => h.port)
     : undefined;
-  const portText = service?.get("port") ?? env(HOST_KEYWORDS.port.env);
+  const portText = service?.get("port") ?? sources.env([HOST_KEYWORDS.port.env]);
   const textPorts = portText ? parsePortList(portText) : undefined;
   return entries.map((entry, i) => {
     let port = explicit !== undefined ? pickPort(explicit, i, n, "the port option") : undefined;
