@@ -6,8 +6,10 @@
  */
 
 /**
- * The text with its string literals, quoted identifiers and comments blanked, so that words
- * inside them are not read as SQL.
+ * The text with its string literals, quoted identifiers, comments and dollar-quoted bodies
+ * blanked, so that words inside them are not read as SQL. Unlike query/keyword.ts's
+ * `withoutNoise` (a regular expression), it follows nested block comments, as the server does:
+ * a COPY read from inside one would hold its query for data that never comes.
  */
 function blanked(text: string): string {
   let out = "";
@@ -36,7 +38,7 @@ function blanked(text: string): string {
         else end++;
       }
     } else if (c === "$") {
-      const tag = /^\$[A-Za-z_]*\$/.exec(text.slice(i, i + 64));
+      const tag = /^\$(?:[A-Za-z_]\w*)?\$/.exec(text.slice(i, i + 64));
       if (tag !== null) {
         const close = text.indexOf(tag[0], i + tag[0].length);
         end = close === -1 ? text.length : close + tag[0].length;
