@@ -7,6 +7,7 @@ import type { QuerySpec } from "../connection/requests/query_request.ts";
 import { QueryError } from "../errors.ts";
 import type { Query } from "../query/query.ts";
 import type { QueryConfig } from "../query/settings.ts";
+import { Oid } from "../types/oids.ts";
 import {
   inferOid,
   Parameter,
@@ -100,10 +101,14 @@ function encodeParameters(
   serializers: QueryConfig["serializers"],
   undef: unknown,
 ): void {
+  // Untyped strings and numbers skip the serializers unless one is set for what they are sent as
+  // (text, and untyped: see serializeCustom), so a client whose other types have serializers
+  // (Drizzle's dates and JSON) keeps the fast path.
+  const plain = serializers === null || (!serializers.has(Oid.text) && !serializers.has(0));
   for (let i = 0; i < values.length; i++) {
     let value = values[i];
     // The common cases first: strings and numbers go untyped (the server infers the type).
-    if (serializers === null) {
+    if (plain) {
       if (typeof value === "string") {
         params[i] = value;
         types[i] = 0;
