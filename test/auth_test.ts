@@ -24,6 +24,7 @@ import {
   withServer,
 } from "./harness/fake_server.ts";
 import { delay, poll } from "./harness/wait.ts";
+import { b64, scramExpect } from "./harness/scram_server.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -473,52 +474,8 @@ Deno.test("connect: a FATAL error during startup is a PostgresError with its cod
 // ---------------------------------------------------------------------------------------------
 // 4. SCRAM: the server must prove it knows the password
 
-function b64(bytes: Uint8Array): string {
-  return btoa(String.fromCharCode(...bytes));
-}
-
 function unb64(text: string): Uint8Array {
   return Uint8Array.from(atob(text), (ch) => ch.charCodeAt(0));
-}
-
-async function hmac(key: Uint8Array, data: string): Promise<Uint8Array> {
-  const k = await crypto.subtle.importKey(
-    "raw",
-    key.slice(),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  return new Uint8Array(await crypto.subtle.sign("HMAC", k, encoder.encode(data)));
-}
-
-/** RFC 5802 §3 from the server's side: the proof it expects and the signature it sends. */
-async function scramExpect(
-  password: string,
-  salt: Uint8Array,
-  iterations: number,
-  authMessage: string,
-): Promise<{ clientProof: string; serverSignature: string }> {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    encoder.encode(password),
-    "PBKDF2",
-    false,
-    ["deriveBits"],
-  );
-  const salted = new Uint8Array(
-    await crypto.subtle.deriveBits(
-      { name: "PBKDF2", hash: "SHA-256", salt: salt.slice(), iterations },
-      key,
-      256,
-    ),
-  );
-  const clientKey = await hmac(salted, "Client Key");
-  const storedKey = new Uint8Array(await crypto.subtle.digest("SHA-256", clientKey.slice()));
-  const clientSignature = await hmac(storedKey, authMessage);
-  const proof = clientKey.map((b, i) => b ^ clientSignature[i]);
-  const serverSignature = await hmac(await hmac(salted, "Server Key"), authMessage);
-  return { clientProof: b64(proof), serverSignature: b64(serverSignature) };
 }
 
 // RFC 7677 §3 test vector.

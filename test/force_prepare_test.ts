@@ -95,31 +95,27 @@ Deno.test({
   async fn() {
     const c = cluster!;
     const user = c.users.trust.user;
-    const bouncer = await startPgbouncer({
+    await using bouncer = await startPgbouncer({
       server: { host: c.host, port: c.port },
       users: [user],
       poolSize: 2,
     });
-    try {
-      const target = { host: bouncer.host, port: bouncer.port, user, database: c.database };
-      await using sql = postgres({ ...target, ...quiet, max: 1, force_prepare: true });
-      await using other = postgres({ ...target, ...quiet, max: 1, prepare: false });
-      assert.equal((await sql.unsafe(TEXT, [1]))[0].doubled, 2); // prepared on server 1
-      // The other client's transaction takes server 1 (PgBouncer hands out the last used
-      // first), so the next query goes to a server that never saw the statement.
-      await using tx = await other.begin();
-      await tx`select 1`;
-      const again = await sql.unsafe(TEXT, [21]);
-      assert.equal(again[0].doubled, 42);
-      assert.equal(sql.options.force_prepare, false, "the vanished statement turned it off");
-      await tx.commit();
-      const many = await Promise.all(
-        Array.from({ length: 200 }, (_, i) => sql.unsafe(TEXT, [i], { prepare: false })),
-      );
-      assert.deepEqual(many.map((r) => r[0].doubled), Array.from({ length: 200 }, (_, i) => 2 * i));
-    } finally {
-      await bouncer.stop();
-    }
+    const target = { host: bouncer.host, port: bouncer.port, user, database: c.database };
+    await using sql = postgres({ ...target, ...quiet, max: 1, force_prepare: true });
+    await using other = postgres({ ...target, ...quiet, max: 1, prepare: false });
+    assert.equal((await sql.unsafe(TEXT, [1]))[0].doubled, 2); // prepared on server 1
+    // The other client's transaction takes server 1 (PgBouncer hands out the last used
+    // first), so the next query goes to a server that never saw the statement.
+    await using tx = await other.begin();
+    await tx`select 1`;
+    const again = await sql.unsafe(TEXT, [21]);
+    assert.equal(again[0].doubled, 42);
+    assert.equal(sql.options.force_prepare, false, "the vanished statement turned it off");
+    await tx.commit();
+    const many = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => sql.unsafe(TEXT, [i], { prepare: false })),
+    );
+    assert.deepEqual(many.map((r) => r[0].doubled), Array.from({ length: 200 }, (_, i) => 2 * i));
   },
 });
 
@@ -130,34 +126,32 @@ Deno.test({
   async fn() {
     const c = cluster!;
     const user = c.users.trust.user;
-    const bouncer = await startPgbouncer({
+    await using bouncer = await startPgbouncer({
       server: { host: c.host, port: c.port },
       users: [user],
       poolSize: 2,
     });
-    try {
-      const target = { host: bouncer.host, port: bouncer.port, user, database: c.database };
-      await using a = postgres({ ...target, ...quiet, max: 1, force_prepare: true });
-      await using b = postgres({ ...target, ...quiet, max: 1, force_prepare: true });
-      await using other = postgres({ ...target, ...quiet, max: 1, prepare: false });
-      const PLUS = "select $1::int + 100 as doubled";
-      {
-        // `other` holds one server, so `a` prepares its statement on the other one.
-        await using tx = await other.begin();
-        const [{ pid: held }] = await tx`select pg_backend_pid() as pid`;
-        const [first] = await a.unsafe(`${TEXT}, pg_backend_pid() as pid`, [1]);
-        assert.notEqual(first.pid, held);
-        await tx.commit();
-      }
-      // PgBouncer hands out the server used last: the one `a` never prepared on, where `b`
-      // prepares its own first statement now.
-      assert.equal((await b.unsafe(PLUS, [1]))[0].doubled, 101);
-      // `a` binds its statement there: with names of its own, not found (and run again unnamed),
-      // never `b`'s statement under the same name.
-      const [again] = await a.unsafe(`${TEXT}, pg_backend_pid() as pid`, [5]);
-      assert.equal(again.doubled, 10);
-    } finally {
-      await bouncer.stop();
+    const target = { host: bouncer.host, port: bouncer.port, user, database: c.database };
+    await using a = postgres({ ...target, ...quiet, max: 1, force_prepare: true });
+    await using b = postgres({ ...target, ...quiet, max: 1, force_prepare: true });
+    await using other = postgres({ ...target, ...quiet, max: 1, prepare: false });
+    const PLUS = "select $1::int + 100 as doubled, pg_backend_pid() as pid";
+    {
+      // `other` holds one server, so `a` prepares its statement on the other one.
+      await using tx = await other.begin();
+      const [{ pid: held }] = await tx`select pg_backend_pid() as pid`;
+      const [first] = await a.unsafe(`${TEXT}, pg_backend_pid() as pid`, [1]);
+      assert.notEqual(first.pid, held);
+      await tx.commit();
     }
+    // PgBouncer hands out the server used last: the one `a` never prepared on, where `b`
+    // prepares its own first statement now.
+    const [prepared] = await b.unsafe(PLUS, [1]);
+    assert.equal(prepared.doubled, 101);
+    // `a` binds its statement there: with names of its own, not found (and run again unnamed),
+    // never `b`'s statement under the same name.
+    const [again] = await a.unsafe(`${TEXT}, pg_backend_pid() as pid`, [5]);
+    assert.equal(again.pid, prepared.pid, "a ran on the server where b prepared its statement");
+    assert.equal(again.doubled, 10);
   },
 });

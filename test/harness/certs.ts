@@ -272,6 +272,15 @@ export class CertDir {
   }
 
   /** Removes the folder. */
+  /** Removes the folder now: for an `unload` listener, which must finish synchronously. */
+  removeSync(): void {
+    try {
+      Deno.removeSync(this.dir, { recursive: true });
+    } catch {
+      // already gone
+    }
+  }
+
   async remove(): Promise<void> {
     await Deno.remove(this.dir, { recursive: true }).catch(() => {});
   }

@@ -12,6 +12,8 @@ export interface Bouncer {
   port: number;
   /** Stops PgBouncer and deletes its directory. */
   stop(): Promise<void>;
+  /** `stop()`, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** The pgbouncer binary: PATH, then the Debian location; null when not installed. */
@@ -153,7 +155,7 @@ export async function startPgbouncer(opts: BouncerOptions): Promise<Bouncer> {
         `pgbouncer did not start on port ${port}${gone ? " (it exited)" : ""}\n${log}`,
       );
     }
-    return { host: "127.0.0.1", port, stop };
+    return { host: "127.0.0.1", port, stop, [Symbol.asyncDispose]: stop };
   } catch (e) {
     await stop();
     throw e;

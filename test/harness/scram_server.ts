@@ -16,7 +16,8 @@ export interface ScramOutcome {
   ok: boolean;
 }
 
-const b64 = (bytes: Uint8Array): string => btoa(String.fromCharCode(...bytes));
+/** Base64 of `bytes`. */
+export const b64 = (bytes: Uint8Array): string => btoa(String.fromCharCode(...bytes));
 
 async function hmac(key: Uint8Array, data: string): Promise<Uint8Array> {
   const k = await crypto.subtle.importKey(
@@ -31,6 +32,37 @@ async function hmac(key: Uint8Array, data: string): Promise<Uint8Array> {
 
 async function sha256(bytes: Uint8Array): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest("SHA-256", bytes.slice()));
+}
+
+/**
+ * RFC 5802 §3 from the server's side: the proof it expects and the signature it sends (checked
+ * against RFC 7677's test vector in auth_test.ts).
+ */
+export async function scramExpect(
+  password: string,
+  salt: Uint8Array,
+  iterations: number,
+  authMessage: string,
+): Promise<{ clientProof: string; serverSignature: string }> {
+  const key = await crypto.subtle.importKey(
+    "raw",
+    encoder.encode(password),
+    "PBKDF2",
+    false,
+    ["deriveBits"],
+  );
+  const salted = new Uint8Array(
+    await crypto.subtle.deriveBits(
+      { name: "PBKDF2", hash: "SHA-256", salt: salt.slice(), iterations },
+      key,
+      256,
+    ),
+  );
+  const clientKey = await hmac(salted, "Client Key");
+  const clientSignature = await hmac(await sha256(clientKey), authMessage);
+  const proof = clientKey.map((b, i) => b ^ clientSignature[i]);
+  const serverSignature = await hmac(await hmac(salted, "Server Key"), authMessage);
+  return { clientProof: b64(proof), serverSignature: b64(serverSignature) };
 }
 
 /** The DER of a PEM certificate. */
@@ -81,33 +113,16 @@ export async function scramExchange(
   const binding = new Uint8Array([...encoder.encode(gs2), ...bound]);
   const plusAsked = mechanism === "SCRAM-SHA-256-PLUS";
   const mechanismOk = o.offer.includes(mechanism) && plusAsked === gs2.startsWith("p=");
-  const password = await crypto.subtle.importKey(
-    "raw",
-    encoder.encode(o.password),
-    "PBKDF2",
-    false,
-    ["deriveBits"],
-  );
-  const salted = new Uint8Array(
-    await crypto.subtle.deriveBits(
-      { name: "PBKDF2", hash: "SHA-256", salt, iterations: 4096 },
-      password,
-      256,
-    ),
-  );
   const authMessage = `${bare},${serverFirst},${withoutProof}`;
-  const clientKey = await hmac(salted, "Client Key");
-  const signature = await hmac(await sha256(clientKey), authMessage);
-  const proof = b64(clientKey.map((b, i) => b ^ signature[i]));
+  const expected = await scramExpect(o.password, salt, 4096, authMessage);
   const ok = mechanismOk && attribute(clientFinal, "c") === b64(binding) &&
-    attribute(clientFinal, "p") === proof;
+    attribute(clientFinal, "p") === expected.clientProof;
   if (!ok) {
     await peer.send(errorResponse("28P01", "SCRAM authentication failed"));
     peer.close();
     return { mechanism, gs2, ok };
   }
-  const serverSignature = await hmac(await hmac(salted, "Server Key"), authMessage);
-  await peer.send(auth(12, encoder.encode(`v=${b64(serverSignature)}`)));
+  await peer.send(auth(12, encoder.encode(`v=${expected.serverSignature}`)));
   await peer.send(STARTUP_OK);
   return { mechanism, gs2, ok };
 }
