@@ -376,7 +376,10 @@ export interface Options {
    * Deno's providers; `false`: off; an object: other providers, or no query text.
    */
   telemetry?: TelemetryOptions | false;
-  /** postgres.js's TCP keepalive delay: accepted and ignored (pgpipe always enables keepalive). */
+  /**
+   * postgres.js's TCP keepalive delay: accepted and ignored (probes are on unless `keepalives` is
+   * 0; libpq's `keepalives_idle` sets their delay).
+   */
   keep_alive?: number | null;
   /** postgres.js's reconnect delay: accepted and ignored (pgpipe backs off with jitter itself). */
   backoff?: boolean | ((attempt: number) => number);

@@ -206,7 +206,7 @@ function checkCombinations(k: Settings, sslmode: string): void {
 
 /**
  * Each keyword of KEYWORDS, in order, from the first source that gives it: the options object,
- * then the URL, then the environment, then its default.
+ * then the URL, then the service file's section, then the environment, then its default.
  */
 function readKeywords(options: Options, sources: TextSources, coercion: Coercion): Settings {
   const out: Record<string, unknown> = {};
