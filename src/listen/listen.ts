@@ -42,7 +42,8 @@ export interface ListenHandle {
   unlisten(): Promise<void>;
 }
 
-interface Channel {
+/** A channel's handlers and `onlisten` callbacks, as both listeners keep them. */
+export interface Channel {
   handlers: Set<NotifyHandler>;
   onlisten: Set<() => void>;
 }
@@ -98,14 +99,7 @@ export class Listener {
   }
 
   #dispatch(n: Notification): void {
-    for (const handler of this.#channels.get(n.channel)?.handlers ?? []) {
-      try {
-        handler(n.payload, n);
-      } catch (e) {
-        // A throwing handler must not stop the others or the connection, nor end the process.
-        console.error(`pgpipe: a listen handler for "${n.channel}" threw`, e);
-      }
-    }
+    dispatchTo(this.#channels, n);
   }
 
   /** The connection closed (`dead`), or an attempt to reopen it failed (null). */
@@ -155,11 +149,7 @@ export class Listener {
   }
 
   async #unlisten(channel: string, fn: NotifyHandler, onlisten?: () => void): Promise<void> {
-    const entry = this.#channels.get(channel);
-    if (entry === undefined || !entry.handlers.delete(fn)) return;
-    if (onlisten) entry.onlisten.delete(onlisten);
-    if (entry.handlers.size > 0) return;
-    this.#channels.delete(channel);
+    if (!removeHandler(this.#channels, channel, fn, onlisten)) return;
     const conn = await this.#conn?.catch(() => null);
     if (conn && !conn.closed) await exec(conn, `unlisten ${quoteIdentifier(channel)}`);
   }
@@ -171,4 +161,34 @@ export class Listener {
     const conn = await this.#conn?.catch(() => null);
     await conn?.end();
   }
+}
+
+/** Runs the handlers of the channel `n` came on; one that throws is reported, never rethrown. */
+export function dispatchTo(channels: ReadonlyMap<string, Channel>, n: Notification): void {
+  for (const handler of channels.get(n.channel)?.handlers ?? []) {
+    try {
+      handler(n.payload, n);
+    } catch (e) {
+      // A throwing handler must not stop the others or the connection, nor end the process.
+      console.error(`pgpipe: a listen handler for "${n.channel}" threw`, e);
+    }
+  }
+}
+
+/**
+ * Removes `fn` (and its `onlisten`) from `channel`: true when that was the channel's last handler,
+ * so the channel is gone and the server should stop listening on it.
+ */
+export function removeHandler(
+  channels: Map<string, Channel>,
+  channel: string,
+  fn: NotifyHandler,
+  onlisten?: () => void,
+): boolean {
+  const entry = channels.get(channel);
+  if (entry === undefined || !entry.handlers.delete(fn)) return false;
+  if (onlisten) entry.onlisten.delete(onlisten);
+  if (entry.handlers.size > 0) return false;
+  channels.delete(channel);
+  return true;
 }

@@ -8,11 +8,16 @@
 import type { Notification } from "../protocol/backend.ts";
 import type { PipelineRequest } from "../connection/requests/request.ts";
 import { exec, quoteIdentifier, type Sink } from "../connection/requests/driver_queries.ts";
-import { callOnlisten, type ListenHandle, type NotifyHandler } from "./listen.ts";
+import {
+  callOnlisten,
+  type Channel,
+  dispatchTo,
+  type ListenHandle,
+  type NotifyHandler,
+  removeHandler,
+} from "./listen.ts";
 
-interface Channel {
-  handlers: Set<NotifyHandler>;
-  onlisten: Set<() => void>;
+interface SharedChannel extends Channel {
   /** The session listens on it (its LISTEN succeeded): a new session must listen again. */
   listening: boolean;
 }
@@ -21,7 +26,7 @@ interface Channel {
 export class SharedListener {
   #sink: Sink;
   #session: () => { pid: number; secret: number };
-  #channels = new Map<string, Channel>();
+  #channels = new Map<string, SharedChannel>();
   #ended = false;
 
   /** `sink` runs LISTEN and UNLISTEN (the pool); `session` tells the listening backend. */
@@ -32,14 +37,7 @@ export class SharedListener {
 
   /** A notification arrived on the shared connection. */
   dispatch(n: Notification): void {
-    for (const handler of this.#channels.get(n.channel)?.handlers ?? []) {
-      try {
-        handler(n.payload, n);
-      } catch (e) {
-        // A throwing handler must not stop the others or the connection, nor end the process.
-        console.error(`pgpipe: a listen handler for "${n.channel}" threw`, e);
-      }
-    }
+    dispatchTo(this.#channels, n);
   }
 
   /**
@@ -92,11 +90,7 @@ export class SharedListener {
   }
 
   async #unlisten(channel: string, fn: NotifyHandler, onlisten?: () => void): Promise<void> {
-    const entry = this.#channels.get(channel);
-    if (entry === undefined || !entry.handlers.delete(fn)) return;
-    if (onlisten) entry.onlisten.delete(onlisten);
-    if (entry.handlers.size > 0) return;
-    this.#channels.delete(channel);
+    if (!removeHandler(this.#channels, channel, fn, onlisten)) return;
     if (!this.#ended) await exec(this.#sink, `unlisten ${quoteIdentifier(channel)}`);
   }
 
