@@ -150,16 +150,18 @@ export function querySpec(
   encodeParameters(values, params, types, config.serializers, settings.undefinedValue);
   const named = query.prepare ?? settings.prepare;
   const forced = config.forced;
+  // force_prepare: a query that asked for the unnamed statement gets a named one.
+  const force = !named && !simple && forced !== null && forced.on;
   const spec: QuerySpec = {
     text,
     params,
     values,
     types,
-    prepare: named || (forced !== null && forced.on && !simple),
+    prepare: named || force,
     mode: query.mode,
   };
   if (simple) spec.simple = true;
-  else if (!named && forced !== null && forced.on) spec.forced = forced; // force_prepare
+  else if (force) spec.forced = forced;
   if (settings.shared) spec.shared = true;
   // In a transaction an error aborts the block anyway: queries written together share a Sync.
   else if (settings.transaction && !simple && !controlsTransaction(text)) spec.batch = true;

@@ -10,11 +10,6 @@ import { Backend, cstrEnd, fields, i16, i32, utf8 } from "../protocol/backend.ts
 import { Writer } from "../protocol/writer.ts";
 import { concat, eachMessage } from "./frames.ts";
 
-/** The untyped packets a client may open with besides the StartupMessage. */
-export const SSL_REQUEST = 80877103;
-export const GSSENC_REQUEST = 80877104;
-export const CANCEL_REQUEST = 80877102;
-
 /** The startup packet's request code and, for a StartupMessage, its parameters. */
 export function readStartup(packet: Uint8Array): { code: number; params: Map<string, string> } {
   const code = i32(packet, 4);
