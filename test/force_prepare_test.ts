@@ -9,9 +9,9 @@ import postgres from "./harness/postgres.ts";
 import { databaseUrl, plainCluster, tlsCluster } from "./harness/env.ts";
 import { findPgbouncer, startPgbouncer } from "./harness/pgbouncer.ts";
 import { serverTest, SEVERAL_SESSIONS } from "./harness/pglite_mode.ts";
+import { quiet } from "./harness/connect.ts";
 
 const url = databaseUrl();
-const quiet = { onnotice: () => {} };
 const TEXT = "select $1::int * 2 as doubled";
 
 /** The server-side name of the statement a result ran ("" for the unnamed one). */

@@ -11,8 +11,7 @@ import { parseRequireAuth } from "../src/connection/auth_policy.ts";
 import { CertDir, noOpenssl, type Pair } from "./harness/certs.ts";
 import { databaseUrl, hasClusters, plainCluster } from "./harness/env.ts";
 import { withEnv } from "./harness/util.ts";
-
-const quiet = { onnotice: () => {} };
+import { quiet } from "./harness/connect.ts";
 
 /** Throws like resolveOptions would from each source: the URL, the options object, `env`. */
 function refusedEverywhere(

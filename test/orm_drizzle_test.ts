@@ -28,9 +28,9 @@ import { type DrizzleDriver, drizzleProgram, type Outcome } from "./orm/drizzle_
 import { taggedSteps } from "./orm/outcome_codec.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { serverVersion } from "./harness/util.ts";
+import { quiet } from "./harness/connect.ts";
 
 const url = databaseUrl();
-const quiet = { onnotice: () => {} };
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
 /** Drizzle's postgres-js driver: it takes any client with postgres.js's API. */

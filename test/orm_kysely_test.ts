@@ -38,9 +38,9 @@ import { databaseUrl } from "./harness/env.ts";
 import { tapProxy } from "./harness/tap_proxy.ts";
 import { serverVersion } from "./harness/util.ts";
 import { settledYet, until } from "./harness/wait.ts";
+import { quiet } from "./harness/connect.ts";
 
 const url = databaseUrl();
-const quiet = { onnotice: () => {} };
 
 interface Database {
   person: {

@@ -9,11 +9,10 @@ import assert from "node:assert/strict";
 import { PGlite } from "@electric-sql/pglite";
 import postgres, { ConnectionError, PostgresError, QueryError } from "../mod.ts";
 import { pglite, type PGliteInstance } from "../pglite.ts";
-import { until } from "./harness/wait.ts";
+import { delay, until } from "./harness/wait.ts";
 import { withEnv } from "./harness/util.ts";
 import { startsCopyIn } from "../src/pglite/copy_in.ts";
-
-const quiet = { onnotice: () => {} };
+import { quiet } from "./harness/connect.ts";
 
 /** A PGlite with every raw call counted, its input kept, and overlapping calls detected. */
 interface Watched extends PGliteInstance {
@@ -45,7 +44,7 @@ function watched(pg: PGlite, delayMs = 0): Watched {
       try {
         await pg.execProtocolRawStream(message, options);
         w.afterCall?.();
-        if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+        if (delayMs > 0) await delay(delayMs);
       } finally {
         running--;
       }
@@ -93,7 +92,7 @@ Deno.test("pglite: queries issued together reach PGlite in one call, and calls n
   const spread = [];
   for (let i = 0; i < 20; i++) {
     spread.push(sql`select count(*)::int as n from items`);
-    await new Promise((r) => setTimeout(r, 1));
+    await delay(1);
   }
   for (const [{ n }] of await Promise.all(spread)) assert.equal(n, 200);
   assert.equal(pg.maxOverlap, 1);
@@ -305,7 +304,8 @@ Deno.test("pglite: LISTEN/NOTIFY on the one session, and again after the connect
   const pid = handle.state.pid;
   assert.ok(pid > 0);
   // max_lifetime retires the connection; the new session listens again before anything else.
-  await new Promise((r) => setTimeout(r, 700));
+  // Time is the subject here: max_lifetime (0.5 s, at most 0.55 s with its jitter) has passed.
+  await delay(700);
   await sql`select 1`;
   await until("onlisten after the reconnect", () => listened >= 2, 5000);
   await sql.notify("jobs", "three");

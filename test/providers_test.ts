@@ -12,9 +12,9 @@ import type { ClusterInfo, TestUser } from "./harness/cluster.ts";
 import { tlsCluster } from "./harness/env.ts";
 import { type Bouncer, findPgbouncer, startPgbouncer } from "./harness/pgbouncer.ts";
 import { withEnv } from "./harness/util.ts";
+import { quiet } from "./harness/connect.ts";
 
 const c = tlsCluster();
-const quiet = { onnotice: () => {} };
 
 /** A URL's user and password part. */
 const auth = (u: TestUser) => `${u.user}:${encodeURIComponent(u.password)}`;

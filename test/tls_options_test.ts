@@ -14,9 +14,9 @@ import { CertDir, noOpenssl } from "./harness/certs.ts";
 import { flightRecorder } from "./harness/flights.ts";
 import { tlsCluster } from "./harness/env.ts";
 import { withEnv } from "./harness/util.ts";
+import { failure, quiet } from "./harness/connect.ts";
 
 const c = tlsCluster();
-const quiet = { onnotice: () => {} };
 const ignore = c === undefined;
 
 /** Options for `u` on the TLS cluster (host and port overridable). */
@@ -48,19 +48,6 @@ async function session(options: Options | string) {
     };
   } finally {
     await sql.end();
-  }
-}
-
-/** The rejection of a client's first query. */
-async function failure(options: Options | string): Promise<unknown> {
-  const sql = typeof options === "string" ? postgres(options, quiet) : postgres(options);
-  try {
-    await sql`select 1`;
-    return undefined;
-  } catch (e) {
-    return e;
-  } finally {
-    await sql.end({ timeout: 0 });
   }
 }
 

@@ -11,9 +11,9 @@ import postgresJs from "npm:postgres@3.4.9";
 import postgres from "./harness/postgres.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { POSTGRES_JS_REFERENCE, serverTest, SEVERAL_SESSIONS } from "./harness/pglite_mode.ts";
+import { quiet } from "./harness/connect.ts";
 
 const url = databaseUrl();
-const quiet = { onnotice: () => {} };
 const identity = (text: string) => text;
 const TS = "select '2024-01-02 03:04:05.123456+00'::timestamptz as t, 7::int4 as n";
 
