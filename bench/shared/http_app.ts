@@ -42,10 +42,12 @@ const userJson = (row: Record<string, any>) => ({
 });
 
 /**
- * The handler: `GET /users` answers the next page of PAGE users (pages cycle through the
- * table), `GET /users?after=N` the page after id N (the suite's correctness check).
+ * A handler over `fetchPage`: `GET /users` answers the next page of PAGE users (pages cycle
+ * through the table), `GET /users?after=N` the page after id N (the suite's correctness check).
  */
-export function makeHandler(sql: SqlTag): (req: Request) => Promise<Response> {
+export function pagedHandler(
+  fetchPage: (after: number) => Promise<unknown[]>,
+): (req: Request) => Promise<Response> {
   let page = 0;
   return async (req) => {
     const url = new URL(req.url);
@@ -53,13 +55,17 @@ export function makeHandler(sql: SqlTag): (req: Request) => Promise<Response> {
     const given = url.searchParams.get("after");
     const after = given === null ? (page++ * PAGE) % USERS : Number(given);
     try {
-      // USERS_TABLE and PAGE, written out: the query text is a constant, as in an application.
-      const rows = await sql`
-        select id, name, email, created_at, active, score, data from bench_http_users
-        where id > ${after} order by id limit 100`;
-      return Response.json(rows.map(userJson));
+      return Response.json(await fetchPage(after));
     } catch (e) {
       return new Response(String(e), { status: 500 });
     }
   };
 }
+
+/** The handler over the driver's own API (USERS_TABLE and PAGE written out: a constant text). */
+export const makeHandler = (sql: SqlTag): (req: Request) => Promise<Response> =>
+  pagedHandler(async (after) =>
+    (await sql`
+      select id, name, email, created_at, active, score, data from bench_http_users
+      where id > ${after} order by id limit 100`).map(userJson)
+  );

@@ -19,7 +19,7 @@ import {
   text,
   timestamp,
 } from "npm:drizzle-orm@0.45.4/pg-core";
-import { PAGE, SEED_SQL as USERS_SEED, USERS, USERS_TABLE } from "./http_app.ts";
+import { PAGE, pagedHandler, SEED_SQL as USERS_SEED, USERS, USERS_TABLE } from "./http_app.ts";
 
 export { PAGE, USERS, USERS_TABLE };
 
@@ -131,23 +131,8 @@ export const SEED_SQL = [
 /** Drops what SEED_SQL made. */
 export const DROP_SQL = [...TABLES, USERS_TABLE].map((t) => `drop table if exists ${t}`);
 
-/**
- * The HTTP case's handler: `GET /users` answers the next page of PAGE users as Drizzle returns
- * them (pages cycle through the table), `GET /users?after=N` the page after id N.
- */
-export function drizzleHandler(db: Db): (req: Request) => Promise<Response> {
-  let page = 0;
-  return async (req) => {
-    const url = new URL(req.url);
-    if (url.pathname !== "/users") return new Response("not found", { status: 404 });
-    const given = url.searchParams.get("after");
-    const after = given === null ? (page++ * PAGE) % USERS : Number(given);
-    try {
-      const rows = await db.select().from(users).where(gt(users.id, after)).orderBy(users.id)
-        .limit(PAGE);
-      return Response.json(rows);
-    } catch (e) {
-      return new Response(String(e), { status: 500 });
-    }
-  };
-}
+/** The HTTP case's handler: pages of PAGE users as Drizzle returns them (see pagedHandler). */
+export const drizzleHandler = (db: Db): (req: Request) => Promise<Response> =>
+  pagedHandler((after) =>
+    db.select().from(users).where(gt(users.id, after)).orderBy(users.id).limit(PAGE)
+  );
