@@ -8,7 +8,6 @@
 // fills a Report (bench/shared/report.ts) and ends with its emit(); then add its line to SUITES.
 import { parseArgs } from "node:util";
 import { type Cluster, startCluster } from "../test/harness/cluster.ts";
-import { skipLine, type Skipped } from "./peers/drivers.ts";
 import { driverReport } from "./shared/bench_json.ts";
 import { describeMachine } from "./shared/machine.ts";
 import { via } from "./shared/env.ts";
@@ -157,10 +156,10 @@ async function main(): Promise<number> {
   const startedAt = new Date();
   const t0 = performance.now();
   // Which peers load here, asked in a child with --no-lock so no deno.lock is written.
-  type Loaded = { drivers: { name: string; source: string }[]; skipped: Skipped[] };
+  type Loaded = { drivers: { name: string; source: string }[]; skipped: string[] };
   const driversArgs = ["run", "-A", "--no-lock", "--quiet", `${here}peers/drivers.ts`];
   const probe = lastJson<Loaded>(await run(Deno.execPath(), driversArgs, { timeoutMs: 120_000 }));
-  for (const s of probe.skipped) console.log(skipLine(s));
+  for (const s of probe.skipped) console.log(s);
   const names = probe.drivers.map((d) => d.name);
 
   // Suite reports pass through here (the prefix differs from the cluster's "pgpipe-bench-").

@@ -13,7 +13,8 @@
 import { startCluster } from "../../test/harness/cluster.ts";
 import { clientTool } from "../../test/harness/server_bin.ts";
 import { findBun } from "../peers/bun.ts";
-import { ask, suiteDrivers } from "../peers/drivers.ts";
+import { suiteDrivers } from "../peers/drivers.ts";
+import { ask } from "../shared/ask.ts";
 import { hostPort, isQuick, plainBenchUrl, proxyDelay, via } from "../shared/env.ts";
 import { seenStart } from "../shared/login_flights.ts";
 import { probe, run, spawn } from "../shared/probe.ts";
