@@ -7,8 +7,8 @@
 // suiteDrivers() (bench/peers/drivers.ts), starts any fresh process through bench/shared/probe.ts,
 // fills a Report (bench/shared/report.ts) and ends with its emit(); then add its line to SUITES.
 import { parseArgs } from "node:util";
-import { type Cluster, startCluster } from "../test/harness/cluster.ts";
 import { driverReport } from "./shared/bench_json.ts";
+import { type Cluster, startCluster } from "./shared/harness.ts";
 import { describeMachine } from "./shared/machine.ts";
 import { via } from "./shared/env.ts";
 import { kill, lastJson, run, running, spawn } from "./shared/probe.ts";

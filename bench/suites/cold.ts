@@ -10,12 +10,11 @@
 // recorder, which shows the key shares each ClientHello carries, whether the server answered
 // with a HelloRetryRequest, and what each round trip carries. Last, on PostgreSQL 18 (from the
 // test harness's server packages), the same starts, and sslnegotiation=direct against SSLRequest.
-import { startCluster } from "../../test/harness/cluster.ts";
-import { clientTool } from "../../test/harness/server_bin.ts";
 import { findBun } from "../peers/bun.ts";
 import { suiteDrivers } from "../peers/drivers.ts";
 import { ask } from "../shared/ask.ts";
 import { hostPort, isQuick, plainBenchUrl, proxyDelay, via } from "../shared/env.ts";
+import { clientTool, startCluster } from "../shared/harness.ts";
 import { seenStart } from "../shared/login_flights.ts";
 import { probe, run, spawn } from "../shared/probe.ts";
 import { startDelayProxyWorker } from "../shared/proxy.ts";
