@@ -1,5 +1,5 @@
 // deno-lint-ignore-file no-import-prefix -- the ORM is a bench-only npm import, pinned here
-// The orm suite's HTTP server: `deno run -A bench/probes/orm_http_server.ts DRIVER MAX URL
+// The orm_http suite's HTTP server: `deno run -A bench/probes/orm_http_server.ts DRIVER MAX URL
 // [force_prepare]` serves orm_app.ts's Drizzle handler through drizzle-orm/postgres-js over
 // pgpipe or postgres.js (`max` connections) on a free port of 127.0.0.1, prints `{"port":N}`
 // once its connections are open, and shuts down cleanly when its standard input closes. Each

@@ -1,9 +1,9 @@
 // deno-lint-ignore-file no-import-prefix -- the ORMs are bench-only npm imports, pinned here
-// The orm suite's application: its tables, as Drizzle's schema and as Kysely's database type,
-// the seed, and the Drizzle HTTP handler. The users are the HTTP suite's table (http_app.ts:
-// int, text, timestamptz, bool, numeric and jsonb columns); each of the first AUTHORS users
-// has POSTS posts with COMMENTS comments each, for the relational query; the inserts go to a
-// table of their own, each batch under its own number so it can be counted.
+// The orm and orm_http suites' application: its tables, as Drizzle's schema and as Kysely's
+// database type, the seed, and the Drizzle HTTP handler. The users are the HTTP suite's table
+// (http_app.ts: int, text, timestamptz, bool, numeric and jsonb columns); each of the first
+// AUTHORS users has POSTS posts with COMMENTS comments each, for the relational query; the
+// inserts go to a table of their own, each batch under its own number so it can be counted.
 import { gt, relations } from "npm:drizzle-orm@0.45.4";
 // drizzle-orm/postgres-js imports postgres.js when it loads (for `drizzle(url)`), so it must be
 // in the module graph beside Drizzle, as the README tells applications; it never connects here.

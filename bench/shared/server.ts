@@ -1,4 +1,4 @@
-// A server the bench starts and load-tests (the HTTP servers of the http and orm suites): it
+// A server the bench starts and load-tests (the HTTP servers of the http and orm_http suites): it
 // prints `{"port":N}` once it is ready, runs until its standard input closes, then shuts down
 // cleanly (so `--cpu-prof` gets to write its profile), else is killed.
 import { kill } from "./probe.ts";
