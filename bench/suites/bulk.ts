@@ -1,4 +1,4 @@
-// Suite 7: bulk load and bulk read of two tables (bench/shared/bulk_tables.ts), `events` (int8,
+// Bulk load and bulk read of two tables (bench/shared/bulk_tables.ts), `events` (int8,
 // text, timestamptz, float8, bool, jsonb) and `mixed` (int8, numeric, uuid, bytea, text[], int4[],
 // date, varchar, text with 10% NULLs), 500,000 rows each into an unlogged table and back. Each
 // method runs in a fresh process (probes/bulk.ts, its peak RSS its own), in rounds with the

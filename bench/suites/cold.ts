@@ -1,4 +1,4 @@
-// Suite 5: cold start, as a Deno Deploy isolate sees it: a fresh process imports the driver,
+// Cold start, as a Deno Deploy isolate sees it: a fresh process imports the driver,
 // creates a client and runs its first query; each driver in alternation, many times, medians
 // compared. First with default options and the plain URL (trust); then where users live: SCRAM,
 // plaintext and TLS (sslmode=require), on loopback and through the latency proxy (5 ms each way

@@ -1,4 +1,4 @@
-// Suite 6: end to end over HTTP. A server answers `GET /users` with 100 rows of a seeded table
+// End to end over HTTP. A server answers `GET /users` with 100 rows of a seeded table
 // as JSON (http_app.ts: the same handler code for every driver), and a load generator in its
 // own process (wrk, else http_load.ts) keeps 50 keep-alive connections busy. Each driver's
 // server runs with a pool of 1 and of 4 connections, in several rounds with the starting driver

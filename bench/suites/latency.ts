@@ -1,4 +1,4 @@
-// Suite 3: the suite-1 workloads through a proxy that adds network delay (default 5 ms each
+// The driver suite's workloads through a proxy that adds network delay (default 5 ms each
 // way, `--delay=5`). On loopback a round trip costs microseconds, so pipelining hardly shows;
 // across regions it costs milliseconds, and a driver that sends n queries one round trip at a
 // time pays n of them where a pipelining driver pays about one.

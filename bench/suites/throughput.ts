@@ -1,4 +1,4 @@
-// Suite 2: queries per second for a tiny query (`select $1::int`) with a window in flight, on one
+// Queries per second for a tiny query (`select $1::int`) with a window in flight, on one
 // and four connections, then strictly serial latency: the driver's per-query cost dominates, so
 // this shows client overhead rather than server work. libpq's pipeline mode runs the same query
 // as the physical limit (bench/peers/libpq.ts). Serial latency is also taken with one core kept
