@@ -1,19 +1,18 @@
 // An ORM's cost end to end over HTTP: the orm suite's Drizzle program (drizzle-orm/postgres-js)
-// as a Deno.serve handler answering 100 rows as JSON (bench/probes/orm_http_server.ts), under
+// as a Deno.serve handler answering 100 rows as JSON (bench/probes/http_server.ts), under
 // load (wrk, else http_load.ts), over postgres.js, over pgpipe and over pgpipe with
 // `force_prepare`, with one connection and with postgres.js's default pool of 10, in rounds with
 // the starting driver rotated; each server's first answer is checked, and the rates come with
 // the CPU each request cost the server process and PostgreSQL.
-import assert from "node:assert/strict";
 import postgres from "../../mod.ts";
 import { ask } from "../shared/ask.ts";
 import { cpuMs, localPostmaster, serverCpuMs } from "../shared/cpu.ts";
 import { benchUrl, isQuick, plainBenchUrl, sslOf } from "../shared/env.ts";
-import { PAGE, SEED_SQL, USERS_TABLE } from "../shared/http_app.ts";
-import { chooseLoadTool, describeTool, type LoadTool, runLoad } from "../shared/loadgen.ts";
+import { expectedPage, PAGE, SEED_SQL, USERS_TABLE } from "../shared/http_app.ts";
+import { chooseLoadTool, describeTool, type LoadTool } from "../shared/loadgen.ts";
 import { denoArgs } from "../shared/probe.ts";
 import { fmt, formatRatio, Report } from "../shared/report.ts";
-import { startServer } from "../shared/server.ts";
+import { loadServer } from "../shared/server.ts";
 import { conns } from "../shared/stacks.ts";
 import { percentile, rotated } from "../shared/stats.ts";
 
@@ -43,17 +42,6 @@ const HTTP_VARIANTS: HttpVariant[] = [
   { name: FORCED, driver: "pgpipe", flag: "force_prepare" },
 ];
 
-/** The page after id 0 as Drizzle answers it, built by PostgreSQL from the table. */
-async function expectedPage(): Promise<unknown> {
-  const [{ page }] = await admin.unsafe(`
-    select json_agg(json_build_object(
-      'id', id, 'name', name, 'email', email,
-      'createdAt', to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-      'active', active, 'score', score::text, 'data', data) order by id)::text as page
-    from (select * from ${USERS_TABLE} where id > 0 order by id limit ${PAGE}) t`);
-  return JSON.parse(page as string);
-}
-
 interface HttpRun {
   rps: number;
   p50Ms: number;
@@ -71,41 +59,33 @@ async function measureHttp(
   expected: unknown,
   postmaster: number | undefined,
 ): Promise<HttpRun> {
-  const args = [v.driver, max, url, ...(v.flag ? [v.flag] : [])];
-  const server = await startServer(v.name, [
-    Deno.execPath(),
-    ...denoArgs("orm_http_server.ts", args),
-  ]);
-  try {
-    const res = await fetch(`http://127.0.0.1:${server.port}/users?after=0`);
-    const body = await res.text();
-    assert.equal(res.status, 200, `${v.name}: ${body}`);
-    assert.deepStrictEqual(JSON.parse(body), expected, `${v.name}: wrong answer`);
-    const target = `http://127.0.0.1:${server.port}/users`;
-    const opts = { connections: LOAD_CONNECTIONS, threads: 1 };
-    await runLoad(tool, target, { ...opts, seconds: HTTP_WARMUP_SECONDS });
-    const pg = () => postmaster === undefined ? NaN : serverCpuMs(postmaster);
-    const [c0, p0] = [cpuMs(server.pid) ?? NaN, pg()];
-    const load = await runLoad(tool, target, { ...opts, seconds: HTTP_SECONDS });
-    const [c1, p1] = [cpuMs(server.pid) ?? NaN, pg()];
-    const us = 1000 / load.requests;
-    return {
-      rps: load.requests / load.seconds,
-      p50Ms: load.p50Ms,
-      p99Ms: load.p99Ms,
-      serverUs: (c1 - c0) * us,
-      postgresUs: (p1 - p0) * us,
-      errors: load.errors,
-    };
-  } finally {
-    await server.stop();
-  }
+  const handler = v.flag ? `drizzle-${v.flag}` : "drizzle";
+  const command = [Deno.execPath(), ...denoArgs("http_server.ts", [v.driver, max, url, handler])];
+  const plan = {
+    tool,
+    connections: LOAD_CONNECTIONS,
+    threads: 1,
+    warmupSeconds: HTTP_WARMUP_SECONDS,
+    seconds: HTTP_SECONDS,
+  };
+  const pg = () => postmaster === undefined ? NaN : serverCpuMs(postmaster);
+  const read = (pid: number) => ({ server: cpuMs(pid) ?? NaN, postgres: pg() });
+  const { load, before, after } = await loadServer(v.name, command, expected, plan, read);
+  const us = 1000 / load.requests;
+  return {
+    rps: load.requests / load.seconds,
+    p50Ms: load.p50Ms,
+    p99Ms: load.p99Ms,
+    serverUs: (after.server - before.server) * us,
+    postgresUs: (after.postgres - before.postgres) * us,
+    errors: load.errors,
+  };
 }
 
 async function http(report: Report, postmaster: number | undefined): Promise<void> {
   const tool = chooseLoadTool();
   log(`load generator: ${describeTool(tool, 1)}`);
-  const expected = await expectedPage();
+  const expected = await expectedPage(admin, "score::text");
   const runs = new Map<string, HttpRun[]>();
   for (const max of POOLS) {
     await rotated(HTTP_ROUNDS, HTTP_VARIANTS, async (v, round) => {
@@ -150,7 +130,7 @@ async function http(report: Report, postmaster: number | undefined): Promise<voi
   );
   report.note(
     `HTTP: ${describeTool(tool, 1)}, ${HTTP_WARMUP_SECONDS} s warm-up then ${HTTP_SECONDS} s ` +
-      `measured, a fresh server process per run (bench/probes/orm_http_server.ts: ` +
+      `measured, a fresh server process per run (bench/probes/http_server.ts: ` +
       `db.select().from(users).where(gt(users.id, after)).orderBy(users.id).limit(${PAGE}), ` +
       `answered with Response.json); each server's first answer is checked against the page ` +
       `PostgreSQL builds. Server, load generator and PostgreSQL share the machine's ` +
