@@ -37,24 +37,9 @@ import {
   USERS_TABLE,
 } from "../shared/orm_app.ts";
 import { fmt, formatRatio, Report } from "../shared/report.ts";
-import {
-  type Case,
-  clientOf,
-  CPU_NOTE,
-  type Factory,
-  type Group,
-  groupRatios,
-  groupTable,
-} from "../shared/stacks.ts";
-import {
-  medianMs,
-  Meter,
-  type Results,
-  runGroup,
-  type Sql,
-  type Stack,
-  WARMUP,
-} from "../shared/stacks.ts";
+import { type Case, clientOf, CPU_NOTE, type Factory, type Group } from "../shared/stacks.ts";
+import { groupRatios, groupTable, medianMs, Meter, type Results } from "../shared/stacks.ts";
+import { runGroup, type Sql, type Stack, WARMUP } from "../shared/stacks.ts";
 import { rotated, Samples } from "../shared/stats.ts";
 
 const url = benchUrl();
@@ -397,53 +382,42 @@ function partsTable(report: Report, parts: Map<string, number>, r: Results): voi
   );
 }
 
-async function main(): Promise<void> {
-  const postmaster = await ask(plainBenchUrl(), "select pg_backend_pid()", localPostmaster);
-  const report = new Report("orm");
-  try {
-    for (const q of SEED_SQL) await admin.unsafe(q);
-    const drizzleResults = await runGroup(drizzleGroup, postmaster, log);
-    groupTable(report, drizzleGroup, drizzleResults, PG, "vs postgres.js");
-    groupRatios(
-      report,
-      drizzleGroup,
-      drizzleResults,
-      (s) =>
-        s === FORCED
-          ? "Drizzle with force_prepare"
-          : s === SUBPATH
-          ? "Drizzle via @pgpipe/pgpipe/drizzle"
-          : "Drizzle",
-      PG,
-    );
-    partsTable(report, await drizzleParts(), drizzleResults);
+const postmaster = await ask(plainBenchUrl(), "select pg_backend_pid()", localPostmaster);
+const report = new Report("orm");
+try {
+  for (const q of SEED_SQL) await admin.unsafe(q);
+  const drizzleResults = await runGroup(drizzleGroup, postmaster, log);
+  groupTable(report, drizzleGroup, drizzleResults, PG, "vs postgres.js");
+  const prefix: Record<string, string> = {
+    [FORCED]: "Drizzle with force_prepare",
+    [SUBPATH]: "Drizzle via @pgpipe/pgpipe/drizzle",
+  };
+  groupRatios(report, drizzleGroup, drizzleResults, (s) => prefix[s] ?? "Drizzle", PG);
+  partsTable(report, await drizzleParts(), drizzleResults);
 
-    const kyselyResults = await runGroup(kyselyGroup, postmaster, log);
-    groupTable(report, kyselyGroup, kyselyResults, KPJS_PG, `vs ${KPJS_PG}`);
-    groupRatios(report, kyselyGroup, kyselyResults, (s) => `Kysely, ${s}`, KPJS_PG);
-    await admin`truncate bench_orm_inserts`;
-    report.note(
-      `Stacks: Drizzle ${PG} is drizzle-orm/postgres-js over ${POSTGRES_JS}; "${FORCED}" the ` +
-        `same over pgpipe with force_prepare: true; "${SUBPATH}" is pgpipe's own Drizzle entry ` +
-        `(Drizzle's postgres-js session over pgpipe, no postgres.js). Kysely's stacks: ` +
-        `kysely-postgres-js 3.0.0 over each client (it reserves a connection per query), and ` +
-        `pgpipe's own dialect ` +
-        `(@pgpipe/pgpipe/kysely, statements prepared as the client's prepare option says).`,
-      `Pool: each stack with max 1 (one connection, the case the targets name) and max 10 ` +
-        `(postgres.js's default pool, which spreads concurrent queries over connections). ` +
-        `Inserts run outside a transaction, each its own commit (fsync off on the bench's ` +
-        `server); each batch is counted afterwards.`,
-      `The data: ${fmt(USERS)} users (int, text, timestamptz, bool, numeric, jsonb: the HTTP ` +
-        `suite's table); the first ${fmt(AUTHORS)} have ${POSTS} posts of ${COMMENTS} comments ` +
-        `each; findMany reads ${FIND_USERS} users with their posts and comments (one query).`,
-      CPU_NOTE,
-      `The machine is shared: compare ratios within one run.`,
-    );
-  } finally {
-    for (const q of DROP_SQL) await admin.unsafe(q).catch(() => {});
-    await admin.end();
-  }
-  await report.emit();
+  const kyselyResults = await runGroup(kyselyGroup, postmaster, log);
+  groupTable(report, kyselyGroup, kyselyResults, KPJS_PG, `vs ${KPJS_PG}`);
+  groupRatios(report, kyselyGroup, kyselyResults, (s) => `Kysely, ${s}`, KPJS_PG);
+  await admin`truncate bench_orm_inserts`;
+  report.note(
+    `Stacks: Drizzle ${PG} is drizzle-orm/postgres-js over ${POSTGRES_JS}; "${FORCED}" the ` +
+      `same over pgpipe with force_prepare: true; "${SUBPATH}" is pgpipe's own Drizzle entry ` +
+      `(Drizzle's postgres-js session over pgpipe, no postgres.js). Kysely's stacks: ` +
+      `kysely-postgres-js 3.0.0 over each client (it reserves a connection per query), and ` +
+      `pgpipe's own dialect ` +
+      `(@pgpipe/pgpipe/kysely, statements prepared as the client's prepare option says).`,
+    `Pool: each stack with max 1 (one connection, the case the targets name) and max 10 ` +
+      `(postgres.js's default pool, which spreads concurrent queries over connections). ` +
+      `Inserts run outside a transaction, each its own commit (fsync off on the bench's ` +
+      `server); each batch is counted afterwards.`,
+    `The data: ${fmt(USERS)} users (int, text, timestamptz, bool, numeric, jsonb: the HTTP ` +
+      `suite's table); the first ${fmt(AUTHORS)} have ${POSTS} posts of ${COMMENTS} comments ` +
+      `each; findMany reads ${FIND_USERS} users with their posts and comments (one query).`,
+    CPU_NOTE,
+    `The machine is shared: compare ratios within one run.`,
+  );
+} finally {
+  for (const q of DROP_SQL) await admin.unsafe(q).catch(() => {});
+  await admin.end();
 }
-
-await main();
+await report.emit();

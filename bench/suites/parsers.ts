@@ -12,15 +12,8 @@ import { ask } from "../shared/ask.ts";
 import { localPostmaster } from "../shared/cpu.ts";
 import { isQuick, plainBenchUrl } from "../shared/env.ts";
 import { fmt, Report } from "../shared/report.ts";
-import {
-  type Case,
-  clientOf,
-  CPU_NOTE,
-  type Factory,
-  type Group,
-  groupTable,
-} from "../shared/stacks.ts";
-import { medianMs, runGroup, type Sql, type Stack } from "../shared/stacks.ts";
+import { type Case, clientOf, CPU_NOTE, type Factory, type Group } from "../shared/stacks.ts";
+import { groupTable, medianMs, runGroup, type Sql, type Stack } from "../shared/stacks.ts";
 
 /** Rounds of each case (more than the orm suite's: the differences are small). */
 const ROUNDS = isQuick() ? 5 : 60;
@@ -71,27 +64,24 @@ function pgpipeWith(name: string, factory: Factory, install: boolean): Stack<Sql
   };
 }
 
-const parserGroup = async (): Promise<Group<Sql>> => ({
+/** The other checkout's postgres(), given PGPIPE_BENCH_AGAINST. */
+const other: Factory | undefined = against === undefined
+  ? undefined
+  : (await import(new URL(against, `file://${Deno.cwd()}/`).href)).default;
+const parsers: Group<Sql> = {
   title: "The live parser tables on a workload without an ORM (one connection)",
   stacks: [
     pgpipeWith(UNTOUCHED, pgpipe, false),
     pgpipeWith(INSTALLED, pgpipe, true),
-    ...(against === undefined ? [] : [
-      pgpipeWith(
-        AGAINST,
-        (await import(new URL(against, `file://${Deno.cwd()}/`).href)).default,
-        false,
-      ),
-    ]),
+    ...(other ? [pgpipeWith(AGAINST, other, false)] : []),
   ],
   cases: parserCases,
   pools: [1],
   rounds: ROUNDS,
-});
+};
 
 const postmaster = await ask(plainBenchUrl(), "select pg_backend_pid()", localPostmaster);
 const report = new Report("parsers");
-const parsers = await parserGroup();
 const parserResults = await runGroup(parsers, postmaster, log);
 groupTable(report, parsers, parserResults, UNTOUCHED, "untouched over it");
 for (const k of parsers.cases) {
