@@ -1,6 +1,7 @@
 /**
  * The shape of `bench/`, checked: what the bench borrows from the test harness comes in through
- * `bench/shared/harness.ts` alone, `bench/shared/` (what everything else stands on) imports
+ * `bench/shared/harness.ts` alone, which re-exports nothing the bench leaves unused;
+ * `bench/shared/` (what everything else stands on) imports
  * neither `bench/peers/` nor `bench/probes/` nor `bench/suites/`, and every suite file is listed
  * in `SUITES` of `bench/run.ts`. No server needed.
  */
@@ -61,6 +62,29 @@ Deno.test("bench layout: the scan sees the bench's imports", () => {
 
 Deno.test("bench layout: test/ only through shared/harness.ts; shared/ imports no peer or probe", () => {
   assert.deepEqual(wrongImports(graph), []);
+});
+
+/** The names a file takes from harness.ts in its `import { ... } from ".../harness.ts"`. */
+function namesFrom(text: string, module: RegExp): string[] {
+  return [
+    ...text.matchAll(/(?:import|export)\s*(?:type\s+)?\{([^}]*)\}\s*from\s*["']([^"']+)["']/g),
+  ]
+    .filter((m) => module.test(m[2]))
+    .flatMap((m) => m[1].split(",").map((n) => n.trim().replace(/^type\s+/, "")).filter(Boolean));
+}
+
+Deno.test("bench layout: shared/harness.ts re-exports exactly what the bench uses", () => {
+  const exported = namesFrom(Deno.readTextFileSync(join(ROOT, HARNESS)), /test\/harness\//);
+  const used = new Set(
+    [...graph.keys()].filter((f) => f !== HARNESS).flatMap((f) =>
+      namesFrom(Deno.readTextFileSync(join(ROOT, f)), /(^|\/)harness\.ts$/)
+    ),
+  );
+  // What the rule reads: the names of an import, types included, from that file only.
+  const sample = `import { a, type B } from "../shared/harness.ts";\nimport { c } from "./x.ts";`;
+  assert.deepEqual(namesFrom(sample, /(^|\/)harness\.ts$/), ["a", "B"]);
+  assert.ok(exported.length > 3, `harness.ts exports ${exported}`);
+  assert.deepEqual(exported.filter((n) => !used.has(n)), [], "exported, used by no bench file");
 });
 
 Deno.test("bench layout: the rules catch what they forbid", () => {

@@ -116,9 +116,17 @@ export const medianMs = (r: Results, pool: number, stack: string, kase: string) 
 
 /**
  * A group's table: per case and pool, each stack's median ms and middle half, its speed-up
- * over `peer` (peer's ms / its ms), and CPU µs per query on each side.
+ * over `peer` (peer's ms / its ms), and CPU µs per query on each side. Given `prefix`, each
+ * speed-up is also the summary's ratio `PREFIX(stack): case, N connections` against `peer`.
  */
-export function groupTable<C>(report: Report, g: Group<C>, r: Results, peer: string, vs: string) {
+export function groupTable<C>(
+  report: Report,
+  g: Group<C>,
+  r: Results,
+  peer: string,
+  vs: string,
+  prefix?: (stack: string) => string,
+) {
   const rows: string[][] = [];
   for (const k of g.cases) {
     for (const pool of g.pools) {
@@ -127,6 +135,9 @@ export function groupTable<C>(report: Report, g: Group<C>, r: Results, peer: str
         const xs = r.get(key(pool, s.name, k.name))!;
         const ms = pick(xs, (x) => x.ms);
         const us = (f: (s: Sample) => number) => fmt((pick(xs, f) * 1000) / k.queries, 1);
+        if (prefix && s.name !== peer) {
+          report.ratio(`${prefix(s.name)}: ${k.name}, ${conns(pool)}`, peer, base / ms);
+        }
         rows.push([
           k.name,
           String(pool),
@@ -145,25 +156,6 @@ export function groupTable<C>(report: Report, g: Group<C>, r: Results, peer: str
     `case | pool | stack | ms | middle half | ${vs} | client CPU µs/query | server CPU µs/query`,
     rows,
   );
-}
-
-/** The summary's ratios: each stack's speed-up over `peer`, per case and pool. */
-export function groupRatios<C>(
-  report: Report,
-  g: Group<C>,
-  r: Results,
-  prefix: (stack: string) => string,
-  peer: string,
-) {
-  for (const k of g.cases) {
-    for (const pool of g.pools) {
-      const base = medianMs(r, pool, peer, k.name);
-      for (const s of g.stacks.filter((s) => s.name !== peer)) {
-        const label = `${prefix(s.name)}: ${k.name}, ${conns(pool)}`;
-        report.ratio(label, peer, base / medianMs(r, pool, s.name, k.name));
-      }
-    }
-  }
 }
 
 /** What the CPU columns of groupTable count. */

@@ -38,7 +38,7 @@ import {
 } from "../shared/orm_app.ts";
 import { fmt, formatRatio, Report } from "../shared/report.ts";
 import { type Case, clientOf, CPU_NOTE, type Factory, type Group } from "../shared/stacks.ts";
-import { groupRatios, groupTable, medianMs, Meter, type Results } from "../shared/stacks.ts";
+import { groupTable, medianMs, Meter, type Results } from "../shared/stacks.ts";
 import { runGroup, type Sql, type Stack, WARMUP } from "../shared/stacks.ts";
 import { rotated, Samples } from "../shared/stats.ts";
 
@@ -387,17 +387,16 @@ const report = new Report("orm");
 try {
   for (const q of SEED_SQL) await admin.unsafe(q);
   const drizzleResults = await runGroup(drizzleGroup, postmaster, log);
-  groupTable(report, drizzleGroup, drizzleResults, PG, "vs postgres.js");
   const prefix: Record<string, string> = {
     [FORCED]: "Drizzle with force_prepare",
     [SUBPATH]: "Drizzle via @pgpipe/pgpipe/drizzle",
   };
-  groupRatios(report, drizzleGroup, drizzleResults, (s) => prefix[s] ?? "Drizzle", PG);
+  const label = (s: string) => prefix[s] ?? "Drizzle";
+  groupTable(report, drizzleGroup, drizzleResults, PG, "vs postgres.js", label);
   partsTable(report, await drizzleParts(), drizzleResults);
 
   const kyselyResults = await runGroup(kyselyGroup, postmaster, log);
-  groupTable(report, kyselyGroup, kyselyResults, KPJS_PG, `vs ${KPJS_PG}`);
-  groupRatios(report, kyselyGroup, kyselyResults, (s) => `Kysely, ${s}`, KPJS_PG);
+  groupTable(report, kyselyGroup, kyselyResults, KPJS_PG, `vs ${KPJS_PG}`, (s) => `Kysely, ${s}`);
   await admin`truncate bench_orm_inserts`;
   report.note(
     `Stacks: Drizzle ${PG} is drizzle-orm/postgres-js over ${POSTGRES_JS}; "${FORCED}" the ` +
