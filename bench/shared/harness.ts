@@ -1,7 +1,7 @@
 // What the bench borrows from the test harness (test/harness/), named in this one file: the bench
 // needs the same throwaway servers, server binaries and wire recorders the tests do, and keeping
-// a second copy would let the two drift. No other bench file imports test/ (test/
-// bench_layout_test.ts checks it), so what the bench depends on there is read here at a glance.
+// a second copy would let the two drift. No other bench file imports test/, and nothing here goes
+// unused (test/bench_layout_test.ts checks both): what the bench depends on there reads at a glance.
 
 /** The throwaway cluster bench/run.ts starts (TLS on, SCRAM and trust users), and cold's PG 18. */
 export { type Cluster, startCluster } from "../../test/harness/cluster.ts";
