@@ -7,9 +7,8 @@
 // suiteDrivers() (bench/peers/drivers.ts), starts any fresh process through bench/shared/probe.ts,
 // fills a Report (bench/shared/report.ts) and ends with its emit(); then add its line to SUITES.
 import { parseArgs } from "node:util";
-import { type Cluster, startCluster } from "../test/harness/cluster.ts";
-import { skipLine, type Skipped } from "./peers/drivers.ts";
 import { driverReport } from "./shared/bench_json.ts";
+import { type Cluster, startCluster } from "./shared/harness.ts";
 import { describeMachine } from "./shared/machine.ts";
 import { via } from "./shared/env.ts";
 import { kill, lastJson, run, running, spawn } from "./shared/probe.ts";
@@ -31,19 +30,21 @@ const suite = (name: string, title: string, quick: number, full: number, tls = f
   tls,
 });
 
-/** Every suite, in the order they run and RESULTS.md shows them. */
+/** Every suite, in the order they run; RESULTS.md numbers them in this order ("Suite 1: ..."). */
 const SUITES = [
-  suite("driver", "Suite 1: concurrent queries on one connection (deno bench)", 3, 10, true),
-  suite("throughput", "Suite 2: throughput and serial latency", 3, 8, true),
-  suite("latency", "Suite 3: through a delaying proxy", 3, 8),
-  suite("memory", "Suite 4: memory", 2, 3, true),
-  suite("cold", "Suite 5: cold start", 1, 3),
-  suite("bulk", "Suite 7: bulk load and bulk read", 3, 8, true),
-  suite("http", "Suite 6: end to end over HTTP", 4, 12, true),
-  suite("telemetry", "Suite 8: what telemetry costs", 2, 5),
-  suite("pglite", "Suite 9: PGlite in process, against its own query()", 3, 8),
-  suite("orm", "Suite 10: Drizzle and Kysely over pgpipe and postgres.js", 4, 15, true),
-];
+  suite("driver", "concurrent queries on one connection (deno bench)", 3, 10, true),
+  suite("throughput", "throughput and serial latency", 3, 8, true),
+  suite("latency", "through a delaying proxy", 3, 8),
+  suite("memory", "memory", 2, 3, true),
+  suite("cold", "cold start", 1, 3),
+  suite("bulk", "bulk load and bulk read", 3, 8, true),
+  suite("http", "end to end over HTTP", 4, 12, true),
+  suite("telemetry", "what telemetry costs", 2, 5),
+  suite("pglite", "PGlite in process, against its own query()", 3, 8),
+  suite("orm", "Drizzle and Kysely over pgpipe and postgres.js", 3, 10, true),
+  suite("orm_http", "Drizzle under Deno.serve, over pgpipe and postgres.js", 2, 8, true),
+  suite("parsers", "what the live parser tables cost a workload without an ORM", 1, 3, true),
+].map((s, i) => ({ ...s, title: `Suite ${i + 1}: ${s.title}` }));
 
 /** What `--only` names: every suite, each twin right after its plaintext run. */
 const RUNS = SUITES.flatMap((s) => s.tls ? [s.name, `${s.name}-tls`] : [s.name]);
@@ -157,10 +158,10 @@ async function main(): Promise<number> {
   const startedAt = new Date();
   const t0 = performance.now();
   // Which peers load here, asked in a child with --no-lock so no deno.lock is written.
-  type Loaded = { drivers: { name: string; source: string }[]; skipped: Skipped[] };
+  type Loaded = { drivers: { name: string; source: string }[]; skipped: string[] };
   const driversArgs = ["run", "-A", "--no-lock", "--quiet", `${here}peers/drivers.ts`];
   const probe = lastJson<Loaded>(await run(Deno.execPath(), driversArgs, { timeoutMs: 120_000 }));
-  for (const s of probe.skipped) console.log(skipLine(s));
+  for (const s of probe.skipped) console.log(s);
   const names = probe.drivers.map((d) => d.name);
 
   // Suite reports pass through here (the prefix differs from the cluster's "pgpipe-bench-").

@@ -400,18 +400,8 @@ export async function suiteDrivers(only?: string[]): Promise<Driver[]> {
   return only ? drivers.filter((d) => only.includes(d.name)) : drivers;
 }
 
-/**
- * The first value `text` answers on a fresh plaintext pgpipe connection (the suites' own
- * questions), given to `use` while the connection (its backend) is still open.
- */
-export async function ask<T>(url: string, text: string, use = (v: any): T => v) {
-  await using sql = postgres(url, { max: 1, ssl: false, onnotice: () => {} });
-  const [row] = await sql.unsafe(text);
-  return use(Object.values(row)[0]);
-}
-
 if (import.meta.main) {
   const { drivers, skipped } = await loadDrivers();
   const loaded = drivers.map(({ name, source }) => ({ name, source }));
-  console.log(JSON.stringify({ drivers: loaded, skipped }));
+  console.log(JSON.stringify({ drivers: loaded, skipped: skipped.map(skipLine) }));
 }

@@ -4,7 +4,7 @@
 // with one Sync per query (pgpipe's shape). It shows how much of what the wire and server allow
 // a JavaScript driver reaches. A missing tool gives one note and no number.
 import { join } from "node:path";
-import { clientTool, findPgBin } from "../../test/harness/server_bin.ts";
+import { clientTool, findPgBin } from "../shared/harness.ts";
 import { run, tempDir } from "../shared/probe.ts";
 
 /** Queries per second through libpq, or a note saying why there is no number. */

@@ -5,8 +5,8 @@
 // set-up requests once, its last request (the steady state, e.g. Bind/Execute/Sync of a prepared
 // `select 1`) in a loop. A driver's serial latency minus this is what the driver itself costs.
 import type { TLSSocket } from "node:tls";
-import { flightRecorder } from "../../test/harness/flights.ts";
 import { hostPort, via } from "../shared/env.ts";
+import { flightRecorder } from "../shared/harness.ts";
 import { closeQuietly } from "../shared/proxy.ts";
 import { mean, percentile, serial } from "../shared/stats.ts";
 

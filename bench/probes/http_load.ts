@@ -3,10 +3,8 @@
 // and prints one JSON line (http.ts reads it): requests, seconds, latency percentiles in ms,
 // and how many answers were not 200 or failed. It runs as its own process, so its CPU is
 // measured apart from the server's.
+import type { LoadResult } from "../shared/loadgen.ts";
 import { percentile } from "../shared/stats.ts";
-
-/** What a load run reports (wrk's output is read into it); errors: non-200 answers and failures. */
-export type LoadResult = Record<"requests" | "seconds" | "p50Ms" | "p99Ms" | "errors", number>;
 
 if (import.meta.main) {
   const [url, connections, duration] = Deno.args;

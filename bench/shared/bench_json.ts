@@ -2,7 +2,7 @@
 // group and a pgpipe-vs-peer ratio per group (from the average, as deno bench's own summary).
 import { fmt, formatRatio, Report } from "./report.ts";
 
-/** Suite 1's last group, which only closes connections; it is left out of the tables. */
+/** The driver suite's last group, which only closes connections; it is left out of the tables. */
 export const TEARDOWN_GROUP = "teardown";
 
 /** The parts of deno bench's JSON (format version 1) that are used; times in nanoseconds. */

@@ -30,6 +30,23 @@ export const SEED_SQL = [
   `analyze ${USERS_TABLE}`,
 ];
 
+/**
+ * The page after id 0 as PostgreSQL itself builds it in JSON: what every server must answer first
+ * (`score` a number, or `score::text` as Drizzle gives numeric).
+ */
+export async function expectedPage(
+  sql: { unsafe(query: string): PromiseLike<readonly Record<string, any>[]> },
+  score: "score" | "score::text",
+): Promise<unknown> {
+  const [{ page }] = await sql.unsafe(`
+    select json_agg(json_build_object(
+      'id', id, 'name', name, 'email', email,
+      'createdAt', to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+      'active', active, 'score', ${score}, 'data', data) order by id)::text as page
+    from (select * from ${USERS_TABLE} where id > 0 order by id limit ${PAGE}) t`);
+  return JSON.parse(page as string);
+}
+
 /** A row as the API answers it: created_at an ISO string, score (a string from drivers) a number. */
 const userJson = (row: Record<string, any>) => ({
   id: row.id as number,

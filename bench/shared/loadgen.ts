@@ -4,9 +4,11 @@
 // cpu.ts's fallback, as the kernel keeps no schedstat of an ended child), so the load
 // generator's CPU is measured apart from the server's.
 import { join } from "node:path";
-import type { LoadResult } from "../probes/http_load.ts";
 import { statCpuMs } from "./cpu.ts";
 import { denoArgs, lastJson, run } from "./probe.ts";
+
+/** What a load run reports (wrk's output is read into it); errors: non-200 answers and failures. */
+export type LoadResult = Record<"requests" | "seconds" | "p50Ms" | "p99Ms" | "errors", number>;
 
 /** Which load generator runs: wrk's path, or the Deno fallback. */
 export type LoadTool = { kind: "wrk"; path: string } | { kind: "deno"; why: string };

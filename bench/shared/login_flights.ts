@@ -3,8 +3,7 @@
 // whether the server answered with a HelloRetryRequest (PostgreSQL up to 17 offers one curve,
 // prime256v1 by default, so a client that sends only an X25519 share pays a round trip), and
 // what each round trip carries.
-import { flightRecorder } from "../../test/harness/flights.ts";
-import { keyExchange } from "../../test/harness/tls_hello.ts";
+import { flightRecorder, keyExchange } from "./harness.ts";
 
 /** After the TLS handshake, the encrypted flights of a SCRAM login, in order. */
 const LOGIN = ["Finished+startup", "SCRAM first", "SCRAM final", "query"];

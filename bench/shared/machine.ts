@@ -1,6 +1,6 @@
 // What the numbers were measured on, for bench/RESULTS.md: results without the machine, the
 // runtime and the server version cannot be compared with anything.
-import { ask } from "../peers/drivers.ts";
+import { ask } from "./ask.ts";
 import { run } from "./probe.ts";
 
 /** The machine, runtime and server of a run. */

@@ -1,14 +1,14 @@
 // deno-lint-ignore-file no-import-prefix -- the ORMs are bench-only npm imports, pinned here
-// The orm suite's application: its tables, as Drizzle's schema and as Kysely's database type,
-// the seed, and the Drizzle HTTP handler. The users are the HTTP suite's table (http_app.ts:
-// int, text, timestamptz, bool, numeric and jsonb columns); each of the first AUTHORS users
-// has POSTS posts with COMMENTS comments each, for the relational query; the inserts go to a
-// table of their own, each batch under its own number so it can be counted.
+// The orm and orm_http suites' application: its tables, as Drizzle's schema and as Kysely's
+// database type, the seed, and the Drizzle HTTP handler. The users are the HTTP suite's table
+// (http_app.ts: int, text, timestamptz, bool, numeric and jsonb columns); each of the first
+// AUTHORS users has POSTS posts with COMMENTS comments each, for the relational query; the
+// inserts go to a table of their own, each batch under its own number so it can be counted.
 import { gt, relations } from "npm:drizzle-orm@0.45.4";
 // drizzle-orm/postgres-js imports postgres.js when it loads (for `drizzle(url)`), so it must be
 // in the module graph beside Drizzle, as the README tells applications; it never connects here.
 import "npm:postgres@3.4.9";
-import type { PostgresJsDatabase } from "npm:drizzle-orm@0.45.4/postgres-js";
+import { drizzle, type PostgresJsDatabase } from "npm:drizzle-orm@0.45.4/postgres-js";
 import {
   boolean,
   integer,
@@ -131,8 +131,13 @@ export const SEED_SQL = [
 /** Drops what SEED_SQL made. */
 export const DROP_SQL = [...TABLES, USERS_TABLE].map((t) => `drop table if exists ${t}`);
 
-/** The HTTP case's handler: pages of PAGE users as Drizzle returns them (see pagedHandler). */
-export const drizzleHandler = (db: Db): (req: Request) => Promise<Response> =>
-  pagedHandler((after) =>
+/**
+ * The orm_http suite's handler: pages of PAGE users as Drizzle (drizzle-orm/postgres-js over
+ * `sql`, pgpipe or postgres.js) returns them (see pagedHandler).
+ */
+export function drizzleHandler(sql: unknown): (req: Request) => Promise<Response> {
+  const db = drizzle(sql as any, { schema });
+  return pagedHandler((after) =>
     db.select().from(users).where(gt(users.id, after)).orderBy(users.id).limit(PAGE)
   );
+}

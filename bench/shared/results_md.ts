@@ -1,7 +1,6 @@
 // bench/RESULTS.md: the tables of a run together with what they were measured on, the date and
 // the exact command, so a reader can judge the numbers and reproduce them. Files are named by
 // their path in the repository and peers by their specifier: never a path of the machine.
-import { skipLine, type Skipped } from "../peers/drivers.ts";
 import type { Machine } from "./machine.ts";
 import { inRepo } from "./probe.ts";
 import { renderSuite, renderTable, type SuiteReport, type Table } from "./report.ts";
@@ -20,7 +19,8 @@ export interface Run {
   machine: Machine;
   sections: Section[];
   failures: string[];
-  skipped: Skipped[];
+  /** One line for each peer that did not load (bench/peers/drivers.ts says why). */
+  skipped: string[];
   drivers: { name: string; source: string }[];
   ownServer: boolean;
   summary: Table;
@@ -48,7 +48,7 @@ export function resultsMarkdown(run: Run): string {
     `- pgpipe: ${machine.pgpipe}`,
     ...drivers.slice(1).map((d) => `- ${d.name}: \`${d.source}\`, default options except max`),
     ...(run.quick ? ["- --quick: few iterations, smoke run only"] : []),
-    ...run.skipped.map((s) => `- ${skipLine(s)}`),
+    ...run.skipped.map((s) => `- ${s}`),
     "- The machine may be shared with other work: expect noise of tens of percent on the small cases, and compare ratios within one run rather than absolute numbers across runs.",
     "- postgres.js keeps at most `max_pipeline` (default 100) queries in flight per connection and queues the rest; pgpipe's default `max_pipeline` is 1000.",
     ...drivers.filter((d) => d.name === "deno-postgres").map(() =>

@@ -1,6 +1,7 @@
 // Keeps one CPU core busy from a worker thread. On an otherwise idle virtual machine a strictly
 // serial round trip can be dominated by cores waking from idle (~100 µs instead of ~20 µs seen
-// here), so suite 2 measures serial latency both as is and with a core kept awake by this.
+// here), so the throughput suite measures serial latency both as is and with a core kept awake
+// by this.
 
 // A busy loop in slices that checks a shared stop flag: worker.terminate() does not interrupt
 // a busy loop here, so the flag (and the time limit) is what ends it. It says "spinning", then

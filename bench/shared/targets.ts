@@ -34,8 +34,8 @@ orm | ^Drizzle: (50 concurrent selects|200 concurrent inserts), 1 connection$ | 
 orm-tls | ^Drizzle: (50 concurrent selects|200 concurrent inserts), 1 connection \\(TLS\\)$ | >= 4 postgres.js | with TLS, Drizzle over pgpipe >= 4x Drizzle over postgres.js on 50 concurrent selects and 200 concurrent inserts (one connection)
 orm | ^Drizzle: relational findMany, two nested levels, 1 connection$ | >= 1.1 postgres.js | Drizzle's relational findMany (two nested levels) >= 1.1x over postgres.js (one connection)
 orm-tls | ^Drizzle: relational findMany, two nested levels, 1 connection \\(TLS\\)$ | >= 1.1 postgres.js | with TLS, Drizzle's relational findMany (two nested levels) >= 1.1x over postgres.js (one connection)
-orm | ^Drizzle HTTP: req/s, 1 connection$ | >= 1.3 postgres.js | a Deno.serve handler answering 100 rows through Drizzle >= 1.3x over postgres.js (one connection)
-orm-tls | ^Drizzle HTTP: req/s, 1 connection \\(TLS\\)$ | >= 1.3 postgres.js | with TLS, the Drizzle handler >= 1.3x over postgres.js (one connection)
+orm_http | ^Drizzle HTTP: req/s, 1 connection$ | >= 1.3 postgres.js | a Deno.serve handler answering 100 rows through Drizzle >= 1.3x over postgres.js (one connection)
+orm_http-tls | ^Drizzle HTTP: req/s, 1 connection \\(TLS\\)$ | >= 1.3 postgres.js | with TLS, the Drizzle handler >= 1.3x over postgres.js (one connection)
 orm | ^Kysely, pgpipe's dialect: .*, 1 connection$ | >= 3 kysely-postgres-js + postgres.js | Kysely on pgpipe's dialect >= 3x Kysely on kysely-postgres-js over postgres.js (100 concurrent selects, 200 concurrent inserts, one connection)
 orm-tls | ^Kysely, pgpipe's dialect: .*, 1 connection \\(TLS\\)$ | >= 3 kysely-postgres-js + postgres.js | with TLS, Kysely on pgpipe's dialect >= 3x Kysely on kysely-postgres-js over postgres.js (one connection)
 cold | SCRAM over TLS: client created to first answer, loopback$ | <= 80 ms | cold start with TLS + SCRAM on loopback <= 80 ms from creating the client to the first answer, Deno's first TLS handshake included

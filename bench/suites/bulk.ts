@@ -1,4 +1,4 @@
-// Suite 7: bulk load and bulk read of two tables (bench/shared/bulk_tables.ts), `events` (int8,
+// Bulk load and bulk read of two tables (bench/shared/bulk_tables.ts), `events` (int8,
 // text, timestamptz, float8, bool, jsonb) and `mixed` (int8, numeric, uuid, bytea, text[], int4[],
 // date, varchar, text with 10% NULLs), 500,000 rows each into an unlogged table and back. Each
 // method runs in a fresh process (probes/bulk.ts, its peak RSS its own), in rounds with the
@@ -11,12 +11,12 @@
 // type: for every type with a binary codec, the client's encode and decode cost per value
 // (probes/bulk_codecs.ts) beside the server's pace for a one-column table of it.
 import postgres from "../../mod.ts";
-import { clientTool, findPgBin } from "../../test/harness/server_bin.ts";
 import { suiteDrivers } from "../peers/drivers.ts";
 import { BULK_TABLES, type BulkTable, CODEC_TYPES } from "../shared/bulk_tables.ts";
 import { BACKEND_SCHEDSTAT, type CpuTimes, minus, parseSchedstat } from "../shared/cpu.ts";
 import type { ThreadCpu } from "../shared/cpu.ts";
 import { benchUrl, isQuick } from "../shared/env.ts";
+import { clientTool, findPgBin } from "../shared/harness.ts";
 import { probe, run, tempDir } from "../shared/probe.ts";
 import { fmt, formatRatio, mib, Report } from "../shared/report.ts";
 

@@ -1,4 +1,4 @@
-// Suite 5: cold start, as a Deno Deploy isolate sees it: a fresh process imports the driver,
+// Cold start, as a Deno Deploy isolate sees it: a fresh process imports the driver,
 // creates a client and runs its first query; each driver in alternation, many times, medians
 // compared. First with default options and the plain URL (trust); then where users live: SCRAM,
 // plaintext and TLS (sslmode=require), on loopback and through the latency proxy (5 ms each way
@@ -10,11 +10,11 @@
 // recorder, which shows the key shares each ClientHello carries, whether the server answered
 // with a HelloRetryRequest, and what each round trip carries. Last, on PostgreSQL 18 (from the
 // test harness's server packages), the same starts, and sslnegotiation=direct against SSLRequest.
-import { startCluster } from "../../test/harness/cluster.ts";
-import { clientTool } from "../../test/harness/server_bin.ts";
 import { findBun } from "../peers/bun.ts";
-import { ask, suiteDrivers } from "../peers/drivers.ts";
+import { suiteDrivers } from "../peers/drivers.ts";
+import { ask } from "../shared/ask.ts";
 import { hostPort, isQuick, plainBenchUrl, proxyDelay, via } from "../shared/env.ts";
+import { clientTool, startCluster } from "../shared/harness.ts";
 import { seenStart } from "../shared/login_flights.ts";
 import { probe, run, spawn } from "../shared/probe.ts";
 import { startDelayProxyWorker } from "../shared/proxy.ts";

@@ -1,8 +1,9 @@
-// Suite 1, run with `deno bench`: one connection per driver, n queries issued at once, pgpipe as
+// Run with `deno bench`: one connection per driver, n queries issued at once, pgpipe as
 // the baseline of every group. This is where pipelining shows even on loopback: a driver that
 // waits for each answer before sending the next query pays n round trips instead of one.
 // Every iteration checks its answers, so a fast but wrong driver cannot win.
-import { type Adapter, ask, insertMany, selectMany, suiteDrivers } from "../peers/drivers.ts";
+import { type Adapter, insertMany, selectMany, suiteDrivers } from "../peers/drivers.ts";
+import { ask } from "../shared/ask.ts";
 import { TEARDOWN_GROUP } from "../shared/bench_json.ts";
 import { benchUrl, isQuick } from "../shared/env.ts";
 

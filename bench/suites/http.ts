@@ -1,11 +1,10 @@
-// Suite 6: end to end over HTTP. A server answers `GET /users` with 100 rows of a seeded table
+// End to end over HTTP. A server answers `GET /users` with 100 rows of a seeded table
 // as JSON (http_app.ts: the same handler code for every driver), and a load generator in its
 // own process (wrk, else http_load.ts) keeps 50 keep-alive connections busy. Each driver's
 // server runs with a pool of 1 and of 4 connections, in several rounds with the starting driver
 // rotated; the medians are compared. Drivers: pgpipe and postgres.js under Deno.serve, and
 // Bun.sql under Bun.serve where a bun binary is found (bun.ts). One more pgpipe round per pool
 // size runs under `deno run --cpu-prof` to show how much of the server's CPU the driver takes.
-import { deepStrictEqual } from "node:assert/strict";
 import { join } from "node:path";
 import postgres from "../../mod.ts";
 import { findBun } from "../peers/bun.ts";
@@ -13,10 +12,10 @@ import { suiteDrivers } from "../peers/drivers.ts";
 import { cpuMs } from "../shared/cpu.ts";
 import { type CpuProfile, summarizeProfile } from "../shared/cpu_profile.ts";
 import { benchUrl, isQuick } from "../shared/env.ts";
-import { PAGE, SEED_SQL, USERS_TABLE } from "../shared/http_app.ts";
-import { chooseLoadTool, describeTool, type LoadTool, runLoad } from "../shared/loadgen.ts";
+import { expectedPage, PAGE, SEED_SQL, USERS_TABLE } from "../shared/http_app.ts";
+import { chooseLoadTool, describeTool, type LoadTool } from "../shared/loadgen.ts";
 import { denoArgs, inRepo, probePath, tempDir } from "../shared/probe.ts";
-import { startServer } from "../shared/server.ts";
+import { loadServer } from "../shared/server.ts";
 import { fmt, formatRatio, pct, Report } from "../shared/report.ts";
 import { median, rotated } from "../shared/stats.ts";
 
@@ -45,29 +44,6 @@ const denoServer = (name: string): Server => ({
 /** The client the suite itself uses: seeding, the expected answer, counting backends. */
 const admin = postgres(url, { max: 1, onnotice: () => {} });
 
-/** The page after id 0 as the API must answer it, built by the server from the table. */
-async function expectedPage(): Promise<unknown> {
-  const [{ page }] = await admin.unsafe(`
-    select json_agg(json_build_object(
-      'id', id, 'name', name, 'email', email,
-      'createdAt', to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-      'active', active, 'score', score, 'data', data) order by id)::text as page
-    from (select * from ${USERS_TABLE} where id > 0 order by id limit ${PAGE}) t`);
-  return JSON.parse(page as string);
-}
-
-/** Checks the server answers the first page exactly as expected. */
-async function checkAnswer(server: Server, port: number, expected: unknown): Promise<void> {
-  const res = await fetch(`http://127.0.0.1:${port}/users?after=0`);
-  const body = await res.text();
-  if (res.status !== 200) throw new Error(`${server.name}: status ${res.status}: ${body}`);
-  try {
-    deepStrictEqual(JSON.parse(body), expected);
-  } catch (e) {
-    throw new Error(`${server.name}: wrong answer: ${(e as Error).message.slice(0, 500)}`);
-  }
-}
-
 /** Backends whose last query is the handler's: the connections the server really uses. */
 async function handlerBackends(): Promise<number[]> {
   const rows = await admin`select pid from pg_stat_activity
@@ -88,26 +64,32 @@ const backendsCpuSeconds = (pids: number[]) => pids.reduce((n, pid) => n + cpuSe
 type Run = Awaited<ReturnType<typeof measure>>;
 
 async function measure(tool: LoadTool, server: Server, max: number, page: unknown, dir?: string) {
-  await using s = await startServer(server.name, server.command(max, dir));
-  await checkAnswer(server, s.port, page);
-  const target = `http://127.0.0.1:${s.port}/users`;
-  const opts = { connections: LOAD_CONNECTIONS, threads: WRK_THREADS };
-  await runLoad(tool, target, { ...opts, seconds: WARMUP_SECONDS });
-  const pids = await handlerBackends(); // every connection has served the handler by now
-  const [cpu0, pg0] = [cpuSeconds(s.pid), backendsCpuSeconds(pids)];
-  const load = await runLoad(tool, target, { ...opts, seconds: MEASURE_SECONDS });
-  const [cpu1, pg1] = [cpuSeconds(s.pid), backendsCpuSeconds(pids)];
+  let pids: number[] | undefined;
+  const read = async (pid: number) => {
+    pids ??= await handlerBackends(); // every connection has served the handler by now
+    const [cpu, pg] = [cpuSeconds(pid), backendsCpuSeconds(pids)];
+    return { cpu, pg, backends: (await handlerBackends()).length };
+  };
+  const plan = {
+    tool,
+    connections: LOAD_CONNECTIONS,
+    threads: WRK_THREADS,
+    warmupSeconds: WARMUP_SECONDS,
+    seconds: MEASURE_SECONDS,
+  };
+  const command = server.command(max, dir);
+  const { load, before, after } = await loadServer(server.name, command, page, plan, read);
   return {
     rps: load.requests / load.seconds,
     p50Ms: load.p50Ms,
     p99Ms: load.p99Ms,
-    serverCpu: (cpu1 - cpu0) / load.seconds,
-    cpuPerRequestUs: ((cpu1 - cpu0) * 1e6) / load.requests,
-    postgresCpu: (pg1 - pg0) / load.seconds,
+    serverCpu: (after.cpu - before.cpu) / load.seconds,
+    cpuPerRequestUs: ((after.cpu - before.cpu) * 1e6) / load.requests,
+    postgresCpu: (after.pg - before.pg) / load.seconds,
     loadCpu: load.cpuSeconds / load.seconds,
     errors: load.errors,
-    backends: (await handlerBackends()).length,
-    cpuSinceStart: cpuSeconds(s.pid),
+    backends: after.backends,
+    cpuSinceStart: after.cpu,
   };
 }
 
@@ -243,7 +225,7 @@ const tool = chooseLoadTool();
 log(`load generator: ${describeTool(tool, WRK_THREADS)}`);
 try {
   for (const q of SEED_SQL) await admin.unsafe(q);
-  const expected = await expectedPage();
+  const expected = await expectedPage(admin, "score");
   const runs = await rounds(tool, servers, expected);
   const pgpipe = servers.find((s) => s.name === "pgpipe");
   results(servers, runs);

@@ -1,9 +1,10 @@
-// Suite 3: the suite-1 workloads through a proxy that adds network delay (default 5 ms each
+// The driver suite's workloads through a proxy that adds network delay (default 5 ms each
 // way, `--delay=5`). On loopback a round trip costs microseconds, so pipelining hardly shows;
 // across regions it costs milliseconds, and a driver that sends n queries one round trip at a
 // time pays n of them where a pipelining driver pays about one.
-import { type Adapter, ask, type Driver, insertMany, selectMany } from "../peers/drivers.ts";
+import { type Adapter, type Driver, insertMany, selectMany } from "../peers/drivers.ts";
 import { Stopwatch, suiteDrivers, type Timer } from "../peers/drivers.ts";
+import { ask } from "../shared/ask.ts";
 import { benchUrl, hostPort, isQuick, proxyDelay, via } from "../shared/env.ts";
 import { startDelayProxyWorker } from "../shared/proxy.ts";
 import { fmt, formatRatio, Report } from "../shared/report.ts";

@@ -1,4 +1,4 @@
-// Suite 4: memory. Each case runs in a fresh process per driver (bench/probes/memory.ts): peak
+// Memory. Each case runs in a fresh process per driver (bench/probes/memory.ts): peak
 // RSS while reading a 100,000-row result (and the heap it retains per row), and peak RSS while
 // reading 1,000,000 rows through a cursor in batches of 1,000, which should stay flat however
 // large the result (deno-postgres, which has no cursor API, with SQL's DECLARE and FETCH).

@@ -5,8 +5,8 @@
 // PGPIPE_BENCH_AGAINST=<another checkout's mod.ts> it also runs that checkout, to show that
 // telemetry off costs nothing against a tree without it. Last, the floor: Deno's own spans and
 // metric records for the same work, with no database or driver (bench/probes/telemetry_floor.ts).
-import { otelEnv, startOtlpReceiver } from "../../test/harness/otlp_receiver.ts";
 import { benchUrl, isQuick } from "../shared/env.ts";
+import { otelEnv, startOtlpReceiver } from "../shared/harness.ts";
 import { probe } from "../shared/probe.ts";
 import { fmt, Report } from "../shared/report.ts";
 import { median, rotated } from "../shared/stats.ts";

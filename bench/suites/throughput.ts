@@ -1,4 +1,4 @@
-// Suite 2: queries per second for a tiny query (`select $1::int`) with a window in flight, on one
+// Queries per second for a tiny query (`select $1::int`) with a window in flight, on one
 // and four connections, then strictly serial latency: the driver's per-query cost dominates, so
 // this shows client overhead rather than server work. libpq's pipeline mode runs the same query
 // as the physical limit (bench/peers/libpq.ts). Serial latency is also taken with one core kept
@@ -7,12 +7,13 @@
 // the physical limit; and pgpipe against Bun.sql on Bun, default pools. The TLS twin adds each
 // runtime's raw TLS floor and pipelined TLS as a share of plain TCP, with the CPU each side spent.
 import postgres from "../../mod.ts";
-import { type Adapter, ask, type Driver, suiteDrivers } from "../peers/drivers.ts";
+import { type Adapter, type Driver, suiteDrivers } from "../peers/drivers.ts";
 import { PGPIPE_NATIVE, settleNative } from "../peers/drivers.ts";
 import { findBun } from "../peers/bun.ts";
 import { libpqPipeline, type LibpqRate, pgbenchPipeline } from "../peers/libpq.ts";
 import { captureSession, openRaws, type RawKind, type Replay } from "../peers/pingpong.ts";
 import { serialFloor, type WireSession } from "../peers/pingpong.ts";
+import { ask } from "../shared/ask.ts";
 import { type CpuPerQuery, cpuPerQuery, localPostmaster } from "../shared/cpu.ts";
 import { benchCa, benchUrl, isQuick, isTls, plainBenchUrl } from "../shared/env.ts";
 import { probe, tempDir } from "../shared/probe.ts";
