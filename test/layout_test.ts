@@ -28,8 +28,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   copy: ["protocol", "types", "connection", "query"],
   telemetry: ["connection", "query", "copy"],
   config: ["protocol", "types", "connection", "connection/transport", "query", "telemetry"],
-  replication: ["protocol", "types", "connection", "query", "config"],
-  listen: ["protocol", "connection", "config"],
+  replication: ["protocol", "types", "connection", "query"],
+  listen: ["protocol", "connection"],
   large_object: ["query"],
   // PGlite as an embedded server: its stream speaks the protocol; nothing in src imports it.
   pglite: ["protocol", "connection/transport"],

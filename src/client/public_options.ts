@@ -104,6 +104,32 @@ export interface PublicOptions {
   serializers: SerializerTable;
 }
 
+/** Where the client connects, in postgres.js's view: every host and port as arrays. */
+function whereShown(resolved: ResolvedOptions) {
+  const first = resolved.hosts[0];
+  return {
+    host: resolved.hosts.map((h) => h.host),
+    port: resolved.hosts.map((h) => h.port),
+    ...(first.host.startsWith("/") ? { path: socketPath(first.host, first.port) } : {}),
+    database: resolved.database,
+    user: resolved.user,
+    ssl: resolved.sslmode,
+  };
+}
+
+/**
+ * The user's `socket` function, called for each target with that same view of the configuration
+ * (postgres.js's), or undefined when none was given.
+ */
+export function boundSocket(
+  resolved: ResolvedOptions,
+): ((target: { host: string; port: number }) => unknown) | undefined {
+  const userSocket = resolved.socket;
+  if (userSocket === undefined) return undefined;
+  const info = whereShown(resolved);
+  return (target) => userSocket({ ...info, target });
+}
+
 /**
  * The options shown on `sql.options`: `given` is what the caller passed (an object for
  * `connect_timeout` is shown as given); `parameters` is the pool's live server parameters;
@@ -116,14 +142,8 @@ export function publicOptions(
   config: QueryConfig,
 ): PublicOptions {
   const handlers: TypeHandlers = config.handlers!;
-  const first = resolved.hosts[0];
   const shown: PublicOptions = {
-    host: resolved.hosts.map((h) => h.host),
-    port: resolved.hosts.map((h) => h.port),
-    ...(first.host.startsWith("/") ? { path: socketPath(first.host, first.port) } : {}),
-    database: resolved.database,
-    user: resolved.user,
-    ssl: resolved.sslmode,
+    ...whereShown(resolved),
     sslmode: resolved.sslmode,
     sslnegotiation: resolved.sslnegotiation,
     max: resolved.max,

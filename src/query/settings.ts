@@ -9,8 +9,8 @@
  */
 import type { Serializers } from "../types/encode.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
-import { type CustomTypes, customTypes, type Typed } from "./custom_types.ts";
-import type { Transforms } from "./transform.ts";
+import { customTypes, type PostgresType, type Typed } from "./custom_types.ts";
+import { normalizeTransform, type Transform } from "./transform.ts";
 import { TypeHandlers } from "./type_handlers.ts";
 
 /** What building and sending a query needs from the client's options. */
@@ -56,19 +56,21 @@ const defaults: QueryConfig = {
 };
 
 /**
- * The DecodeOptions for a client with these options; its QueryConfig is
- * remembered for {@linkcode queryConfig}.
+ * The DecodeOptions for a client with these options (`transform` and `types` as the user gave
+ * them: compiling them here checks them, in `postgres()`); its QueryConfig is remembered for
+ * {@linkcode queryConfig}.
  */
 export function clientDecode(
   options: {
     bigint: boolean;
-    transform: Transforms;
-    types: CustomTypes;
+    transform?: Transform;
+    types?: Record<string, PostgresType>;
     debug?: boolean;
     forcePrepare?: boolean;
   },
 ): DecodeOptions {
-  const { transform, types } = options;
+  const transform = normalizeTransform(options.transform);
+  const types = customTypes(options.types);
   const decode: DecodeOptions = { bigint: options.bigint };
   if (transform.columnFrom !== undefined) decode.column = transform.columnFrom;
   if (transform.valueFrom !== undefined) decode.value = transform.valueFrom;
