@@ -33,6 +33,7 @@ import type {
   TransactionSql,
   UnwrapQueries,
 } from "./transaction.ts";
+import { StatementPolicy } from "../connection/statement_policy.ts";
 
 /**
  * A client: call it as a tagged template to build a query, await the query to
@@ -267,7 +268,8 @@ export function createSql(url?: string, options?: Options): Sql {
     port: resolved.port,
   });
   const config = queryConfig(decode);
-  const settings: ClientSettings = { config, telemetry, prepare: resolved.prepare };
+  const statements = new StatementPolicy(resolved.prepare, resolved.forcePrepare);
+  const settings: ClientSettings = { config, telemetry, statements };
   // One session (PGlite): sql.listen shares the pool's connection; sql.subscribe is refused.
   const embedded: EmbeddedParts | null = resolved.embedded === undefined ? null : embeddedParts(
     resolved,
@@ -299,7 +301,7 @@ export function createSql(url?: string, options?: Options): Sql {
   };
   Object.defineProperties(sql, {
     options: {
-      value: publicOptions(resolved, options, pool.parameters, config),
+      value: publicOptions(resolved, options, pool.parameters, config, statements),
       enumerable: true,
     },
     parameters: { value: pool.parameters, enumerable: true },

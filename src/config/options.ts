@@ -459,7 +459,7 @@ export interface ResolvedOptions {
   /** Milliseconds; a function when the option is an object read at each attempt (it may throw). */
   connectTimeout: number | (() => number);
   prepare: boolean;
-  /** force_prepare, and prepare is on. */
+  /** The `force_prepare` option (it means something only with `prepare` on: StatementPolicy). */
   forcePrepare: boolean;
   maxPipeline: number;
   maxPipelineBytes: number;

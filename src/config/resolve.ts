@@ -142,7 +142,7 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     maxQueue: keywords.max_queue,
     connectTimeout: keywords.connect_timeout,
     prepare: keywords.prepare,
-    forcePrepare: keywords.prepare && keywords.force_prepare,
+    forcePrepare: keywords.force_prepare,
     maxPipeline: keywords.max_pipeline,
     maxPipelineBytes: keywords.max_pipeline_bytes,
     maxStatements: keywords.max_statements,

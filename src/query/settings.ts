@@ -35,11 +35,6 @@ export interface QueryConfig {
   decode: DecodeOptions;
   /** `sql.options.parsers` and `sql.options.serializers` (null for the defaults below). */
   handlers: TypeHandlers | null;
-  /**
-   * `force_prepare`: queries asking for the unnamed statement get named ones while `on` (a
-   * vanished statement turns it off); null when the option is off.
-   */
-  forced: { on: boolean } | null;
 }
 
 const configs = new WeakMap<DecodeOptions, QueryConfig>();
@@ -52,7 +47,6 @@ const defaults: QueryConfig = {
   debug: false,
   decode: { bigint: false },
   handlers: null,
-  forced: null,
 };
 
 /**
@@ -66,7 +60,6 @@ export function clientDecode(
     transform?: Transform;
     types?: Record<string, PostgresType>;
     debug?: boolean;
-    forcePrepare?: boolean;
   },
 ): DecodeOptions {
   const transform = normalizeTransform(options.transform);
@@ -83,7 +76,6 @@ export function clientDecode(
     debug: options.debug === true,
     decode,
     handlers: null,
-    forced: options.forcePrepare === true ? { on: true } : null,
   };
   // Each change to the tables swaps in new maps: statements described with the old parsers map
   // see that it is no longer the connection's and describe themselves again (see Statement).
