@@ -445,13 +445,9 @@ Deno.test("layout: npm packages only where the table names them; each entry's gr
 
 Deno.test("layout: every root .ts file and every package export has an entry row", () => {
   assert.deepEqual(entriesWithoutRows(table, roots, exported), []);
-  assert.deepEqual(roots, [
-    "drizzle.ts",
-    "drizzle_migrator.ts",
-    "kysely.ts",
-    "mod.ts",
-    "pglite.ts",
-  ]);
+  // The files were found (a new entry adds to them, with its row).
+  const known = ["drizzle.ts", "drizzle_migrator.ts", "kysely.ts", "mod.ts", "pglite.ts"];
+  assert.deepEqual(known.filter((f) => !roots.includes(f) || !exported.includes(f)), []);
 });
 
 Deno.test("layout: every file and folder docs/ARCHITECTURE.md names exists", () => {
