@@ -6,6 +6,16 @@
  */
 import type { FieldMap } from "./protocol/backend.ts";
 
+/** The text of whatever was thrown, without trusting its own toString. */
+export function thrownText(value: unknown): string {
+  if (value instanceof Error) return value.message;
+  try {
+    return String(value);
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
+}
+
 /**
  * An error reported by the PostgreSQL server, with every field it sent.
  * Field names follow postgres.js so handlers can be shared.

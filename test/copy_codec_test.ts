@@ -9,8 +9,8 @@ import {
   type BinaryEncoder,
   binaryEncoderFor,
   EncodeError,
-} from "../src/copy/binary_encoders.ts";
-import { copyDecoderFor } from "../src/copy/copy_decoders.ts";
+} from "../src/types/binary_encoders.ts";
+import { copyDecoderFor } from "../src/types/copy_decoders.ts";
 import {
   BinaryCopyReader,
   TextCopyReader,
@@ -20,7 +20,7 @@ import {
 } from "../src/copy/copy_format.ts";
 import { Parameter } from "../src/types/encode.ts";
 import { Oid } from "../src/types/oids.ts";
-import { text } from "../src/copy/utf8_text.ts";
+import { text } from "../src/types/utf8_text.ts";
 
 const plain = { bigint: false };
 

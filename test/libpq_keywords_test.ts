@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import postgres, { type Options } from "../mod.ts";
 import { resolveOptions } from "../src/config/resolve.ts";
-import { parseRequireAuth } from "../src/connection/auth_policy.ts";
+import { parseRequireAuth } from "../src/protocol/auth_policy.ts";
 import { CertDir, noOpenssl, type Pair } from "./harness/certs.ts";
 import { databaseUrl, hasClusters, plainCluster } from "./harness/env.ts";
 import { withEnv } from "./harness/util.ts";

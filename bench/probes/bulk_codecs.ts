@@ -4,8 +4,8 @@
 // application has them (bench/shared/bulk_tables.ts) encoded into one buffer, then decoded from
 // it, several rounds, the best round kept. Prints one JSON line: [{ type, encodeNs, decodeNs }].
 import { Writer } from "../../src/protocol/writer.ts";
-import { arrayEncoder, binaryEncoderFor } from "../../src/copy/binary_encoders.ts";
-import { copyDecoderFor } from "../../src/copy/copy_decoders.ts";
+import { arrayEncoder, binaryEncoderFor } from "../../src/types/binary_encoders.ts";
+import { copyDecoderFor } from "../../src/types/copy_decoders.ts";
 import { arrayOf, Oid, type OidName } from "../../src/types/oids.ts";
 import { CODEC_TYPES } from "../shared/bulk_tables.ts";
 

@@ -5,7 +5,7 @@
  */
 import type { Options, ResolvedOptions } from "../config/options.ts";
 import { resolveOptions } from "../config/resolve.ts";
-import type { HostOptions } from "../config/hosts.ts";
+import type { HostOptions } from "../connection/hosts.ts";
 import type { Endpoint } from "../connection/transport/transport.ts";
 import { type LargeObject, openLargeObject } from "../large_object/large_object.ts";
 import { Listener, type ListenHandle, type NotifyHandler } from "../listen/listen.ts";
@@ -23,7 +23,7 @@ import { beginTransaction } from "./begin.ts";
 import { type EmbeddedParts, embeddedParts, withEmbedded } from "./embedded.ts";
 import { arrayTypesRequest } from "./fetch_types.ts";
 import { Pool } from "./pool.ts";
-import { type PublicOptions, publicOptions } from "./public_options.ts";
+import { boundSocket, type PublicOptions, publicOptions } from "./public_options.ts";
 import { reserveConnection, type ReservedSql } from "./reserve.ts";
 import type { ClientSettings } from "./runner.ts";
 import { makeTag, type SqlTag } from "./sql.ts";
@@ -33,6 +33,7 @@ import type {
   TransactionSql,
   UnwrapQueries,
 } from "./transaction.ts";
+import { StatementPolicy } from "../connection/statement_policy.ts";
 
 /**
  * A client: call it as a tagged template to build a query, await the query to
@@ -205,7 +206,7 @@ function connectionOptions(
       sslmode: resolved.sslmode,
       ca: resolved.ca,
       sslnegotiation: resolved.sslnegotiation,
-      socket: resolved.socket,
+      socket: boundSocket(resolved),
       embedded: resolved.embedded,
       ...tlsEndpoint(resolved),
     },
@@ -259,14 +260,16 @@ function openPool(
 /** Creates a client; see {@link Options} and the README for the URL and environment rules. */
 export function createSql(url?: string, options?: Options): Sql {
   const resolved = withEmbedded(resolveOptions(url, options), options, url);
+  // Compiling `types` and `transform` checks them, before anything is started.
+  const decode = clientDecode({ ...resolved, debug: resolved.debugStacks });
   const telemetry = Telemetry.of(resolved.telemetry, {
     database: resolved.database,
     host: resolved.host,
     port: resolved.port,
   });
-  const decode = clientDecode({ ...resolved, debug: resolved.debugStacks });
   const config = queryConfig(decode);
-  const settings: ClientSettings = { config, telemetry, prepare: resolved.prepare };
+  const statements = new StatementPolicy(resolved.prepare, resolved.forcePrepare);
+  const settings: ClientSettings = { config, telemetry, statements };
   // One session (PGlite): sql.listen shares the pool's connection; sql.subscribe is refused.
   const embedded: EmbeddedParts | null = resolved.embedded === undefined ? null : embeddedParts(
     resolved,
@@ -298,7 +301,7 @@ export function createSql(url?: string, options?: Options): Sql {
   };
   Object.defineProperties(sql, {
     options: {
-      value: publicOptions(resolved, options, pool.parameters, config),
+      value: publicOptions(resolved, options, pool.parameters, config, statements),
       enumerable: true,
     },
     parameters: { value: pool.parameters, enumerable: true },

@@ -16,7 +16,7 @@ import { QueryRequest } from "../connection/requests/query_request.ts";
 import type { DebugHook } from "../config/options.ts";
 import { isUserFailure } from "../connection/transport/user_socket.ts";
 import { exec } from "../connection/requests/driver_queries.ts";
-import { connect, type HostOptions } from "../config/hosts.ts";
+import { connect, type HostOptions } from "../connection/hosts.ts";
 import type { PoolCounts, Telemetry } from "../telemetry/telemetry.ts";
 
 const IDLE = 0x49; // ReadyForQuery status outside a transaction block

@@ -7,6 +7,7 @@ import type { QueryConfig } from "../query/settings.ts";
 import type { ParserTable, SerializerTable, TypeHandlers } from "../query/type_handlers.ts";
 import type { PasswordSource } from "../connection/startup.ts";
 import { socketPath } from "../connection/transport/transport.ts";
+import type { StatementPolicy } from "../connection/statement_policy.ts";
 
 /**
  * Options shown back on `sql.options`, in postgres.js's shape: every host and
@@ -104,26 +105,48 @@ export interface PublicOptions {
   serializers: SerializerTable;
 }
 
-/**
- * The options shown on `sql.options`: `given` is what the caller passed (an object for
- * `connect_timeout` is shown as given); `parameters` is the pool's live server parameters;
- * `config` holds the live handler tables and `force_prepare`'s state.
- */
-export function publicOptions(
-  resolved: ResolvedOptions,
-  given: Options | undefined,
-  parameters: Readonly<Record<string, string>>,
-  config: QueryConfig,
-): PublicOptions {
-  const handlers: TypeHandlers = config.handlers!;
+/** Where the client connects, in postgres.js's view: every host and port as arrays. */
+function whereShown(resolved: ResolvedOptions) {
   const first = resolved.hosts[0];
-  const shown: PublicOptions = {
+  return {
     host: resolved.hosts.map((h) => h.host),
     port: resolved.hosts.map((h) => h.port),
     ...(first.host.startsWith("/") ? { path: socketPath(first.host, first.port) } : {}),
     database: resolved.database,
     user: resolved.user,
     ssl: resolved.sslmode,
+  };
+}
+
+/**
+ * The user's `socket` function, called for each target with that same view of the configuration
+ * (postgres.js's), or undefined when none was given.
+ */
+export function boundSocket(
+  resolved: ResolvedOptions,
+): ((target: { host: string; port: number }) => unknown) | undefined {
+  const userSocket = resolved.socket;
+  if (userSocket === undefined) return undefined;
+  const info = whereShown(resolved);
+  return (target) => userSocket({ ...info, target });
+}
+
+/**
+ * The options shown on `sql.options`: `given` is what the caller passed (an object for
+ * `connect_timeout` is shown as given); `parameters` is the pool's live server parameters;
+ * `config` holds the live handler tables; `statements` is the policy whose
+ * `force_prepare` state `sql.options.force_prepare` shows.
+ */
+export function publicOptions(
+  resolved: ResolvedOptions,
+  given: Options | undefined,
+  parameters: Readonly<Record<string, string>>,
+  config: QueryConfig,
+  statements: StatementPolicy,
+): PublicOptions {
+  const handlers: TypeHandlers = config.handlers!;
+  const shown: PublicOptions = {
+    ...whereShown(resolved),
     sslmode: resolved.sslmode,
     sslnegotiation: resolved.sslnegotiation,
     max: resolved.max,
@@ -134,7 +157,7 @@ export function publicOptions(
       : given?.connect_timeout as { valueOf(): number },
     max_lifetime: resolved.maxLifetime / 1000,
     max_pipeline: resolved.maxPipeline,
-    prepare: resolved.prepare,
+    prepare: statements.prepare,
     fetch_types: resolved.fetchTypes,
     debug: resolved.debugStacks,
     target_session_attrs: resolved.targetSessionAttrs,
@@ -146,7 +169,7 @@ export function publicOptions(
   Object.defineProperties(shown, {
     pass: { value: resolved.pass, enumerable: false },
     password: { value: resolved.pass, enumerable: false },
-    force_prepare: { get: () => config.forced?.on === true, enumerable: true },
+    force_prepare: { get: () => statements.forcing, enumerable: true },
     // Live tables (see type_handlers.ts); assigning an object replaces a table's contents.
     parsers: {
       get: () => handlers.parsers,

@@ -15,21 +15,22 @@ import {
   serializeCustom,
   serializeParameter,
 } from "../types/encode.ts";
+import type { StatementPolicy } from "../connection/statement_policy.ts";
 
 /** The most parameters one query may carry (a 16-bit count in Bind; postgres.js's limit). */
 const MAX_PARAMETERS = 65534;
 
 /** What the specs of one runner share: the client's settings and what its sink is. */
 export interface SpecSettings {
-  /** The `prepare` option: named statements unless the query says otherwise. */
-  readonly prepare: boolean;
+  /** The client's statement policy: which statement each query gets (`prepare`, `force_prepare`). */
+  readonly statements: StatementPolicy;
   /** The sink is a pool of several connections (see checkText). */
   readonly shared: boolean;
   /** The sink is a transaction's connection: queries written together share one Sync. */
   readonly transaction: boolean;
   /**
-   * The client's query settings, read at each query: `sql.options.serializers` and
-   * `force_prepare` change while the client runs.
+   * The client's query settings, read at each query: `sql.options.serializers` changes while the
+   * client runs.
    */
   readonly config: QueryConfig;
   /** What an `undefined` value becomes. */
@@ -148,20 +149,17 @@ export function querySpec(
   const types = new Array<number>(n);
   const config = settings.config;
   encodeParameters(values, params, types, config.serializers, settings.undefinedValue);
-  const named = query.prepare ?? settings.prepare;
-  const forced = config.forced;
-  // force_prepare: a query that asked for the unnamed statement gets a named one.
-  const force = !named && !simple && forced !== null && forced.on;
+  const use = settings.statements.use(query.prepare, simple);
   const spec: QuerySpec = {
     text,
     params,
     values,
     types,
-    prepare: named || force,
+    prepare: use !== "unnamed",
     mode: query.mode,
   };
   if (simple) spec.simple = true;
-  else if (force) spec.forced = forced;
+  else if (use === "forced") spec.forced = settings.statements;
   if (settings.shared) spec.shared = true;
   // In a transaction an error aborts the block anyway: queries written together share a Sync.
   else if (settings.transaction && !simple && !controlsTransaction(text)) spec.batch = true;

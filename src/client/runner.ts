@@ -32,6 +32,7 @@ import type { Telemetry } from "../telemetry/telemetry.ts";
 import { traceCopy } from "../telemetry/traced_copy.ts";
 import { type OperationTrace, QueryTrace } from "../telemetry/traces.ts";
 import { querySpec, type SpecSettings } from "./query_spec.ts";
+import type { StatementPolicy } from "../connection/statement_policy.ts";
 
 /** Where a tag's requests go: the pool or one reserved connection. */
 export interface Sink {
@@ -47,8 +48,8 @@ export interface ClientSettings {
   readonly config: QueryConfig;
   /** The client's telemetry, or null when it records nothing. */
   readonly telemetry: Telemetry | null;
-  /** The `prepare` option. */
-  readonly prepare: boolean;
+  /** The statement policy (`prepare`, `force_prepare`). */
+  readonly statements: StatementPolicy;
 }
 
 /** What a runner's sink is, beyond where its requests go. */
@@ -116,7 +117,7 @@ export class Runner implements QueryRunner {
     this.#telemetry = settings.telemetry;
     this.#parent = scope.parent;
     this.#spec = {
-      prepare: settings.prepare,
+      statements: settings.statements,
       shared: scope.shared ?? false,
       transaction: scope.transaction ?? false,
       config,

@@ -1,7 +1,7 @@
 /**
  * Turning the options object's values into strings without throwing from `postgres()`.
  */
-import { thrownText } from "../connection/transport/transport.ts";
+import { thrownText } from "../errors.ts";
 
 /**
  * Turns user-supplied option values into strings. A value whose own

@@ -13,8 +13,9 @@
  */
 import type { SslNegotiation } from "../connection/transport/transport.ts";
 import type { PasswordSource } from "../connection/startup.ts";
-import { parseRequireAuth, type RequireAuth } from "../connection/auth_policy.ts";
-import type { LoadBalanceHosts, Options, TargetSessionAttrs } from "./options.ts";
+import { parseRequireAuth, type RequireAuth } from "../protocol/auth_policy.ts";
+import type { LoadBalanceHosts, TargetSessionAttrs } from "../connection/hosts.ts";
+import type { Options } from "./options.ts";
 import { parsePublications } from "./publications.ts";
 import { parseSsl, sslObject } from "./tls.ts";
 import {

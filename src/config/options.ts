@@ -9,11 +9,12 @@ import type { SslMode, SslNegotiation, UserSocket } from "../connection/transpor
 import type { PasswordSource } from "../connection/startup.ts";
 import type { AuthPolicy } from "../connection/authentication.ts";
 import type { TlsSettings } from "./tls.ts";
-import type { CustomTypes, PostgresType } from "../query/custom_types.ts";
-import type { Transform, Transforms } from "../query/transform.ts";
+import type { PostgresType } from "../query/custom_types.ts";
+import type { Transform } from "../query/transform.ts";
 import type { Notice } from "../errors.ts";
 import type { TelemetryOptions } from "../telemetry/otel.ts";
 import type { EmbeddedServer } from "../connection/transport/embedded.ts";
+import type { HostTarget, LoadBalanceHosts, TargetSessionAttrs } from "../connection/hosts.ts";
 
 /**
  * TLS settings: a mode (`true` is `require`, `false` is `disable`), or postgres.js's object of
@@ -410,20 +411,6 @@ export type DebugHook = (
   types: readonly number[],
 ) => void;
 
-/** Values of the `target_session_attrs` option. */
-export type TargetSessionAttrs = NonNullable<Options["target_session_attrs"]>;
-/** Values of the `load_balance_hosts` option. */
-export type LoadBalanceHosts = NonNullable<Options["load_balance_hosts"]>;
-
-/** One server to try, with the password for it (the password file is per host). */
-export interface HostTarget {
-  host: string;
-  port: number;
-  /** The numeric address to connect to instead of looking `host` up (libpq's `hostaddr`). */
-  address?: string;
-  password: PasswordSource;
-}
-
 /** Options after URL, environment and defaults are applied. */
 export interface ResolvedOptions {
   /** The first host (`hosts[0]`). */
@@ -440,8 +427,8 @@ export interface ResolvedOptions {
    * were read: the client then rejects every query with it.
    */
   failure?: Error;
-  /** The user's `socket` function, bound to these options (see Endpoint.socket). */
-  socket?: (target: { host: string; port: number }) => unknown;
+  /** The user's `socket` function as given (checked); the client binds it to these options. */
+  socket?: SocketFunction;
   /** Every host, in the order given. */
   hosts: HostTarget[];
   targetSessionAttrs: TargetSessionAttrs;
@@ -472,14 +459,16 @@ export interface ResolvedOptions {
   /** Milliseconds; a function when the option is an object read at each attempt (it may throw). */
   connectTimeout: number | (() => number);
   prepare: boolean;
-  /** force_prepare, and prepare is on. */
+  /** The `force_prepare` option (it means something only with `prepare` on: StatementPolicy). */
   forcePrepare: boolean;
   maxPipeline: number;
   maxPipelineBytes: number;
   maxStatements: number;
   bigint: boolean;
-  transform: Transforms;
-  types: CustomTypes;
+  /** The `transform` option as given: the client compiles it (query/settings.ts), which checks it. */
+  transform?: Transform;
+  /** The `types` option as given: the client compiles it (query/settings.ts), which checks it. */
+  types?: Record<string, PostgresType>;
   params: Record<string, string>;
   onnotice: (notice: FieldMap) => void;
   onparameter?: (name: string, value: string) => void;

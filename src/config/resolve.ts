@@ -9,9 +9,7 @@
  * or the read loop.
  */
 import type { FieldMap } from "../protocol/backend.ts";
-import { socketPath, type SslMode } from "../connection/transport/transport.ts";
-import { customTypes } from "../query/custom_types.ts";
-import { normalizeTransform } from "../query/transform.ts";
+import type { HostTarget } from "../connection/hosts.ts";
 import { type Notice, noticeOf } from "../errors.ts";
 import { Coercion } from "./coercion.ts";
 import { firstEnv } from "./environment.ts";
@@ -31,7 +29,7 @@ import {
   LIBPQ_KEYWORDS,
   type Settings,
 } from "./keywords.ts";
-import type { HostTarget, Options, ResolvedOptions } from "./options.ts";
+import type { Options, ResolvedOptions } from "./options.ts";
 import { readPgpass } from "./pgpass.ts";
 import { readService } from "./service.ts";
 import { isConninfo, parseConninfo } from "./conninfo.ts";
@@ -96,7 +94,6 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
   const params = serverSettings(keywords, database, parsed, options.connection, coercion);
   checkHooks(options);
   checkCombinations(keywords, tls.sslmode);
-  const socket = bindSocket(options, hosts, database, user, tls.sslmode);
   const first = hosts[0];
   return {
     host: first.host,
@@ -106,7 +103,7 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     password: first.password,
     pass: password,
     ...(coercion.failure !== undefined ? { failure: coercion.failure } : {}),
-    ...(socket !== undefined ? { socket } : {}),
+    ...(options.socket !== undefined ? { socket: options.socket } : {}),
     hosts,
     targetSessionAttrs: keywords.target_session_attrs,
     loadBalanceHosts: keywords.load_balance_hosts,
@@ -145,13 +142,13 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     maxQueue: keywords.max_queue,
     connectTimeout: keywords.connect_timeout,
     prepare: keywords.prepare,
-    forcePrepare: keywords.prepare && keywords.force_prepare,
+    forcePrepare: keywords.force_prepare,
     maxPipeline: keywords.max_pipeline,
     maxPipelineBytes: keywords.max_pipeline_bytes,
     maxStatements: keywords.max_statements,
     bigint: keywords.bigint,
-    transform: normalizeTransform(options.transform),
-    types: customTypes(options.types),
+    transform: options.transform,
+    types: options.types,
     params,
     onnotice: noticeHook(options.onnotice),
     onparameter: options.onparameter,
@@ -347,31 +344,6 @@ function checkHooks(options: Options): void {
       `telemetry must be false or an object; got ${telemetry === null ? "null" : typeof telemetry}`,
     );
   }
-}
-
-/**
- * The user's `socket` function, called for a target with postgres.js's view of the
- * configuration (every host and port as arrays).
- */
-function bindSocket(
-  options: Options,
-  hosts: HostTarget[],
-  database: string,
-  user: string,
-  sslmode: SslMode,
-): ResolvedOptions["socket"] {
-  const userSocket = options.socket;
-  if (userSocket === undefined) return undefined;
-  const first = hosts[0];
-  const info = {
-    host: hosts.map((h) => h.host),
-    port: hosts.map((h) => h.port),
-    ...(first.host.startsWith("/") ? { path: socketPath(first.host, first.port) } : {}),
-    database,
-    user,
-    ssl: sslmode,
-  };
-  return (target: { host: string; port: number }) => userSocket({ ...info, target });
 }
 
 /** Hands the user's `onnotice` (or console.log, postgres.js's default) the notice object. */

@@ -5,7 +5,7 @@
  * need or throws a TypeError that names the keyword, so a bad value fails `postgres()`; none
  * quotes a secret it was given.
  */
-import { thrownText } from "../connection/transport/transport.ts";
+import { thrownText } from "../errors.ts";
 import type { Coercion } from "./coercion.ts";
 
 /** What a keyword's reader is told besides the value. */

@@ -21,7 +21,7 @@ import {
 } from "../protocol/scram.ts";
 import type { Writer } from "../protocol/writer.ts";
 import { ConnectionError } from "../errors.ts";
-import type { AuthMethod, ChannelBindingMode, RequireAuth } from "./auth_policy.ts";
+import type { AuthMethod, ChannelBindingMode, RequireAuth } from "../protocol/auth_policy.ts";
 
 /**
  * A password, or a function that supplies one when the server asks.

@@ -30,7 +30,7 @@ import {
   textEncoder,
   writeFieldCount,
   writeNull,
-} from "./binary_encoders.ts";
+} from "../types/binary_encoders.ts";
 import { writeBinaryHeader, writeBinaryTrailer, writeTextField } from "./copy_format.ts";
 import { Parameter, serializeParameter } from "../types/encode.ts";
 import { Oid } from "../types/oids.ts";

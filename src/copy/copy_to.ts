@@ -30,7 +30,7 @@ import { Query } from "../query/query.ts";
 import { compile } from "../query/compile.ts";
 import { readQueryFile } from "../query/file.ts";
 import type { ByteDecoderFn } from "../types/byte_decoders.ts";
-import { arrayDecoder, copyDecoderFor, decodeText } from "./copy_decoders.ts";
+import { arrayDecoder, copyDecoderFor, decodeText } from "../types/copy_decoders.ts";
 import { CopyBacklog } from "./copy_backlog.ts";
 import { BinaryCopyReader, TextCopyReader } from "./copy_format.ts";
 import { Oid } from "../types/oids.ts";

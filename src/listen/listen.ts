@@ -6,7 +6,7 @@
 import type { Connection } from "../connection/connection.ts";
 import type { Notification } from "../protocol/backend.ts";
 import { exec, quoteIdentifier } from "../connection/requests/driver_queries.ts";
-import { connect, type HostOptions } from "../config/hosts.ts";
+import { connect, type HostOptions } from "../connection/hosts.ts";
 
 /**
  * Called with each notification's payload on a channel.

@@ -9,8 +9,8 @@
  */
 import type { Serializers } from "../types/encode.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
-import { type CustomTypes, customTypes, type Typed } from "./custom_types.ts";
-import type { Transforms } from "./transform.ts";
+import { customTypes, type PostgresType, type Typed } from "./custom_types.ts";
+import { normalizeTransform, type Transform } from "./transform.ts";
 import { TypeHandlers } from "./type_handlers.ts";
 
 /** What building and sending a query needs from the client's options. */
@@ -35,11 +35,6 @@ export interface QueryConfig {
   decode: DecodeOptions;
   /** `sql.options.parsers` and `sql.options.serializers` (null for the defaults below). */
   handlers: TypeHandlers | null;
-  /**
-   * `force_prepare`: queries asking for the unnamed statement get named ones while `on` (a
-   * vanished statement turns it off); null when the option is off.
-   */
-  forced: { on: boolean } | null;
 }
 
 const configs = new WeakMap<DecodeOptions, QueryConfig>();
@@ -52,23 +47,23 @@ const defaults: QueryConfig = {
   debug: false,
   decode: { bigint: false },
   handlers: null,
-  forced: null,
 };
 
 /**
- * The DecodeOptions for a client with these options; its QueryConfig is
- * remembered for {@linkcode queryConfig}.
+ * The DecodeOptions for a client with these options (`transform` and `types` as the user gave
+ * them: compiling them here checks them, in `postgres()`); its QueryConfig is remembered for
+ * {@linkcode queryConfig}.
  */
 export function clientDecode(
   options: {
     bigint: boolean;
-    transform: Transforms;
-    types: CustomTypes;
+    transform?: Transform;
+    types?: Record<string, PostgresType>;
     debug?: boolean;
-    forcePrepare?: boolean;
   },
 ): DecodeOptions {
-  const { transform, types } = options;
+  const transform = normalizeTransform(options.transform);
+  const types = customTypes(options.types);
   const decode: DecodeOptions = { bigint: options.bigint };
   if (transform.columnFrom !== undefined) decode.column = transform.columnFrom;
   if (transform.valueFrom !== undefined) decode.value = transform.valueFrom;
@@ -81,7 +76,6 @@ export function clientDecode(
     debug: options.debug === true,
     decode,
     handlers: null,
-    forced: options.forcePrepare === true ? { on: true } : null,
   };
   // Each change to the tables swaps in new maps: statements described with the old parsers map
   // see that it is no longer the connection's and describe themselves again (see Statement).

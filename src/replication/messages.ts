@@ -8,6 +8,7 @@
  */
 import { ProtocolViolation } from "../protocol/backend.ts";
 import type { Writer } from "../protocol/writer.ts";
+import { PG_EPOCH_MS } from "../types/formats.ts";
 
 /** An XLogData message: WAL (or an output plugin message) starting at `walStart`. */
 export interface XLogData {
@@ -43,7 +44,7 @@ const KEEPALIVE = 0x6b; // 'k'
 const STATUS_UPDATE = 0x72; // 'r'
 
 /** Microseconds between the Unix epoch and PostgreSQL's epoch (2000-01-01 UTC). */
-const POSTGRES_EPOCH_US = 946_684_800_000_000n;
+const POSTGRES_EPOCH_US = BigInt(PG_EPOCH_MS) * 1000n;
 
 /** Reads an unsigned big-endian 64-bit integer. */
 export function u64(buf: Uint8Array, at: number): bigint {

@@ -21,7 +21,7 @@ import { parseLsn, postgresClock, replicationMessage, standbyStatusUpdate } from
 import type { Row } from "../query/result.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
 import { firstRow } from "../connection/requests/driver_queries.ts";
-import { connect, type HostOptions } from "../config/hosts.ts";
+import { connect, type HostOptions } from "../connection/hosts.ts";
 import {
   type DecodedRelation,
   type RelationInfo,

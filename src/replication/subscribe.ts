@@ -12,7 +12,7 @@
 import { ConnectionError, QueryError } from "../errors.ts";
 import type { Row } from "../query/result.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
-import type { HostOptions } from "../config/hosts.ts";
+import type { HostOptions } from "../connection/hosts.ts";
 import type { ReplicationEvent, TruncateEvent } from "./rows.ts";
 import { type FailedChange, ReplicationStream } from "./stream.ts";
 import { changeKeys, parsePattern } from "./pattern.ts";

@@ -14,12 +14,9 @@
 import { Buffer } from "node:buffer";
 import { Oid } from "./oids.ts";
 import type { ByteDecoderFn } from "./byte_decoders.ts";
-import { MAX_TIME, wallClockDate } from "./text_decoders.ts";
+import { wallClockDate } from "./text_decoders.ts";
 import { i16, i32, ProtocolViolation } from "../protocol/backend.ts";
-
-/** ms between 1970-01-01 and PostgreSQL's epoch, 2000-01-01. */
-const PG_EPOCH_MS = 946_684_800_000;
-const DAY_MS = 86_400_000;
+import { DAY_MS, MAX_TIME, PG_EPOCH_MS } from "./formats.ts";
 
 function width(start: number, end: number, size: number, type: string): void {
   if (end - start !== size) {

@@ -7,6 +7,7 @@
 
 import { QueryError } from "../errors.ts";
 import { arrayOf, elementOf, Oid } from "./oids.ts";
+import { MAX_TIME } from "./formats.ts";
 
 /** Machine-readable reason a value cannot be sent as a parameter. */
 export type ParameterErrorCode = "UNDEFINED_VALUE" | "UNSUPPORTED_TYPE" | "INVALID_DATE";
@@ -24,9 +25,6 @@ export class ParameterError extends QueryError {
     this.name = "ParameterError";
   }
 }
-
-/** `new Date(±8.64e15)`, the JS extremes, stand for PostgreSQL's ±infinity. */
-const MAX_TIME = 8.64e15;
 
 /** 0001-01-01T00:00:00Z and 10000-01-01T00:00:00Z: where `toISOString()` is server-readable. */
 const MIN_ISO_TIME = -62135596800000;

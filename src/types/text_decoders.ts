@@ -11,6 +11,7 @@
 import { Buffer } from "node:buffer";
 import { parseArrayLiteral } from "./array_literal.ts";
 import { elementOf, Oid } from "./oids.ts";
+import { HEX_VALUE, MAX_TIME } from "./formats.ts";
 
 /**
  * A text-format value decoder: receives the server's text output of one value
@@ -32,9 +33,6 @@ export interface DecodeOptions {
   parsers?: ReadonlyMap<number, TextDecoderFn>;
 }
 
-/** Largest and smallest instants a JS `Date` can hold; PostgreSQL ±infinity maps to them. */
-export const MAX_TIME = 8.64e15;
-
 const decodeBool: TextDecoderFn = (text) => text === "t";
 
 // Unary plus is the fastest string-to-number conversion in V8 and already
@@ -47,11 +45,6 @@ const decodeJson: TextDecoderFn = (text) => JSON.parse(text);
 
 // ---------------------------------------------------------------------------------------
 // bytea
-
-/** Nibble value of each ASCII hex digit, for short values and runtimes without `fromHex`. */
-const HEX_VALUE = new Uint8Array(128);
-for (let i = 0; i < 10; i++) HEX_VALUE[48 + i] = i;
-for (let i = 0; i < 6; i++) HEX_VALUE[97 + i] = HEX_VALUE[65 + i] = 10 + i;
 
 /** Native hex decoding (ES2026), absent from older runtimes. */
 const nativeFromHex: ((hex: string) => Uint8Array) | undefined =

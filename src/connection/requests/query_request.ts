@@ -10,6 +10,7 @@ import { ConnectionError, type PostgresError, QueryError } from "../../errors.ts
 import type { ConnectionState, EncodeContext, PipelineRequest } from "./request.ts";
 import type { DecodeOptions } from "../../types/text_decoders.ts";
 import { Statement, StatementCache } from "../statement.ts";
+import type { StatementPolicy } from "../statement_policy.ts";
 
 /** Values of the row being decoded, before the statement's row constructor copies them. */
 const scratch: unknown[] = [];
@@ -69,11 +70,11 @@ export interface QuerySpec {
   /** Use a cached named statement (true) or the unnamed one (false). */
   prepare: boolean;
   /**
-   * The query asked for the unnamed statement and `force_prepare` gave it a named one: while
-   * `on` it is named; a named statement that vanished or whose name was taken (a pooler moving
-   * the session) turns `on` off for the whole client, and the query runs again unnamed.
+   * The query asked for the unnamed statement and this policy's `force_prepare` gave it a named
+   * one: named while the policy is `forcing`; a named statement that vanished or whose name was
+   * taken tells the policy (a pooler moved the session), and the query runs again unnamed.
    */
-  forced?: { on: boolean };
+  forced?: StatementPolicy;
   /** Row shape. */
   mode: RowMode;
   /**
@@ -151,7 +152,7 @@ export class QueryRequest implements PipelineRequest {
     if (st === null || st.name === "" || cache === null) return false;
     const forced = this.spec.forced;
     if (forced !== undefined && (err.code === "26000" || err.code === "42P05")) {
-      forced.on = false; // a session moved between server connections: stop naming statements
+      forced.sessionMoved();
       cache.forget(this.#key, st); // not closed: on this server it is not (or not ours)
       if (!idle || this.#retried) return false;
       this.#retried = true;
@@ -247,7 +248,7 @@ export class QueryRequest implements PipelineRequest {
       fe.query(w, spec.text);
       return;
     }
-    if (!spec.prepare || spec.forced?.on === false) {
+    if (!spec.prepare || spec.forced?.forcing === false) {
       this.#statement = new Statement("", spec.text, spec.types);
       this.#owner = true;
       fe.parse(w, "", spec.text, spec.types);

@@ -4,17 +4,10 @@
  * direct TLS, the ALPN the handshake must end with), the errors for each way that fails, and
  * the socket an abort (the connect timeout) closes meanwhile.
  */
-import { ConnectionError } from "../../errors.ts";
+import { ConnectionError, thrownText } from "../../errors.ts";
 import { sslRequest } from "../../protocol/frontend.ts";
 import { Writer } from "../../protocol/writer.ts";
-import {
-  type DenoLikeConn,
-  type Endpoint,
-  type NodeLikeSocket,
-  type SslMode,
-  thrownText,
-  type Where,
-} from "./transport.ts";
+import type { DenoLikeConn, Endpoint, NodeLikeSocket, SslMode, Where } from "./transport.ts";
 
 /** The server's answers to an SSLRequest: it will speak TLS, or it will not. */
 export const WILL_ENCRYPT = 0x53; // "S"

@@ -2,8 +2,13 @@
  * What a socket that could not be opened rejects with: Node's code, errno and syscall where the
  * failure is an OS error (Deno names some only by its error class), else CONNECT_FAILED.
  */
-import { ConnectionError, isSocketErrorCode, type SocketErrorCode } from "../../errors.ts";
-import { type Endpoint, socketPath, thrownText, type Where } from "./transport.ts";
+import {
+  ConnectionError,
+  isSocketErrorCode,
+  type SocketErrorCode,
+  thrownText,
+} from "../../errors.ts";
+import { type Endpoint, socketPath, type Where } from "./transport.ts";
 
 /** Deno's error classes that carry no `code` of their own. */
 const DENO_CODES: Record<string, SocketErrorCode> = {

@@ -205,16 +205,6 @@ export function socketPath(dir: string, port: number): string {
   return `${dir.replace(/\/$/, "")}/.s.PGSQL.${port}`;
 }
 
-/** The text of whatever was thrown, without trusting its own toString. */
-export function thrownText(value: unknown): string {
-  if (value instanceof Error) return value.message;
-  try {
-    return String(value);
-  } catch {
-    return Object.prototype.toString.call(value);
-  }
-}
-
 /** Where a connection goes, as errors report it. */
 export type Where = { address: string; port: number };
 

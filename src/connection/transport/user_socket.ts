@@ -3,7 +3,7 @@
  * socket or a Deno-style connection), instead of one we open. TLS over it is node:tls
  * (`Deno.startTls` needs a Deno TCP socket), and only when the sslmode requires it.
  */
-import { ConnectionError } from "../../errors.ts";
+import { ConnectionError, thrownText } from "../../errors.ts";
 import { askDeno, askNode, type Negotiation } from "./negotiate.ts";
 import type { Duplex } from "node:stream";
 import { NodeSocketTransport } from "./node_socket.ts";
@@ -14,7 +14,6 @@ import {
   type Endpoint,
   type NodeLikeSocket,
   PLAIN,
-  thrownText,
   type Transport,
   type Where,
 } from "./transport.ts";

@@ -12,14 +12,13 @@
  */
 import { Buffer } from "node:buffer";
 import { i32, ProtocolViolation } from "../protocol/backend.ts";
-import { binaryDecoderFor } from "../types/binary_decoders.ts";
-import type { ByteDecoderFn } from "../types/byte_decoders.ts";
-import { elementOf, Oid } from "../types/oids.ts";
+import { binaryDecoderFor } from "./binary_decoders.ts";
+import type { ByteDecoderFn } from "./byte_decoders.ts";
+import { elementOf, Oid } from "./oids.ts";
 import { readNumeric } from "./binary_numeric.ts";
 import { asciiText, text } from "./utf8_text.ts";
-import type { DecodeOptions } from "../types/text_decoders.ts";
-
-const TWO_32 = 4294967296;
+import type { DecodeOptions } from "./text_decoders.ts";
+import { MAX_DIMENSIONS, TWO_32 } from "./formats.ts";
 
 function width(start: number, end: number, size: number, type: string): void {
   if (end - start !== size) {
@@ -132,9 +131,6 @@ const decodeUuid: ByteDecoderFn = (buf, start, end) => {
   }
   return asciiText(uuidChars, 0, 36);
 };
-
-/** array_send writes at most 6 dimensions (MAXDIM). */
-const MAX_DIMENSIONS = 6;
 
 /**
  * A decoder for binary arrays whose elements `element` decodes: nested arrays

@@ -17,9 +17,10 @@
  */
 import type { Writer } from "../protocol/writer.ts";
 import { QueryError } from "../errors.ts";
-import { Oid } from "../types/oids.ts";
-import { Parameter } from "../types/encode.ts";
+import { Oid } from "./oids.ts";
+import { Parameter } from "./encode.ts";
 import { NumericError, writeNumeric } from "./binary_numeric.ts";
+import { DAY_MS, HEX_VALUE, MAX_DIMENSIONS, MAX_TIME, PG_EPOCH_MS, TWO_32 } from "./formats.ts";
 
 /** Appends one field (length, then bytes) for a non-null value; throws {@linkcode EncodeError}. */
 export type BinaryEncoder = (w: Writer, value: unknown) => void;
@@ -33,12 +34,6 @@ export class EncodeError extends QueryError {
   }
 }
 
-/** ms between 1970-01-01 and PostgreSQL's epoch, 2000-01-01. */
-const PG_EPOCH_MS = 946_684_800_000;
-const DAY_MS = 86_400_000;
-/** `new Date(±8.64e15)`, the JS extremes, stand for ±infinity (as pgpipe decodes them). */
-const MAX_TIME = 8.64e15;
-const TWO_32 = 4294967296;
 const INT64_MIN = -9223372036854775808;
 
 /** A short, safe rendering of a value for error messages. */
@@ -340,11 +335,6 @@ const encodeJsonb: BinaryEncoder = (w, value) => {
   put32(w.buf, at, n + 1);
 };
 
-/** Hex digit values by character code (ASCII), -1 for anything else. */
-const HEX_VALUE = new Int8Array(128).fill(-1);
-for (let c = 0; c < 10; c++) HEX_VALUE[48 + c] = c;
-for (let c = 0; c < 6; c++) HEX_VALUE[65 + c] = HEX_VALUE[97 + c] = 10 + c;
-
 /** Where each byte's two hex digits start in the canonical form `8-4-4-4-12`. */
 const CANONICAL = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
 
@@ -458,9 +448,6 @@ const encodeDate: BinaryEncoder = (w, value) => {
 
 // ---------------------------------------------------------------------------------------
 // arrays
-
-/** array_recv accepts at most 6 dimensions (MAXDIM). */
-const MAX_DIMENSIONS = 6;
 
 /**
  * An encoder for arrays of `elementOid` (written in the header, where the

@@ -1,5 +1,7 @@
 /**
- * Host selection: which server a new connection goes to, with libpq's rules.
+ * Opening a connection when there are several servers: which one a new connection goes to, with
+ * libpq's rules (the configuration only lists them; trying them is done here, where connections
+ * are made).
  *
  * The hosts are tried in order (or shuffled for each connection with
  * `load_balance_hosts=random`). A host that cannot be reached, or whose
@@ -12,12 +14,33 @@
  * `default_transaction_read_only` parameters the server reports at startup
  * (PostgreSQL 14 and later), else from one query.
  */
-import { Connection, type ConnectionOptions } from "../connection/connection.ts";
-import { connectTimeoutError, connectTimeoutMs } from "../connection/open.ts";
-import type { PipelineRequest } from "../connection/requests/request.ts";
+import { Connection, type ConnectionOptions } from "./connection.ts";
+import { connectTimeoutError, connectTimeoutMs } from "./open.ts";
+import type { PipelineRequest } from "./requests/request.ts";
+import type { PasswordSource } from "./startup.ts";
 import { ConnectionError, PostgresError } from "../errors.ts";
-import { firstRow } from "../connection/requests/driver_queries.ts";
-import type { HostTarget, LoadBalanceHosts, TargetSessionAttrs } from "./options.ts";
+import { firstRow } from "./requests/driver_queries.ts";
+
+/** What kind of session a connection needs (libpq's `target_session_attrs`). */
+export type TargetSessionAttrs =
+  | "any"
+  | "read-write"
+  | "read-only"
+  | "primary"
+  | "standby"
+  | "prefer-standby";
+
+/** In what order the hosts are tried (libpq's `load_balance_hosts`). */
+export type LoadBalanceHosts = "disable" | "random";
+
+/** One server to try, with the password for it (the password file is per host). */
+export interface HostTarget {
+  host: string;
+  port: number;
+  /** The numeric address to connect to instead of looking `host` up (libpq's `hostaddr`). */
+  address?: string;
+  password: PasswordSource;
+}
 
 /** The servers a client may connect to, and what kind of session it needs. */
 export interface HostSelection {
