@@ -365,6 +365,22 @@ export function skipLine(s: Skipped): string {
   return `skipped ${s.name}: ${s.source} could not be loaded${hint}: ${s.reason}`;
 }
 
+/** The row of another checkout's pgpipe (PGPIPE_BENCH_AGAINST=<its mod.ts>). */
+const PGPIPE_AGAINST = "pgpipe (other checkout)";
+
+/**
+ * Another checkout's pgpipe beside this one, so a change's rows show old and new in one run, under
+ * the same server and noise: PGPIPE_BENCH_AGAINST names that tree's mod.ts (a worktree of the
+ * commit before the change). Unset: none.
+ */
+async function otherCheckout(): Promise<Driver[]> {
+  const path = Deno.env.get("PGPIPE_BENCH_AGAINST");
+  if (!path) return [];
+  const specifier = new URL(path, `file://${Deno.cwd()}/`).href;
+  const mod = await import(specifier);
+  return [postgresJsApi(PGPIPE_AGAINST, "PGPIPE_BENCH_AGAINST", specifier, mod.default)];
+}
+
 /** Loads the named drivers (default: all); a peer that fails is `skipped`; pgpipe always loads. */
 export async function loadDrivers(names: readonly string[] = DRIVER_NAMES) {
   const drivers: Driver[] = [];
@@ -390,13 +406,16 @@ export async function loadDrivers(names: readonly string[] = DRIVER_NAMES) {
 
 /**
  * The drivers a suite runs (of those named `only`): those bench/run.ts found loadable
- * (PGPIPE_BENCH_DRIVERS), failing here an error, or run on its own every one that loads.
+ * (PGPIPE_BENCH_DRIVERS), failing here an error, or run on its own every one that loads; with
+ * `against`, PGPIPE_BENCH_AGAINST's checkout right after this one's pgpipe.
  */
-export async function suiteDrivers(only?: string[]): Promise<Driver[]> {
+export async function suiteDrivers(only?: string[], { against = false } = {}): Promise<Driver[]> {
   const listed = Deno.env.get("PGPIPE_BENCH_DRIVERS");
   const { drivers, skipped } = await loadDrivers(listed?.split(","));
   if (listed && skipped.length) throw new Error(skipped.map(skipLine).join("\n"));
   for (const s of skipped) console.error(skipLine(s));
+  // In-process suites that run any driver by its adapter may add another checkout's row.
+  if (against) drivers.splice(1, 0, ...await otherCheckout());
   return only ? drivers.filter((d) => only.includes(d.name)) : drivers;
 }
 

@@ -31,7 +31,7 @@ async function serialCost(adapter: Adapter): Promise<Serial> {
 // runs its queries one at a time, the ms of one query by kind.
 type Client = { name: string; adapter: Adapter; serial: Serial | null };
 const clients: Client[] = [];
-for (const { name, pipelines, connect } of await suiteDrivers()) {
+for (const { name, pipelines, connect } of await suiteDrivers(undefined, { against: true })) {
   const adapter = await connect(url);
   clients.push({ name, adapter, serial: pipelines ? null : await serialCost(adapter) });
 }

@@ -561,7 +561,7 @@ async function tlsShare() {
 
 // ------------------------------------------------------------ the suite
 
-const drivers = await suiteDrivers();
+const drivers = await suiteDrivers(undefined, { against: true });
 const results: DriverResult[] = [];
 for (const d of drivers) results.push(await measure(d));
 if (!results[0].pipelined) throw new Error("pgpipe must pipeline: it is the baseline");
