@@ -114,7 +114,7 @@ export {
 } from "./src/query/query.ts";
 export { Identifier } from "./src/query/identifier.ts";
 export { Helper } from "./src/query/helpers.ts";
-export { Parameter } from "./src/types/encode.ts";
+export { Parameter, ParameterError, type ParameterErrorCode } from "./src/types/encode.ts";
 export type { UnsafeOptions } from "./src/query/raw.ts";
 export type { PostgresType, Typed } from "./src/query/custom_types.ts";
 export type { ParserTable, SerializerTable } from "./src/query/type_handlers.ts";

@@ -9,6 +9,7 @@ import postgres from "./harness/postgres.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { onPglite, recordSkip } from "./harness/pglite_mode.ts";
 import {
+  headingAnchors,
   markdownFiles,
   namedPaths,
   rootUrl,
@@ -23,14 +24,19 @@ const texts = new Map(files.map((f) => [f, Deno.readTextFileSync(new URL(f, root
 const all = files.flatMap((f) => snippets(f, texts.get(f)!));
 const where = (s: Snippet) => `${s.block.file}:${s.block.line}`;
 
-Deno.test("docs: every file and folder README.md and docs/*.md name exists", () => {
+Deno.test("docs: every file, folder and heading README.md and docs/*.md name exists", () => {
   const missing: string[] = [];
   for (const [file, text] of texts) {
-    for (const { path, line } of namedPaths(file, text)) {
+    for (const { path, line, anchor } of namedPaths(file, text)) {
       try {
         Deno.statSync(new URL(path, root));
       } catch {
         missing.push(`${file}:${line}: ${path}`);
+        continue;
+      }
+      if (anchor && path.endsWith(".md")) {
+        const target = texts.get(path) ?? Deno.readTextFileSync(new URL(path, root));
+        if (!headingAnchors(target).has(anchor)) missing.push(`${file}:${line}: ${path}#${anchor}`);
       }
     }
   }

@@ -94,7 +94,7 @@ function rewriteImports(code: string, harness: boolean): string {
   };
   return code.replace(
     /(["'])(?:jsr:)?@pgpipe\/pgpipe(\/[\w/]+)?\1/g,
-    (whole, quote: string, sub: string | undefined) => {
+    (_whole, quote: string, sub: string | undefined) => {
       const target = entries[sub ?? ""];
       if (target === undefined) throw new Error(`no entry @pgpipe/pgpipe${sub}`);
       return `${quote}${target}${quote}`;
@@ -140,12 +140,35 @@ export function snippetName(s: Snippet): string {
   return `${s.block.file.replace(/[/.]/g, "_")}_L${s.block.line}.${s.block.lang}`;
 }
 
+/** A path a markdown file names, and the heading anchor of a link to a markdown file. */
+export interface NamedPath {
+  path: string;
+  line: number;
+  anchor?: string;
+}
+
+/** The anchors GitHub gives a markdown text's headings (lower case, punctuation dropped). */
+export function headingAnchors(text: string): Set<string> {
+  const anchors = new Set<string>();
+  let fenced = false;
+  for (const line of text.split("\n")) {
+    if (/^\s*(`{3,}|~{3,})/.test(line)) fenced = !fenced;
+    const m = fenced ? null : /^#{1,6}\s+(.*)$/.exec(line);
+    if (!m) continue;
+    const base = m[1].trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, "").replace(/\s/g, "-");
+    let anchor = base;
+    for (let n = 1; anchors.has(anchor); n++) anchor = `${base}-${n}`;
+    anchors.add(anchor);
+  }
+  return anchors;
+}
+
 /**
  * Paths of this repository a markdown text names: in backticks or as link targets, starting with
  * src/, test/, bench/, examples/ or docs/ (links relative to the file's folder, resolved).
  */
-export function namedPaths(file: string, text: string): { path: string; line: number }[] {
-  const found: { path: string; line: number }[] = [];
+export function namedPaths(file: string, text: string): NamedPath[] {
+  const found: NamedPath[] = [];
   const folder = file.includes("/") ? file.slice(0, file.lastIndexOf("/") + 1) : "";
   const prefix = /^(src|test|bench|examples|docs)\//;
   text.split("\n").forEach((lineText, i) => {
@@ -153,11 +176,11 @@ export function namedPaths(file: string, text: string): { path: string; line: nu
       const p = m[1].replace(/[),.:;]+$/, "");
       if (prefix.test(p) && !/[*<>{}$]/.test(p)) found.push({ path: p, line: i + 1 });
     }
-    for (const m of lineText.matchAll(/\]\(([^)\s#]+)(#[^)]*)?\)/g)) {
-      const target = m[1];
+    for (const m of lineText.matchAll(/\]\(([^)\s#]*)(#[^)]*)?\)/g)) {
+      const target = m[1] || file.slice(folder.length); // "#anchor": this file
       if (/^[a-z]+:/i.test(target)) continue; // https:, mailto:
       const resolved = new URL(target, new URL(folder, "file:///r/")).pathname.slice(3);
-      found.push({ path: resolved, line: i + 1 });
+      found.push({ path: resolved, line: i + 1, anchor: m[2]?.slice(1) });
     }
   });
   return found;
