@@ -43,6 +43,19 @@ Deno.test("docs: every file, folder and heading README.md and docs/*.md name exi
   assert.deepEqual(missing, [], `named but missing:\n${missing.join("\n")}`);
 });
 
+Deno.test("docs: README.md stays a landing page, its first runnable block near the top", () => {
+  const readme = texts.get("README.md")!;
+  const lines = readme.split("\n").length;
+  const words = readme.split(/\s+/).filter(Boolean).length;
+  assert.ok(lines <= 600, `README.md has ${lines} lines (at most 600: the rest goes to docs/)`);
+  assert.ok(words <= 8000, `README.md has ${words} words (at most 8,000)`);
+  const first = all.find((s) => s.block.file === "README.md" && s.runs);
+  assert.ok(
+    first && first.block.line <= 40,
+    `README.md's first runnable block is at ${first?.block.line}`,
+  );
+});
+
 Deno.test("docs: every guide has at most one setup block, and it comes first", () => {
   for (const file of files) {
     const blocks = all.filter((s) => s.block.file === file).map((s) => s.block);
