@@ -256,7 +256,7 @@ function openPool(
   });
 }
 
-/** Creates a client; see {@link Options} and the README for the URL and environment rules. */
+/** Creates a client; see {@link Options} and docs/configuration.md for the URL and environment rules. */
 export function createSql(url?: string, options?: Options): Sql {
   const resolved = withEmbedded(resolveOptions(url, options), options, url);
   const telemetry = Telemetry.of(resolved.telemetry, {
