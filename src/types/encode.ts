@@ -8,7 +8,21 @@
 import { QueryError } from "../errors.ts";
 import { arrayOf, elementOf, Oid } from "./oids.ts";
 
-/** Machine-readable reason a value cannot be sent as a parameter. */
+/**
+ * Machine-readable reason a value cannot be sent as a parameter: the `code` of a
+ * {@linkcode ParameterError}.
+ *
+ * @example
+ * ```ts
+ * import type { ParameterErrorCode } from "jsr:@pgpipe/pgpipe";
+ *
+ * const advice: Record<ParameterErrorCode, string> = {
+ *   UNDEFINED_VALUE: "use null for SQL NULL",
+ *   UNSUPPORTED_TYPE: "functions and symbols cannot be sent",
+ *   INVALID_DATE: "the Date is invalid",
+ * };
+ * ```
+ */
 export type ParameterErrorCode = "UNDEFINED_VALUE" | "UNSUPPORTED_TYPE" | "INVALID_DATE";
 
 /**
