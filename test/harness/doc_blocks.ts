@@ -59,6 +59,9 @@ export function extractBlocks(file: string, text: string): Block[] {
     const [, indent, fence, info, rest] = open;
     let end = i + 1;
     while (end < lines.length && !lines[end].trimStart().startsWith(fence)) end++;
+    if (end === lines.length) {
+      throw new Error(`${file}:${i + 1}: a code fence that is never closed`);
+    }
     const lang = info.toLowerCase();
     const body = lines.slice(i + 1, end).map((l) =>
       l.startsWith(indent) ? l.slice(indent.length) : l
