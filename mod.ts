@@ -1,25 +1,38 @@
 /**
- * pgpipe: a Deno-first PostgreSQL driver with automatic pipelining and the
- * postgres.js API.
+ * pgpipe: a Deno-first PostgreSQL driver with automatic pipelining and the postgres.js API.
  *
- * A query issued while others are in flight is written at once, without
- * waiting for their answers; the answers are matched back in order. Each query
- * is its own Sync-terminated segment, so a failing query never affects its
- * neighbours. A client holds up to `max` connections (default 10), and each of
- * them pipelines.
+ * Start with the default export, {@linkcode postgres}: `postgres(url?, options?)` creates a
+ * client, `sql`, whose tagged template runs queries. Every value is sent as a parameter. A query
+ * issued while others are in flight is written at once, without waiting for their answers, and
+ * the answers are matched back in order; each query outside a transaction is its own
+ * Sync-terminated segment, so a failing query never affects its neighbours. A client holds up
+ * to `max` connections (default 10), and each of them pipelines.
  *
- * @example
+ * - Create: `postgres(url?, options?)`. With no URL it reads libpq's `PG*` variables, not
+ *   `DATABASE_URL`: pass that yourself, `postgres(Deno.env.get("DATABASE_URL"))`.
+ * - Query: `` sql`select ... ${value}` `` ({@linkcode Sql}, {@linkcode Query},
+ *   {@linkcode Result}); transactions with `sql.begin`, one connection with `sql.reserve()`.
+ * - End: `await sql.end()`, or create the client with `await using`; an open client keeps the
+ *   process alive.
+ * - Errors: {@linkcode PostgresError} (the server's), {@linkcode ConnectionError} (with an
+ *   `outcome`), {@linkcode QueryError} (bad input, such as a {@linkcode ParameterError}).
+ *
+ * Other entries: `@pgpipe/pgpipe/pglite` (PostgreSQL in the process), `@pgpipe/pgpipe/drizzle`
+ * and `@pgpipe/pgpipe/kysely` (the ORMs), `@pgpipe/pgpipe/interfaces` (the shapes of sockets,
+ * telemetry providers and embedded servers, for those who implement them). The README and the
+ * guides in `docs/` cover each topic with examples that the test suite runs.
+ *
+ * @example Connect, query, end
  * ```ts
  * import postgres from "jsr:@pgpipe/pgpipe";
  *
- * const sql = postgres("postgres://app:secret@localhost:5432/app");
+ * await using sql = postgres(Deno.env.get("DATABASE_URL")); // ended when the scope exits
+ * const users = await sql`select id, name from users where id = ${1}`;
+ * console.log(users[0]?.name, users.count);
+ *
  * // Issued together: each is written at once, without waiting for the others' answers.
- * const [a, b, c] = await Promise.all([
- *   sql`select ${1}::int as x`,
- *   sql`select ${2}::int as x`,
- *   sql`select ${3}::int as x`,
- * ]);
- * await sql.end();
+ * const [[a], [b]] = await Promise.all([sql`select 1 as x`, sql`select 2 as x`]);
+ * console.log(a.x + b.x); // 3
  * ```
  *
  * @module
@@ -73,15 +86,7 @@ export type {
   SslOption,
 } from "./src/config/options.ts";
 export type { PasswordSource } from "./src/connection/startup.ts";
-export type {
-  ObservableCallback,
-  OtelContext,
-  OtelContextManager,
-  OtelMeterProvider,
-  OtelSpan,
-  OtelTracerProvider,
-  TelemetryOptions,
-} from "./src/telemetry/otel.ts";
+export type { TelemetryOptions } from "./src/telemetry/otel.ts";
 export type { ListenHandle, NotifyHandler } from "./src/listen/listen.ts";
 export type {
   SubscribeHandler,
@@ -114,17 +119,11 @@ export {
 } from "./src/query/query.ts";
 export { Identifier } from "./src/query/identifier.ts";
 export { Helper } from "./src/query/helpers.ts";
-export { Parameter } from "./src/types/encode.ts";
+export { Parameter, ParameterError, type ParameterErrorCode } from "./src/types/encode.ts";
 export type { UnsafeOptions } from "./src/query/raw.ts";
 export type { PostgresType, Typed } from "./src/query/custom_types.ts";
 export type { ParserTable, SerializerTable } from "./src/query/type_handlers.ts";
-export type {
-  CaseBoth,
-  CaseFrom,
-  CaseTo,
-  Transform,
-  TransformColumn,
-} from "./src/query/transform.ts";
+export type { Transform, TransformColumn } from "./src/query/transform.ts";
 export {
   Result,
   type ResultColumn,
@@ -142,20 +141,11 @@ export {
   QueryError,
   type SocketErrorCode,
 } from "./src/errors.ts";
-export type {
-  DenoLikeConn,
-  NodeLikeSocket,
-  SslMode,
-  SslNegotiation,
-  TlsPath,
-  UserSocket,
-} from "./src/connection/transport/transport.ts";
-export type { EmbeddedServer, EmbeddedStream } from "./src/connection/transport/embedded.ts";
-export type { BulkCopy } from "./src/copy/bulk_copy.ts";
+export type { SslMode, SslNegotiation, TlsPath } from "./src/connection/transport/transport.ts";
 export type { CopyFromOptions, CopyFromSource } from "./src/copy/copy_from.ts";
 export type { CopyToOptions } from "./src/copy/copy_to.ts";
 export type { CopyType } from "./src/copy/copy_columns.ts";
-export type { FieldMap, Notification } from "./src/protocol/backend.ts";
+export type { Notification } from "./src/protocol/backend.ts";
 
 /**
  * The `postgres` function: creates clients, and carries postgres.js's statics
@@ -223,14 +213,38 @@ function create(urlOrOptions?: string | Options, options?: Options): Sql {
 }
 
 /**
- * Creates a client; see {@linkcode Postgres} for the forms and the statics.
+ * Creates a client: `postgres(url?, options?)` or `postgres(options)`. Nothing connects until
+ * the first query. Each setting comes from `options`, else the URL, else libpq's service file,
+ * else libpq's `PG*` environment variables (`PGHOST`, `PGUSER`, `PGPASSWORD`, ...; read with
+ * `--allow-env`), else the default. `DATABASE_URL` is not read: pass it as the URL.
  *
- * @example
+ * The client is the `sql` tag ({@linkcode Sql}). End it with `await sql.end()` (it waits for
+ * what is in flight), or create it with `await using`: an open client's connections keep the
+ * process alive. The function also carries postgres.js's statics: the case transforms
+ * (`postgres.camel`, `postgres.toCamel`, ...), `postgres.BigInt` and `postgres.PostgresError`
+ * (see {@linkcode Postgres}); and its namespace carries postgres.js's type names
+ * (`postgres.Sql`, `postgres.RowList<T>`, ...).
+ *
+ * @example A script
  * ```ts
  * import postgres from "jsr:@pgpipe/pgpipe";
- * const sql = postgres("postgres://user:pass@localhost/db");
- * const rows = await sql`select now() as now`;
- * await sql.end();
+ *
+ * await using sql = postgres(Deno.env.get("DATABASE_URL"), { max: 4 });
+ * const [{ now }] = await sql`select now() as now`;
+ * console.log(now instanceof Date); // true
+ * ```
+ *
+ * @example A server: one client for the process
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ *
+ * const sql = postgres(Deno.env.get("DATABASE_URL"));
+ * Deno.serve(async (req) => {
+ *   const id = new URL(req.url).searchParams.get("id") ?? "";
+ *   if (!/^\d{1,9}$/.test(id)) return new Response("bad id", { status: 400 });
+ *   const [user] = await sql`select id, name from users where id = ${Number(id)}`;
+ *   return user ? Response.json(user) : new Response("not found", { status: 404 });
+ * });
  * ```
  */
 const postgres: Postgres = Object.assign(create, {

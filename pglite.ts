@@ -25,7 +25,8 @@
  *
  * @module
  */
-import type { EmbeddedServer, Options } from "./mod.ts";
+import type { Options } from "./mod.ts";
+import type { EmbeddedServer } from "./interfaces.ts";
 import { isPGlite, PGliteServer } from "./src/pglite/server.ts";
 import type { PGliteLike } from "./src/pglite/session.ts";
 

@@ -26,6 +26,7 @@
  * curl -X POST localhost:8000/hits/home   # {"page":"home","hits":1}
  * curl localhost:8000/hits                # the ten most visited pages
  * curl localhost:8000/                    # server version, time and whether TLS is on
+ * curl -X POST "localhost:8000/hits/a%20b" # 400: a page name is letters, digits, _ or -
  * ```
  *
  * @module
@@ -95,7 +96,14 @@ export async function handler(req: Request): Promise<Response> {
       return Response.json({ version: server.version, now: server.now, tls: tls.tls });
     }
     await ready(sql);
-    const page = /^\/hits\/([\w-]{1,100})$/.exec(url.pathname)?.[1];
+    const segment = /^\/hits\/([^/]*)$/.exec(url.pathname)?.[1];
+    const page = segment !== undefined && /^[\w-]{1,100}$/.test(segment) ? segment : undefined;
+    if (segment !== undefined && page === undefined) {
+      // Bad input is the client's mistake: a 400 before any query, never a 500.
+      return Response.json({ error: "a page name is 1 to 100 letters, digits, _ or -" }, {
+        status: 400,
+      });
+    }
     if (page !== undefined && req.method === "POST") {
       const [row] = await sql`
         insert into page_hits (page, hits) values (${page}, 1)

@@ -19,7 +19,7 @@
  * | ------------------- | ------------------------------------------------------------------- |
  * | `GET /users`        | lists users by id; `?limit=` (default 50, at most 500), `?after=id` |
  * | `POST /users`       | inserts one user (an object) or several (an array); 201 with them   |
- * | `GET /users/:id`    | one user, or 404                                                    |
+ * | `GET /users/:id`    | one user, or 404 (400 when `:id` is not an integer)                 |
  * | `PATCH /users/:id`  | changes `name` and/or `email`; 200 with the row, or 404             |
  * | `DELETE /users/:id` | 204, or 404                                                         |
  * | `GET /stats`        | the user count and the latest sign-up, from two pipelined queries   |
@@ -164,9 +164,10 @@ export async function handler(req: Request): Promise<Response> {
       if (req.method === "POST") return json(await createUsers(await body(req)), 201);
       throw new HttpError(405, `${req.method} is not allowed on /users`);
     }
-    const match = /^\/users\/(\d{1,9})$/.exec(url.pathname);
+    const match = /^\/users\/([^/]+)$/.exec(url.pathname);
     if (match) {
-      const id = Number(match[1]);
+      // Checked before it reaches SQL: /users/abc is the client's mistake (400), not ours (500).
+      const id = intParam(match[1], 0, 2 ** 31 - 1);
       let user: User | undefined;
       if (req.method === "GET") {
         [user] = await sql<User[]>`

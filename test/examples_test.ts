@@ -125,7 +125,13 @@ async function usersApi(app: typeof import("../examples/http_users.ts")): Promis
     assert.deepEqual(page.body.map((u: { name: string }) => u.name), ["Ada", "Alan"]);
     const next = await call("GET", `/users?limit=1&after=${page.body[1].id}`);
     assert.deepEqual(next.body.map((u: { name: string }) => u.name), ["Grace"]);
-    assert.equal((await call("GET", "/users?limit=-1")).status, 400);
+    // Bad input in the path or the query string is answered with a 400, never a 500.
+    for (const path of ["/users?limit=-1", "/users?limit=abc", "/users?after=abc", "/users/abc"]) {
+      const bad = await call("GET", path);
+      assert.equal(bad.status, 400, path);
+      assert.match(bad.body.error, /expected an integer/, path);
+    }
+    assert.equal((await call("GET", "/users/99999999999")).status, 400);
 
     const id = ada.body.id;
     assert.deepEqual((await call("GET", `/users/${id}`)).body, ada.body);
@@ -195,6 +201,11 @@ async function deployHandler(deploy: typeof import("../examples/deploy_handler.t
       { page: "home", hits: 10 },
       { page: "about", hits: 1 },
     ]);
+    for (const bad of ["/hits/", "/hits/no%20spaces", `/hits/${"x".repeat(101)}`]) {
+      const refused = await get(bad, "POST");
+      assert.equal(refused.status, 400, bad);
+      assert.match((await refused.json()).error, /page name/);
+    }
     const missing = await get("/elsewhere");
     assert.equal(missing.status, 404);
     await missing.body?.cancel();

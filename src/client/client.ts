@@ -257,7 +257,7 @@ function openPool(
   });
 }
 
-/** Creates a client; see {@link Options} and the README for the URL and environment rules. */
+/** Creates a client; see {@link Options} and docs/configuration.md for the URL and environment rules. */
 export function createSql(url?: string, options?: Options): Sql {
   const resolved = withEmbedded(resolveOptions(url, options), options, url);
   // Compiling `types` and `transform` checks them, before anything is started.

@@ -69,7 +69,7 @@ export interface SqlTag extends BulkCopy {
   file<T extends readonly unknown[] = Row[]>(path: string | URL, options: UnsafeOptions): Query<T>;
   /** A jsonb parameter: the value's JSON text (even for a string). */
   json(value: unknown): Parameter;
-  /** An array parameter of an element type OID (or an array type OID); see the README. */
+  /** An array parameter of an element type OID (or an array type OID); see docs/types.md. */
   array(values: readonly unknown[], type?: number): Parameter;
   /** A parameter of a type OID; `sql.typed.<name>(value)` for each custom type. */
   readonly typed: Typed;

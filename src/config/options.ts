@@ -372,7 +372,7 @@ export interface Options {
    */
   publications?: string;
   /**
-   * OpenTelemetry spans and metrics (see the README's Observability section).
+   * OpenTelemetry spans and metrics (see docs/observability.md).
    * Default: on when Deno's telemetry is (`OTEL_DENO=true`, Deno Deploy), with
    * Deno's providers; `false`: off; an object: other providers, or no query text.
    */

@@ -147,7 +147,17 @@ export function pickColumns(
   });
 }
 
-/** A type given by OID or by built-in name (`"int8"`, `"jsonb"`, `"text[]"`). */
+/**
+ * A type given by OID or by built-in name (`"int8"`, `"jsonb"`, `"text[]"`).
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ *
+ * await using sql = postgres();
+ * await sql.copyFrom("points", [[1, 2.5]], { columns: ["id", "v"], types: ["int4", 701] });
+ * ```
+ */
 export type CopyType = number | string;
 
 /** A type OID from a number or a built-in type name; `INVALID_TYPE` otherwise. */

@@ -20,10 +20,28 @@ import { decoderFor, type TextDecoderFn } from "../types/text_decoders.ts";
  * `sql.options.parsers`: a result decoder by type OID, called with the server's text of each
  * non-null value. postgres.js's shape: a handler whose `array` property is `true` gets the text
  * without its first character (postgres.js's array parsers do).
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ *
+ * await using sql = postgres();
+ * sql.options.parsers[1700] = (text: string) => Number(text); // numeric as a number
+ * ```
  */
 export type ParserTable = Record<number, (text: string) => unknown>;
 
-/** `sql.options.serializers`: a parameter serializer by type OID, returning the text sent. */
+/**
+ * `sql.options.serializers`: a parameter serializer by type OID, returning the text sent.
+ *
+ * @example
+ * ```ts
+ * import postgres from "jsr:@pgpipe/pgpipe";
+ *
+ * await using sql = postgres();
+ * sql.options.serializers[1184] = (d: Date) => d.toISOString(); // timestamptz parameters
+ * ```
+ */
 export type SerializerTable = Record<number, (value: any) => unknown>;
 
 /** Where a change to a table goes: the compiled maps the connections and queries read. */

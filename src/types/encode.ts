@@ -9,14 +9,42 @@ import { QueryError } from "../errors.ts";
 import { arrayOf, elementOf, Oid } from "./oids.ts";
 import { MAX_TIME } from "./formats.ts";
 
-/** Machine-readable reason a value cannot be sent as a parameter. */
+/**
+ * Machine-readable reason a value cannot be sent as a parameter: the `code` of a
+ * {@linkcode ParameterError}.
+ *
+ * @example
+ * ```ts
+ * import type { ParameterErrorCode } from "jsr:@pgpipe/pgpipe";
+ *
+ * const advice: Record<ParameterErrorCode, string> = {
+ *   UNDEFINED_VALUE: "use null for SQL NULL",
+ *   UNSUPPORTED_TYPE: "functions and symbols cannot be sent",
+ *   INVALID_DATE: "the Date is invalid",
+ * };
+ * ```
+ */
 export type ParameterErrorCode = "UNDEFINED_VALUE" | "UNSUPPORTED_TYPE" | "INVALID_DATE";
 
 /**
- * Thrown by {@linkcode serialize} for values that have no PostgreSQL representation:
- * `undefined` (`UNDEFINED_VALUE`; use `null` for SQL NULL), functions and symbols
- * (`UNSUPPORTED_TYPE`) and invalid `Date`s (`INVALID_DATE`). It is a
- * {@linkcode QueryError}, so callers catch one class for every bad input.
+ * A parameter that has no PostgreSQL representation, refused before anything is sent:
+ * `undefined` (`UNDEFINED_VALUE`; use `null` for SQL NULL, or the `transform.undefined`
+ * option), functions and symbols (`UNSUPPORTED_TYPE`) and invalid `Date`s (`INVALID_DATE`). It
+ * is a {@linkcode QueryError}, so callers catch one class for every bad input; the connection
+ * stays usable.
+ *
+ * @example
+ * ```ts
+ * import postgres, { ParameterError } from "jsr:@pgpipe/pgpipe";
+ *
+ * await using sql = postgres();
+ * const input: { id?: number } = {};
+ * try {
+ *   await sql`select * from users where id = ${input.id}`;
+ * } catch (e) {
+ *   if (e instanceof ParameterError) console.log(e.code); // "UNDEFINED_VALUE"
+ * }
+ * ```
  */
 export class ParameterError extends QueryError {
   /** Creates an error with the given code and human-readable message. */

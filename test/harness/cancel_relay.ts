@@ -7,7 +7,8 @@
  * second SIGINT may land after the target failed and the next query started. The server closes
  * the cancel socket only after both.
  */
-import type { DenoLikeConn, SocketFunction } from "../../mod.ts";
+import type { SocketFunction } from "../../mod.ts";
+import type { DenoLikeConn } from "../../interfaces.ts";
 
 const CANCEL_REQUEST_CODE = 80877102;
 

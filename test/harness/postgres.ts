@@ -9,6 +9,7 @@ import { PGlite } from "@electric-sql/pglite";
 import { onPglite, PGLITE_URL } from "./pglite_mode.ts";
 
 export * from "../../mod.ts";
+export type * from "../../interfaces.ts";
 
 /** The PGlite of this test process, started at load so no test pays (or leaks) its start. */
 const shared: PGlite | null = onPglite ? await PGlite.create() : null;
