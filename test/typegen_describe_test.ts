@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
-import postgres, { type Options, type Sql } from "../mod.ts";
+import postgres, { ConnectionError, type Options, type Sql } from "../mod.ts";
 import { pglite } from "../pglite.ts";
 import { PGlite } from "@electric-sql/pglite";
 import { MigrationError, openDescriber } from "../src/typegen/describer.ts";
@@ -685,6 +685,15 @@ Deno.test({
       await describer.close();
     }
   },
+});
+
+Deno.test("typegen describer: a server that cannot be reached rejects the open", async () => {
+  // Port 1 of loopback: nothing listens there.
+  const error = await openDescriber({ database: "postgres://nobody@127.0.0.1:1/none" }, {}).then(
+    (d) => d.close().then(() => assert.fail("nothing listens on port 1")),
+    (e: unknown) => e,
+  );
+  assert.ok(error instanceof ConnectionError, String(error));
 });
 
 Deno.test({
