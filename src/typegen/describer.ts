@@ -48,11 +48,16 @@ const QUIET_SERVER_LOG = "set log_min_messages = panic";
 /** The message of the log line `debug_print_parse` writes; its detail is the tree. */
 const PARSE_TREE_MESSAGE = "parse tree:";
 
-/** The NOT NULL columns of the given relations (a NOT VALID constraint of PostgreSQL 18 not). */
+/**
+ * The NOT NULL columns of the given tables: ordinary and partitioned ones (a foreign table's
+ * constraint is not enforced, a view's columns have none), and not by a NOT VALID constraint of
+ * PostgreSQL 18 (rows from before it may hold nulls).
+ */
 const NOT_NULL_QUERY = `
   select a.attrelid::int8 as rel, a.attnum::int4 as num
-  from pg_catalog.pg_attribute a
-  where a.attrelid = any($1::oid[]) and a.attnum > 0 and a.attnotnull and not a.attisdropped
+  from pg_catalog.pg_attribute a join pg_catalog.pg_class r on r.oid = a.attrelid
+  where a.attrelid = any($1::oid[]) and r.relkind in ('r', 'p') and a.attnum > 0
+    and a.attnotnull and not a.attisdropped
     and not exists (
       select 1 from pg_catalog.pg_constraint c
       where c.conrelid = a.attrelid and c.contype = 'n' and not c.convalidated
@@ -129,9 +134,8 @@ class PgDescriber implements Describer {
   /** Describe calls run one after another: the log of trees belongs to one batch at a time. */
   #queue: Promise<unknown> = Promise.resolve();
   readonly #types = new Map<number, CatalogType>();
-  /** NOT NULL columns (`relid:attnum`) of the relations already looked up. */
-  readonly #notNull = new Set<string>();
-  readonly #relations = new Set<number>();
+  /** The NOT NULL columns (attnums) of each relation already looked up. */
+  readonly #notNull = new Map<number, Set<number>>();
 
   constructor(sql: Sql, options: TypegenOptions, notices: { on: (n: Notice) => void }) {
     this.#sql = sql;
@@ -217,13 +221,13 @@ class PgDescriber implements Describer {
       }
       for (const t of o.statement.types) oids.add(t);
     }
-    const newRelations = [...relations].filter((r) => !this.#relations.has(r));
+    const newRelations = [...relations].filter((r) => !this.#notNull.has(r));
     const notNull = newRelations.length === 0
       ? Promise.resolve([])
       : this.#sql.unsafe(NOT_NULL_QUERY, [newRelations]);
     const types = this.#lookUpTypes(oids);
-    for (const row of await notNull) this.#notNull.add(`${Number(row.rel)}:${row.num}`);
-    for (const r of newRelations) this.#relations.add(r);
+    for (const r of newRelations) this.#notNull.set(r, new Set());
+    for (const row of await notNull) this.#notNull.get(Number(row.rel))?.add(row.num as number);
     await types;
   }
 
@@ -250,7 +254,8 @@ class PgDescriber implements Describer {
     }
   }
 
-  #isNotNull = (relid: number, attnum: number): boolean => this.#notNull.has(`${relid}:${attnum}`);
+  #isNotNull = (relid: number, attnum: number): boolean =>
+    this.#notNull.get(relid)?.has(attnum) === true;
 
   /** The model's types of a described statement. */
   #typesOf(statement: DescribedStatement, tree: PgNode | null): QueryTypes {
