@@ -63,6 +63,16 @@ const NOT_NULL_QUERY = `
       where c.conrelid = a.attrelid and c.contype = 'n' and not c.convalidated
         and a.attnum = any(c.conkey))`;
 
+/**
+ * The tables with a BEFORE ROW trigger on insert or update (tgtype bits: 1 row, 2 before, 4
+ * insert, 16 update): it may fill a column the statement leaves null, so there a null parameter
+ * for a NOT NULL column is not refused.
+ */
+const TRIGGER_QUERY = `
+  select distinct t.tgrelid::int8 as rel from pg_catalog.pg_trigger t
+  where t.tgrelid = any($1::oid[]) and not t.tgisinternal and (t.tgtype & 3) = 3
+    and (t.tgtype & 20) <> 0`;
+
 /** What type_map.ts needs of each user-defined type. */
 const TYPE_QUERY = `
   select t.oid::int8 as oid, t.typtype::text as kind, t.typbasetype::int8 as base,
@@ -136,6 +146,8 @@ class PgDescriber implements Describer {
   readonly #types = new Map<number, CatalogType>();
   /** The NOT NULL columns (attnums) of each relation already looked up. */
   readonly #notNull = new Map<number, Set<number>>();
+  /** The relations among those with a BEFORE ROW trigger on insert or update. */
+  readonly #triggered = new Set<number>();
 
   constructor(sql: Sql, options: TypegenOptions, notices: { on: (n: Notice) => void }) {
     this.#sql = sql;
@@ -222,12 +234,14 @@ class PgDescriber implements Describer {
       for (const t of o.statement.types) oids.add(t);
     }
     const newRelations = [...relations].filter((r) => !this.#notNull.has(r));
-    const notNull = newRelations.length === 0
-      ? Promise.resolve([])
-      : this.#sql.unsafe(NOT_NULL_QUERY, [newRelations]);
+    const ask = (query: string) =>
+      newRelations.length === 0 ? Promise.resolve([]) : this.#sql.unsafe(query, [newRelations]);
+    const notNull = ask(NOT_NULL_QUERY);
+    const triggers = ask(TRIGGER_QUERY);
     const types = this.#lookUpTypes(oids);
     for (const r of newRelations) this.#notNull.set(r, new Set());
     for (const row of await notNull) this.#notNull.get(Number(row.rel))?.add(row.num as number);
+    for (const row of await triggers) this.#triggered.add(Number(row.rel));
     await types;
   }
 
@@ -257,11 +271,15 @@ class PgDescriber implements Describer {
   #isNotNull = (relid: number, attnum: number): boolean =>
     this.#notNull.get(relid)?.has(attnum) === true;
 
+  /** Whether the server refuses a null written to the column: no trigger can fill it first. */
+  #refusesNull = (relid: number, attnum: number): boolean =>
+    this.#isNotNull(relid, attnum) && !this.#triggered.has(relid);
+
   /** The model's types of a described statement. */
   #typesOf(statement: DescribedStatement, tree: PgNode | null): QueryTypes {
     const catalog: TypeCatalog = this.#types;
     const proved = tree === null ? [] : nonNullColumns(tree, this.#isNotNull);
-    const required = tree === null ? new Set<number>() : requiredParams(tree, this.#isNotNull);
+    const required = tree === null ? new Set<number>() : requiredParams(tree, this.#refusesNull);
     // A row is an object: a later column of the same name overwrites the value of an earlier
     // one, at the earlier one's place.
     const columns: ColumnType[] = [];

@@ -51,6 +51,8 @@ class Reader {
   #at = 0;
   /** Whether the last word read was written in double quotes. */
   quoted = false;
+  /** Whether the last word read held an escape (then it is text, never `<>`, the null). */
+  escaped = false;
 
   constructor(text: string) {
     this.#text = text;
@@ -91,6 +93,7 @@ class Reader {
       else this.#at++;
     }
     let w = t.slice(start, this.#at);
+    this.escaped = escaped;
     if (escaped) w = w.replace(/\\(.)/gs, "$1");
     this.quoted = first === QUOTE && w.length >= 2 && w.endsWith('"');
     return this.quoted ? w.slice(1, -1) : w;
@@ -120,7 +123,7 @@ export function parseNodeTree(text: string): PgNode {
       throw new NodeTreeError(`unexpected "${String.fromCharCode(c)}"`);
     }
     const w = r.word();
-    if (!r.quoted && w === "<>") return null;
+    if (!r.quoted && !r.escaped && w === "<>") return null;
     // A Const's datum: its length, then its bytes in brackets (`4 [ 1 0 0 0 ]`).
     if (!r.quoted && r.nextIsLone(OPEN_BRACKET)) {
       while (r.word() !== "]") { /* the bytes say nothing the describer needs */ }

@@ -16,7 +16,8 @@
  *   non-null in every row source, by these same rules.
  *
  * Everything else may be null. A parameter must not be null when it is the value written to a
- * `NOT NULL` column by `insert ... values` or `update ... set` (the server would refuse the null).
+ * `NOT NULL` column by `insert ... values` or `update ... set` (the server would refuse the null),
+ * unless a BEFORE ROW trigger of the table may fill it in (the describer's lookup says which).
  */
 import {
   asNode,
