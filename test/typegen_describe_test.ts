@@ -758,6 +758,10 @@ Deno.test("typegen describer: the tree reader reads what nodeToString writes, an
   assert.deepEqual(tree.fields.names, ["a b", ""]);
   assert.deepEqual(tree.fields.empty, []);
   assert.equal(tree.fields.rtable, null);
+  // PostgreSQL 13 and 14's shorter tags read as the later ones.
+  const old = parseNodeTree("{QUERY :rtable ({RTE :rtekind 0}) :x {COALESCE :args <>}}");
+  assert.equal((old.fields.rtable as PgNode[])[0].tag, "RANGETBLENTRY");
+  assert.equal((old.fields.x as PgNode).tag, "COALESCEEXPR");
   for (const bad of ["", "{QUERY :a 1", "{QUERY a 1}", "{QUERY :a (1}", "{Q} extra"]) {
     assert.throws(() => parseNodeTree(bad), NodeTreeError, bad);
   }
