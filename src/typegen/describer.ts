@@ -28,6 +28,7 @@ import {
 } from "./type_map.ts";
 
 export { MigrationError } from "./migrations.ts";
+export type { ColumnType, Describer, QueryTypes, SchemaSource, TypegenOptions } from "./model.ts";
 
 /**
  * The session settings: the server sends each statement's parse tree to the client; the session
