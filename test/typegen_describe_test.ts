@@ -642,6 +642,14 @@ const NULLABILITY: Rule[] = [
     values: [null, "t", 1],
   },
   {
+    rule: "on conflict do update: its set takes no null for a NOT NULL column, nor a cast one",
+    text: "insert into tg_users (name, email) values ($1::varchar, $2) on conflict (id) " +
+      "do update set name = $3, email = $4 returning id",
+    nullable: [false],
+    params: ["string", "string | null", "string", "string | null"],
+    values: ["a", null, "b", null],
+  },
+  {
     rule: "insert of several rows: each row's value for a NOT NULL column",
     text: "insert into tg_posts (author_id, title, body) values ($1, $2, $3), ($4, $5, $6)",
     nullable: [],
