@@ -447,6 +447,22 @@ Deno.test({
       },
     );
 
+    await step(
+      t,
+      "a statement that fails after the server logged its tree leaves the others theirs",
+      async () => {
+        // The rewriter refuses an insert into a view it cannot update: after parse analysis,
+        // whose tree the session already logged. The next statement must not take that tree.
+        const [view, joined] = await (await fx.describer()).describe([
+          "insert into tg_post_counts (author_id) values (1) returning author_id",
+          NULLABILITY[0].text,
+        ]);
+        assert.ok(!view.ok && /cannot insert into view/.test(view.message), JSON.stringify(view));
+        assert.ok(joined.ok);
+        assert.deepEqual(joined.columns.map((c) => c.nullable), NULLABILITY[0].nullable);
+      },
+    );
+
     await step(t, "describing never runs a statement: nothing is written", async () => {
       const describer = await fx.describer();
       const writes = [
