@@ -643,6 +643,22 @@ const NULLABILITY: Rule[] = [
     nullable: [false, true],
   },
   {
+    rule: "a view's columns are its definition's: count(*) never null, the grouped column not",
+    text: "select author_id, posts from tg_post_counts",
+    nullable: [false, false],
+  },
+  {
+    rule: "a view on a view, on the nullable side of a left join",
+    text: "select u.name, c.author_id, c.n, c.posts from tg_users u left join " +
+      "tg_counted c on c.author_id = u.id",
+    nullable: [false, true, true, true],
+  },
+  {
+    rule: "a view's view, joined inner",
+    text: "select author_id, n, posts from tg_counted",
+    nullable: [false, true, false],
+  },
+  {
     rule: "insert returning: NOT NULL columns are non-null; a NOT NULL target takes no null",
     text: "insert into tg_users (name, email) values ($1, $2) " +
       "returning id, name, email, mood, created_at",
@@ -717,8 +733,14 @@ Deno.test({
         { name: "nickname", type: "string", nullable: true }, // added by the second migration
         { name: "createdAt", type: "Date", nullable: false },
       ]);
-      // A view's columns carry no constraint: nullable, whatever its table says.
-      assert.ok(view.ok && view.columns.every((c) => c.nullable));
+      // A view's columns are its definition's: `select id, name, created_at from users where
+      // active`, all NOT NULL columns.
+      assert.ok(view.ok, view.ok ? "" : view.message);
+      assert.deepEqual(view.columns.map((c) => [c.name, c.nullable]), [
+        ["id", false],
+        ["name", false],
+        ["createdAt", false],
+      ]);
       assert.ok(!wrong.ok && wrong.code === "42P01");
     } finally {
       await describer.close();
