@@ -323,9 +323,12 @@ class PgDescriber implements Describer {
     this.#notNull.get(relid)?.has(attnum) === true ||
     (this.#views.has(relid) && this.#viewColumns(relid)[attnum - 1] === true);
 
-  /** Whether the server refuses a null written to the column: no trigger can fill it first. */
+  /**
+   * Whether the server refuses a null written to the column: a table's NOT NULL column that no
+   * trigger can fill first. Not a view's: an INSTEAD OF trigger may put the row anywhere.
+   */
   #refusesNull = (relid: number, attnum: number): boolean =>
-    this.#isNotNull(relid, attnum) && !this.#triggered.has(relid);
+    this.#notNull.get(relid)?.has(attnum) === true && !this.#triggered.has(relid);
 
   /** The model's types of a described statement. */
   #typesOf(statement: DescribedStatement, tree: PgNode | null): QueryTypes {
