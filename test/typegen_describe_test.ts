@@ -742,6 +742,13 @@ Deno.test({
         ["createdAt", false],
       ]);
       assert.ok(!wrong.ok && wrong.code === "42P01");
+      // Written through, a view returns what its trigger or rule made: nothing is proved.
+      const [written] = await describer.describe([
+        "insert into orm_drizzle.active_users (name) values ($1) returning id, name",
+      ]);
+      assert.ok(written.ok, written.ok ? "" : written.message);
+      assert.deepEqual(written.columns.map((c) => c.nullable), [true, true]);
+      assert.deepEqual(written.params, ["string | null"]);
     } finally {
       await describer.close();
     }

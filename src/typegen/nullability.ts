@@ -208,6 +208,11 @@ function varNonNull(v: PgNode, from: Scope, notNull: NotNullLookup): boolean {
   if (rte === undefined) return false;
   switch (int(rte, "rtekind")) {
     case RTE_RELATION:
+      // A view a statement writes to returns what its INSTEAD OF trigger or rule made, which
+      // its definition says nothing about.
+      if (varno === int(scope.query, "resultRelation") && text(rte, "relkind") === "v") {
+        return false;
+      }
       // System columns (ctid, xmin, tableoid, ...) and the whole row always have a value.
       if (attno <= 0) return true;
       return notNull(int(rte, "relid"), attno);
