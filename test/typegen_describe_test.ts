@@ -701,6 +701,13 @@ const NULLABILITY: Rule[] = [
     nullable: [false, false, false, false, false, false, false, false, false],
   },
   {
+    rule: "a table with a rule: what a write returns is the rule's, and its null goes in",
+    text: "insert into tg_notes (note) values ($1) returning id, note",
+    nullable: [true, true],
+    params: ["string | null"],
+    values: [null],
+  },
+  {
     rule: "delete returning",
     text: "delete from tg_posts where id = $1 returning id, body",
     nullable: [false, true],

@@ -64,6 +64,11 @@ const NOT_NULL_QUERY = `
       where c.conrelid = a.attrelid and c.contype = 'n' and not c.convalidated
         and a.attnum = any(c.conkey))`;
 
+/** The tables with rules (an INSTEAD rule makes what a statement writing to one returns). */
+const RULE_QUERY = `
+  select c.oid::int8 as rel from pg_catalog.pg_class c
+  where c.oid = any($1::oid[]) and c.relhasrules and c.relkind in ('r', 'p')`;
+
 /**
  * The tables with a BEFORE ROW trigger on insert or update (tgtype bits: 1 row, 2 before, 4
  * insert, 16 update): it may fill a column the statement leaves null, so there a null parameter
@@ -159,6 +164,9 @@ class PgDescriber implements Describer {
   readonly #notNull = new Map<number, Set<number>>();
   /** The relations among those with a BEFORE ROW trigger on insert or update. */
   readonly #triggered = new Set<number>();
+  /** The tables among those with rules. */
+  readonly #ruled = new Set<number>();
+  #isRuled = (relid: number): boolean => this.#ruled.has(relid);
   /** The parse tree of each view's definition (views whose definition described). */
   readonly #views = new Map<number, PgNode>();
   /** Each view's columns proved non-null, once worked out. */
@@ -263,11 +271,13 @@ class PgDescriber implements Describer {
     let pending = [...new Set(relations)].filter((r) => !this.#notNull.has(r));
     while (pending.length > 0) {
       const ask = (query: string) => this.#sql.unsafe(query, [pending]);
-      const [notNull, triggers, views] = await Promise.all([
+      const [notNull, triggers, rules, views] = await Promise.all([
         ask(NOT_NULL_QUERY),
         ask(TRIGGER_QUERY),
+        ask(RULE_QUERY),
         ask(VIEW_QUERY),
       ]);
+      for (const row of rules) this.#ruled.add(Number(row.rel));
       for (const r of pending) this.#notNull.set(r, new Set());
       for (const row of notNull) this.#notNull.get(Number(row.rel))?.add(row.num as number);
       for (const row of triggers) this.#triggered.add(Number(row.rel));
@@ -290,7 +300,7 @@ class PgDescriber implements Describer {
     if (columns === undefined) {
       this.#viewNonNull.set(relid, []); // views cannot refer to themselves; still, never loop
       const tree = this.#views.get(relid);
-      columns = tree === undefined ? [] : nonNullColumns(tree, this.#isNotNull);
+      columns = tree === undefined ? [] : nonNullColumns(tree, this.#isNotNull, this.#isRuled);
       this.#viewNonNull.set(relid, columns);
     }
     return columns;
@@ -325,15 +335,17 @@ class PgDescriber implements Describer {
 
   /**
    * Whether the server refuses a null written to the column: a table's NOT NULL column that no
-   * trigger can fill first. Not a view's: an INSTEAD OF trigger may put the row anywhere.
+   * trigger can fill first, and no rule send elsewhere. Not a view's: an INSTEAD OF trigger may
+   * put the row anywhere.
    */
   #refusesNull = (relid: number, attnum: number): boolean =>
-    this.#notNull.get(relid)?.has(attnum) === true && !this.#triggered.has(relid);
+    this.#notNull.get(relid)?.has(attnum) === true && !this.#triggered.has(relid) &&
+    !this.#ruled.has(relid);
 
   /** The model's types of a described statement. */
   #typesOf(statement: DescribedStatement, tree: PgNode | null): QueryTypes {
     const catalog: TypeCatalog = this.#types;
-    const proved = tree === null ? [] : nonNullColumns(tree, this.#isNotNull);
+    const proved = tree === null ? [] : nonNullColumns(tree, this.#isNotNull, this.#isRuled);
     const required = tree === null ? new Set<number>() : requiredParams(tree, this.#refusesNull);
     // A row is an object: a later column of the same name overwrites the value of an earlier
     // one, at the earlier one's place.

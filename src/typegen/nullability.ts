@@ -69,13 +69,19 @@ interface Scope {
   /** 1-based range table indexes on the nullable side of an outer join. */
   nullable: Set<number>;
   parent: Scope | null;
+  /** Whether a relation has rules, which may make the rows a statement writes to it return. */
+  ruled: (relid: number) => boolean;
 }
 
-function scopeOf(query: PgNode, parent: Scope | null): Scope {
+function scopeOf(
+  query: PgNode,
+  parent: Scope | null,
+  ruled: (relid: number) => boolean = parent?.ruled ?? (() => false),
+): Scope {
   const nullable = new Set<number>();
   const jointree = child(query, "jointree");
   if (jointree !== undefined) markNullable(jointree, false, nullable);
-  return { query, rtable: nodeList(field(query, "rtable")), nullable, parent };
+  return { query, rtable: nodeList(field(query, "rtable")), nullable, parent, ruled };
 }
 
 /** Adds every range table index under `item` that an outer join above it may null. */
@@ -124,12 +130,17 @@ export function returnedNames(query: PgNode): string[] | null {
 
 /**
  * For each column `query` returns, whether it is proved never null (false for a statement that
- * returns nothing the rules can read).
+ * returns nothing the rules can read). `ruled` says which tables have rules: what a statement
+ * writing to one returns is the rule's doing, so nothing of it is proved.
  */
-export function nonNullColumns(query: PgNode, notNull: NotNullLookup): boolean[] {
+export function nonNullColumns(
+  query: PgNode,
+  notNull: NotNullLookup,
+  ruled: (relid: number) => boolean = () => false,
+): boolean[] {
   const list = returned(query);
   if (list === null) return [];
-  const scope = scopeOf(query, null);
+  const scope = scopeOf(query, null, ruled);
   return columnsOf(scope, list, notNull);
 }
 
@@ -209,10 +220,11 @@ function varNonNull(v: PgNode, from: Scope, notNull: NotNullLookup): boolean {
   switch (int(rte, "rtekind")) {
     case RTE_RELATION:
       // A view a statement writes to returns what its INSTEAD OF trigger or rule made, which
-      // its definition says nothing about.
-      if (varno === int(scope.query, "resultRelation") && text(rte, "relkind") === "v") {
-        return false;
-      }
+      // its definition says nothing about; so does a table with rules.
+      if (
+        varno === int(scope.query, "resultRelation") &&
+        (text(rte, "relkind") === "v" || scope.ruled(int(rte, "relid")))
+      ) return false;
       // System columns (ctid, xmin, tableoid, ...) and the whole row always have a value.
       if (attno <= 0) return true;
       return notNull(int(rte, "relid"), attno);
