@@ -762,6 +762,31 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "typegen describer: a NOT NULL constraint not yet validated proves nothing (PGlite: PostgreSQL 18)",
+  sanitizeResources: false,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "typegen_not_valid_" });
+    try {
+      await Deno.writeTextFile(
+        join(dir, "0000_not_valid.sql"),
+        "create table t (a int, b int not null);\ninsert into t values (null, 1);\n" +
+          "alter table t add constraint a_set not null a not valid;\n",
+      );
+      const describer = await openDescriber({ migrations: dir }, {});
+      try {
+        const columns = await described(describer, "select a, b from t");
+        assert.deepEqual(columns.map((c) => [c.name, c.nullable]), [["a", true], ["b", false]]);
+      } finally {
+        await describer.close();
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
 Deno.test("typegen describer: a server that cannot be reached rejects the open", async () => {
   // Port 1 of loopback: nothing listens there.
   const error = await openDescriber({ database: "postgres://nobody@127.0.0.1:1/none" }, {}).then(
