@@ -1,0 +1,341 @@
+/**
+ * The describer of the typed-SQL command: it asks PostgreSQL (a server, or an in-process PGlite
+ * with the project's migrations applied) what each query's parameters and rows are, without ever
+ * running one. Each text is sent as Parse + Describe (pgpipe's `query.describe()`), all of them at
+ * once on one connection, so they are pipelined. The session logs each statement's parse tree to
+ * the client (`debug_print_parse`, `client_min_messages = log`), and nullability.ts proves from
+ * that tree which columns are never null; the catalog gives `NOT NULL` constraints, enums' labels,
+ * domains' bases and arrays' elements, and type_map.ts turns the OIDs into TypeScript.
+ */
+import { createSql, type Sql } from "../client/client.ts";
+import type { Options } from "../config/options.ts";
+import { env } from "../config/environment.ts";
+import { PostgresError } from "../errors.ts";
+import type { Notice } from "../errors.ts";
+import type { DescribedStatement } from "../query/query.ts";
+import { toCamel, toKebab, toPascal } from "../query/transform.ts";
+import { pglite } from "../../pglite.ts";
+import type { ColumnType, Describer, QueryTypes, SchemaSource, TypegenOptions } from "./model.ts";
+import { lineOfPosition, MigrationError, readMigrations } from "./migrations.ts";
+import { NodeTreeError, parseNodeTree, type PgNode } from "./node_tree.ts";
+import { nonNullColumns, relationsOf, requiredParams, returnedNames } from "./nullability.ts";
+import {
+  type CatalogType,
+  paramType,
+  resultType,
+  type TypeCatalog,
+  typesToLookUp,
+} from "./type_map.ts";
+
+export { MigrationError } from "./migrations.ts";
+
+/** The session settings that make the server log each statement's parse tree to the client. */
+const SESSION_SETUP = "set client_min_messages = log; set debug_print_parse = on; " +
+  "set debug_pretty_print = off; set default_transaction_read_only = on";
+
+/** The message of the log line `debug_print_parse` writes; its detail is the tree. */
+const PARSE_TREE_MESSAGE = "parse tree:";
+
+/** The NOT NULL columns of the given relations (a NOT VALID constraint of PostgreSQL 18 not). */
+const NOT_NULL_QUERY = `
+  select a.attrelid::int8 as rel, a.attnum::int4 as num
+  from pg_catalog.pg_attribute a
+  where a.attrelid = any($1::oid[]) and a.attnum > 0 and a.attnotnull and not a.attisdropped
+    and not exists (
+      select 1 from pg_catalog.pg_constraint c
+      where c.conrelid = a.attrelid and c.contype = 'n' and not c.convalidated
+        and a.attnum = any(c.conkey))`;
+
+/** What type_map.ts needs of each user-defined type. */
+const TYPE_QUERY = `
+  select t.oid::int8 as oid, t.typtype::text as kind, t.typbasetype::int8 as base,
+    (case when t.typcategory = 'A' then t.typelem else 0 end)::int8 as element,
+    coalesce((select array_agg(e.enumlabel::text order by e.enumsortorder)
+      from pg_catalog.pg_enum e where e.enumtypid = t.oid), '{}') as labels
+  from pg_catalog.pg_type t
+  where t.oid = any($1::oid[])`;
+
+/** A describe's outcome before types are mapped. */
+type Outcome =
+  | { ok: true; statement: DescribedStatement; tree: PgNode | null }
+  | { ok: false; types: QueryTypes };
+
+/** The row key each column name becomes under the client's `transform`. */
+function columnName(options: TypegenOptions): (name: string) => string {
+  switch (options.transform) {
+    case "camel":
+      return toCamel;
+    case "pascal":
+      return toPascal;
+    case "kebab":
+      return toKebab;
+    default:
+      return (name) => name;
+  }
+}
+
+/** A describe's failure as the model reports it. */
+function failure(e: unknown): QueryTypes {
+  if (e instanceof PostgresError) {
+    const position = e.position === undefined ? undefined : Number(e.position);
+    return {
+      ok: false,
+      message: e.message,
+      ...(position !== undefined && position >= 1 ? { position } : {}),
+      code: e.code,
+    };
+  }
+  return { ok: false, message: e instanceof Error ? e.message : String(e) };
+}
+
+/** Reads a logged parse tree; null when it cannot be read (then nothing is proved non-null). */
+function readTree(detail: string | undefined): PgNode | null {
+  if (detail === undefined) return null;
+  try {
+    return parseNodeTree(detail);
+  } catch (e) {
+    if (e instanceof NodeTreeError) return null;
+    throw e;
+  }
+}
+
+/** Whether a tree belongs to the statement: it returns the same columns, by name. */
+function treeMatches(tree: PgNode, statement: DescribedStatement): boolean {
+  if (statement.columns.length === 0) return true;
+  const names = returnedNames(tree);
+  return names !== null && names.length === statement.columns.length &&
+    names.every((n, i) => n === statement.columns[i].name);
+}
+
+/** Describes queries on one client whose session logs parse trees. */
+class PgDescriber implements Describer {
+  readonly #sql: Sql;
+  readonly #options: TypegenOptions;
+  readonly #rename: (name: string) => string;
+  /** The parse trees logged while a batch is described (null between batches). */
+  #trees: Notice[] | null = null;
+  /** Describe calls run one after another: the log of trees belongs to one batch at a time. */
+  #queue: Promise<unknown> = Promise.resolve();
+  readonly #types = new Map<number, CatalogType>();
+  /** NOT NULL columns (`relid:attnum`) of the relations already looked up. */
+  readonly #notNull = new Set<string>();
+  readonly #relations = new Set<number>();
+
+  constructor(sql: Sql, options: TypegenOptions, notices: { on: (n: Notice) => void }) {
+    this.#sql = sql;
+    this.#options = options;
+    this.#rename = columnName(options);
+    notices.on = (n) => {
+      if (this.#trees !== null && n.message === PARSE_TREE_MESSAGE) this.#trees.push(n);
+    };
+  }
+
+  describe(texts: readonly string[]): Promise<QueryTypes[]> {
+    const run = this.#queue.then(() => this.#describe(texts));
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  close(): Promise<void> {
+    return this.#sql.end();
+  }
+
+  async #describe(texts: readonly string[]): Promise<QueryTypes[]> {
+    const outcomes = await this.#describeAll(texts);
+    await this.#lookUp(outcomes);
+    return outcomes.map((o) => o.ok ? this.#typesOf(o.statement, o.tree) : o.types);
+  }
+
+  /** Describes every text at once, and pairs each statement with its logged parse tree. */
+  async #describeAll(texts: readonly string[]): Promise<Outcome[]> {
+    const [outcomes, trees] = await this.#logged(texts);
+    if (outcomes.every((o) => o.ok) && trees.length === texts.length) {
+      return outcomes.map((o, i) => this.#withTree(o, trees[i]));
+    }
+    // A failed statement may or may not have logged its tree, and an empty one logs none: so
+    // describe again only those sure to log one each, whose order then pairs them up.
+    const again = outcomes.flatMap((o, i) =>
+      o.ok && (o.statement.columns.length > 0 || o.statement.types.length > 0) ? [i] : []
+    );
+    const [second, secondTrees] = await this.#logged(again.map((i) => texts[i]));
+    const paired = second.every((o) => o.ok) && secondTrees.length === again.length;
+    const out = outcomes.slice();
+    again.forEach((i, k) => {
+      out[i] = this.#withTree(outcomes[i], paired ? secondTrees[k] : undefined);
+    });
+    return out;
+  }
+
+  /** The describes of `texts` (pipelined) and the parse trees the session logged meanwhile. */
+  async #logged(texts: readonly string[]): Promise<[Outcome[], Notice[]]> {
+    const trees: Notice[] = [];
+    this.#trees = trees;
+    try {
+      const outcomes = await Promise.all(
+        texts.map((text) =>
+          this.#sql.unsafe(text).describe().then(
+            (statement): Outcome => ({ ok: true, statement, tree: null }),
+            (e): Outcome => ({ ok: false, types: failure(e) }),
+          )
+        ),
+      );
+      return [outcomes, trees];
+    } finally {
+      this.#trees = null;
+    }
+  }
+
+  /** The outcome with its tree, when the tree is readable and is the statement's. */
+  #withTree(o: Outcome, notice: Notice | undefined): Outcome {
+    if (!o.ok) return o;
+    const tree = readTree(notice?.detail);
+    return { ...o, tree: tree !== null && treeMatches(tree, o.statement) ? tree : null };
+  }
+
+  /** Asks the catalog what the outcomes' relations and types need, that is not known yet. */
+  async #lookUp(outcomes: readonly Outcome[]): Promise<void> {
+    const relations = new Set<number>();
+    const oids = new Set<number>();
+    for (const o of outcomes) {
+      if (!o.ok) continue;
+      if (o.tree !== null) { for (const r of relationsOf(o.tree)) relations.add(r); }
+      for (const c of o.statement.columns) {
+        if (c.table !== 0) relations.add(c.table);
+        oids.add(c.type);
+      }
+      for (const t of o.statement.types) oids.add(t);
+    }
+    const newRelations = [...relations].filter((r) => !this.#relations.has(r));
+    const notNull = newRelations.length === 0
+      ? Promise.resolve([])
+      : this.#sql.unsafe(NOT_NULL_QUERY, [newRelations]);
+    const types = this.#lookUpTypes(oids);
+    for (const row of await notNull) this.#notNull.add(`${Number(row.rel)}:${row.num}`);
+    for (const r of newRelations) this.#relations.add(r);
+    await types;
+  }
+
+  /** Fetches the user-defined types among `oids`, then their bases and elements, and so on. */
+  async #lookUpTypes(oids: Iterable<number>): Promise<void> {
+    let missing = typesToLookUp(oids, this.#types);
+    while (missing.length > 0) {
+      const rows = await this.#sql.unsafe(TYPE_QUERY, [missing]);
+      for (const oid of missing) {
+        this.#types.set(oid, { kind: "", base: 0, element: 0, labels: [] });
+      }
+      for (const row of rows) {
+        this.#types.set(Number(row.oid), {
+          kind: row.kind as string,
+          base: Number(row.base),
+          element: Number(row.element),
+          labels: row.labels as string[],
+        });
+      }
+      missing = typesToLookUp(
+        rows.flatMap((r) => [Number(r.base), Number(r.element)]).filter((o) => o !== 0),
+        this.#types,
+      );
+    }
+  }
+
+  #isNotNull = (relid: number, attnum: number): boolean => this.#notNull.has(`${relid}:${attnum}`);
+
+  /** The model's types of a described statement. */
+  #typesOf(statement: DescribedStatement, tree: PgNode | null): QueryTypes {
+    const catalog: TypeCatalog = this.#types;
+    const proved = tree === null ? [] : nonNullColumns(tree, this.#isNotNull);
+    const required = tree === null ? new Set<number>() : requiredParams(tree, this.#isNotNull);
+    // A row is an object: a later column of the same name overwrites the value of an earlier
+    // one, at the earlier one's place.
+    const columns: ColumnType[] = [];
+    const at = new Map<string, number>();
+    statement.columns.forEach((c, i) => {
+      const column: ColumnType = {
+        name: this.#rename(c.name),
+        type: resultType(c.type, catalog, this.#options),
+        nullable: proved[i] !== true,
+      };
+      const earlier = at.get(column.name);
+      if (earlier === undefined) {
+        at.set(column.name, columns.length);
+        columns.push(column);
+      } else columns[earlier] = column;
+    });
+    const params = statement.types.map((oid, i) => {
+      const type = paramType(oid, catalog);
+      return required.has(i + 1) ? type : `${type} | null`;
+    });
+    return { ok: true, columns, params };
+  }
+}
+
+/** The client's options: one connection, the notices routed to the describer, no type fetch. */
+function clientOptions(notices: { on: (n: Notice) => void }): Options {
+  return {
+    max: 1,
+    fetch_types: false,
+    onnotice: (n) => notices.on(n),
+  };
+}
+
+/** Applies the migrations of `dir`, in order; the first failure throws a MigrationError. */
+async function migrate(sql: Sql, dir: string): Promise<void> {
+  for (const statement of await readMigrations(dir)) {
+    try {
+      await sql.unsafe(statement.text);
+    } catch (e) {
+      const position = e instanceof PostgresError && e.position !== undefined
+        ? Number(e.position)
+        : undefined;
+      const reason = e instanceof Error ? e.message : String(e);
+      throw new MigrationError(statement, lineOfPosition(statement, position), reason, e);
+    }
+  }
+}
+
+/**
+ * Opens a describer against `source`:
+ * - `{ migrations: dir }`: an in-process PGlite in memory, with the `.sql` files of `dir` applied
+ *   in name order (Drizzle Kit's folder as it is); no server is contacted. A failing migration
+ *   rejects with a {@link MigrationError} naming its file, statement and line.
+ * - `{ database: url }`: that server (`undefined`: `DATABASE_URL`, else libpq's `PG*` variables).
+ *
+ * The session only describes: statements are parsed and described, never executed, and it is
+ * read-only (`default_transaction_read_only`) besides.
+ *
+ * @example
+ * ```ts
+ * import { openDescriber } from "./describer.ts";
+ * const describer = await openDescriber({ migrations: "./drizzle" }, { transform: "camel" });
+ * const [types] = await describer.describe(["select id, created_at from users where id = $1"]);
+ * // { ok: true, columns: [{ name: "id", type: "number", nullable: false }, ...], params: ["number | null"] }
+ * await describer.close();
+ * ```
+ */
+export async function openDescriber(
+  source: SchemaSource,
+  options: TypegenOptions,
+): Promise<Describer> {
+  const notices = { on: (_: Notice): void => {} };
+  let sql: Sql;
+  if ("migrations" in source) {
+    sql = createSql(undefined, pglite(undefined, clientOptions(notices)));
+    try {
+      await migrate(sql, source.migrations);
+    } catch (e) {
+      await sql.end();
+      throw e;
+    }
+  } else {
+    const url = source.database ?? env("DATABASE_URL");
+    sql = createSql(url, clientOptions(notices));
+  }
+  const describer = new PgDescriber(sql, options, notices);
+  try {
+    await sql.unsafe(SESSION_SETUP);
+  } catch (e) {
+    await sql.end();
+    throw e;
+  }
+  return describer;
+}

@@ -1,0 +1,104 @@
+/**
+ * A folder of SQL migrations, as the describer applies it to an in-process PGlite: the `.sql`
+ * files directly in the folder, in name order (Drizzle Kit's `0000_name.sql`, `0001_...`, or any
+ * other tool's numbered files; Drizzle's `meta/` folder and other files are ignored), each split
+ * at Drizzle Kit's `--> statement-breakpoint` lines into statements run one after another.
+ */
+import { join } from "node:path";
+
+/**
+ * Drizzle Kit writes this between the statements of one migration, on a line of its own or
+ * after a statement's semicolon; Drizzle's migrator splits at it wherever it is, and so does this.
+ */
+const BREAKPOINT = "--> statement-breakpoint";
+
+/** One piece of a migration file, run as one simple-protocol query. */
+export interface MigrationStatement {
+  /** The file's path, as the folder was given joined with its name. */
+  file: string;
+  /** 1-based index of the piece in its file (the statement Drizzle Kit numbers). */
+  index: number;
+  /** 1-based line of the file where the piece starts. */
+  line: number;
+  /** The SQL of the piece (it may hold several statements, run by the simple protocol). */
+  text: string;
+}
+
+/**
+ * A migration that failed: which file and statement, where, and the server's message.
+ *
+ * @example
+ * ```ts
+ * import { MigrationError, openDescriber } from "./describer.ts";
+ * try {
+ *   await openDescriber({ migrations: "./drizzle" }, {});
+ * } catch (e) {
+ *   if (e instanceof MigrationError) console.error(`${e.file}:${e.line}: ${e.message}`);
+ * }
+ * ```
+ */
+export class MigrationError extends Error {
+  /** The migration file. */
+  readonly file: string;
+  /** 1-based index of the failing statement in the file (pieces between breakpoints). */
+  readonly statement: number;
+  /** 1-based line of the file the server's error points at (or where the statement starts). */
+  readonly line: number;
+  /** Builds the message `file:line: statement N: ...`. */
+  constructor(at: MigrationStatement, line: number, reason: string, cause?: unknown) {
+    super(`${at.file}:${line}: statement ${at.index}: ${reason}`, { cause });
+    this.name = "MigrationError";
+    this.file = at.file;
+    this.statement = at.index;
+    this.line = line;
+  }
+}
+
+/** The names of the `.sql` files directly in `dir`, in name order (code unit order). */
+export async function migrationFiles(dir: string): Promise<string[]> {
+  const names: string[] = [];
+  for await (const entry of Deno.readDir(dir)) {
+    if (entry.isFile && entry.name.toLowerCase().endsWith(".sql")) names.push(entry.name);
+  }
+  return names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** Splits one file's text at Drizzle Kit's breakpoints; pieces with no SQL are left out. */
+export function splitMigration(file: string, sqlText: string): MigrationStatement[] {
+  const out: MigrationStatement[] = [];
+  let line = 1;
+  let index = 0;
+  let rest = sqlText;
+  for (;;) {
+    const at = rest.indexOf(BREAKPOINT);
+    const piece = at === -1 ? rest : rest.slice(0, at);
+    index++;
+    if (piece.trim() !== "") out.push({ file, index, line, text: piece });
+    if (at === -1) return out;
+    line += countLines(rest.slice(0, at + BREAKPOINT.length));
+    rest = rest.slice(at + BREAKPOINT.length);
+  }
+}
+
+/** How many line ends `s` holds. */
+function countLines(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) === 10) n++;
+  return n;
+}
+
+/** The line of the file a server's 1-based character position in `at.text` falls on. */
+export function lineOfPosition(at: MigrationStatement, position: number | undefined): number {
+  if (position === undefined || !(position >= 1)) return at.line;
+  return at.line + countLines(at.text.slice(0, position - 1));
+}
+
+/** Every statement of every migration of `dir`, in the order they are applied. */
+export async function readMigrations(dir: string): Promise<MigrationStatement[]> {
+  const out: MigrationStatement[] = [];
+  for (const name of await migrationFiles(dir)) {
+    const path = join(dir, name);
+    out.push(...splitMigration(path, await Deno.readTextFile(path)));
+  }
+  return out;
+}
