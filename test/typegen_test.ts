@@ -13,6 +13,11 @@ import { applyEdits, editsFor, sameTypeArgs, wantedTypeArgs } from "../src/typeg
 import { globToRegExp, sourceFiles } from "../src/typegen/files.ts";
 import { failureReport } from "../src/typegen/run.ts";
 import type { QueryTypes } from "../src/typegen/model.ts";
+import { typegenMain } from "../src/typegen/cli.ts";
+import { openDescriber } from "../src/typegen/describer.ts";
+import postgres from "./harness/postgres.ts";
+import { databaseUrl } from "./harness/env.ts";
+import { serverTest } from "./harness/pglite_mode.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const FIXTURES = `${ROOT}test/fixtures/typegen/`;
@@ -188,6 +193,7 @@ Deno.test("typegen files: folders, globs and files; .d.ts, node_modules and hidd
   const names = (args: string[]) => sourceFiles(args, dir).map((f) => f.display);
   assert.deepEqual(names(["."]), [
     "none.ts",
+    "project/app.ts",
     "queries.ts",
     "shared/db.ts",
     "shared/uses_db.ts",
@@ -272,3 +278,161 @@ Deno.test("typegen types: deno check fails when a value of the wrong type is int
     );
   }
 });
+
+/**
+ * What typegen writes in the fixture project, query by query, on PGlite and on a server alike:
+ * `select *` in column order, NOT NULL columns and the primary key non-null, the right side of a
+ * left join nullable, `count(*)` an int8 (a string), a value for a NOT NULL column non-null.
+ */
+const PROJECT_TYPES = [
+  "{ id: number; name: string; email: string | null; born: Date | null }[]",
+  "{ id: number; name: string; email: string | null }[], [number | null]",
+  "{ name: string; title: string | null }[]",
+  "never[], [number | null, string]",
+  "{ posts: string }[], [number | null]",
+  "{ id: number }[], [string | null]",
+];
+
+/** A copy of the fixture project in a temporary folder, removed by `await using`. */
+async function project() {
+  const dir = await Deno.makeTempDir({ prefix: "typegen_" });
+  await Deno.mkdir(`${dir}/migrations`);
+  // deno fmt's settings of this repository, which the fixture is formatted with.
+  await Deno.writeTextFile(`${dir}/deno.json`, '{ "fmt": { "lineWidth": 100 } }\n');
+  for (const name of ["app.ts", "migrations/0000_users.sql"]) {
+    await Deno.copyFile(`${FIXTURES}project/${name}`, `${dir}/${name}`);
+  }
+  return {
+    dir,
+    app: `${dir}/app.ts`,
+    [Symbol.asyncDispose]: () => Deno.remove(dir, { recursive: true }),
+  };
+}
+
+/** Runs the command in-process in `cwd`; its exit code and what it printed. */
+async function typegen(cwd: string, ...args: string[]) {
+  const lines: string[] = [];
+  const code = await typegenMain(
+    args,
+    openDescriber,
+    (l) => lines.push(l),
+    (l) => lines.push(l),
+    cwd,
+  );
+  return { code, output: lines.join("\n") };
+}
+
+/** The type arguments of each query of a file, as the scanner reads them back. */
+function annotations(text: string): (string | null)[] {
+  return scanSource("app.ts", "/app.ts", text, load).queries.map((q) => q.sites[0].typeArgs);
+}
+
+/** Asserts a file's queries carry these type arguments, whatever their layout. */
+function assertAnnotations(text: string, expected: readonly string[]): void {
+  const found = annotations(text);
+  assert.equal(found.length, expected.length, found.join("\n"));
+  found.forEach((f, i) =>
+    assert.ok(f !== null && sameTypeArgs(f, expected[i]), `${f} is not ${expected[i]}`)
+  );
+}
+
+Deno.test("typegen --migrations: annotations written from the migrations on PGlite; a second run changes no byte; deno fmt --check passes; --check passes", async () => {
+  await using p = await project();
+  const first = await typegen(p.dir, "--migrations", "migrations", "app.ts");
+  assert.equal(first.code, 0, first.output);
+  assert.match(first.output, /6 queries in 1 files; 1 files written, 0 failed/);
+  const written = await Deno.readTextFile(p.app);
+  assertAnnotations(written, PROJECT_TYPES);
+
+  const fmt = await deno(["fmt", "--check", p.app], p.dir);
+  assert.equal(fmt.code, 0, fmt.output);
+  const again = await typegen(p.dir, "--migrations", "migrations", "app.ts");
+  assert.equal(again.code, 0, again.output);
+  assert.match(again.output, /0 files written/);
+  assert.equal(await Deno.readTextFile(p.app), written);
+  const check = await typegen(p.dir, "--migrations", "migrations", "--check", "app.ts");
+  assert.equal(check.code, 0, check.output);
+});
+
+Deno.test("typegen --check: fails after a migration adds a column select * returns, passes after a write", async () => {
+  await using p = await project();
+  assert.equal((await typegen(p.dir, "--migrations", "migrations", "app.ts")).code, 0);
+  await Deno.writeTextFile(
+    `${p.dir}/migrations/0001_users_admin.sql`,
+    "ALTER TABLE users ADD COLUMN admin boolean NOT NULL DEFAULT false;\n",
+  );
+  const before = await Deno.readTextFile(p.app);
+  const stale = await typegen(p.dir, "--migrations", "migrations", "--check", "app.ts");
+  assert.equal(stale.code, 1, stale.output);
+  assert.match(
+    stale.output,
+    /^app\.ts:\d+:\d+: the annotation differs: sql<\{ id: number; name: string; email: string \| null; born: Date \| null; admin: boolean \}\[\]>$/m,
+  );
+  assert.match(stale.output, /1 annotations differ/);
+  assert.equal(await Deno.readTextFile(p.app), before, "--check writes nothing");
+  assert.equal((await typegen(p.dir, "--migrations", "migrations", "app.ts")).code, 0);
+  const fresh = await typegen(p.dir, "--migrations", "migrations", "--check", "app.ts");
+  assert.equal(fresh.code, 0, fresh.output);
+});
+
+Deno.test("typegen: a misspelt column is reported at its line, and the other queries are still written", async () => {
+  await using p = await project();
+  const text = await Deno.readTextFile(p.app);
+  await Deno.writeTextFile(p.app, text.replace("select u.name, p.title", "select u.name, p.titel"));
+  const run = await typegen(p.dir, "--migrations", "migrations", "app.ts");
+  assert.equal(run.code, 1, run.output);
+  const line = text.split("\n").findIndex((l) => l.includes("p.title")) + 1;
+  const column = text.split("\n")[line - 1].indexOf("p.title") + 1;
+  assert.match(
+    run.output,
+    new RegExp(
+      `^app\\.ts:${line}:${column}: error: column p\\.titel does not exist \\[42703\\]$`,
+      "m",
+    ),
+  );
+  assert.match(run.output, /\n {2}\d+ \| {5}select u\.name, p\.titel\n {20,}\^\n/);
+  assert.match(run.output, /1 files written, 1 failed to describe/);
+  // The five others are written.
+  assert.equal(annotations(await Deno.readTextFile(p.app)).filter((a) => a !== null).length, 5);
+});
+
+Deno.test("typegen: with neither --migrations nor a database it says what to give and exits 2; --help exits 0", async () => {
+  const run = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--config", `${ROOT}deno.json`, `${ROOT}typegen.ts`, "app.ts"],
+    cwd: FIXTURES,
+    clearEnv: true,
+    env: { NO_COLOR: "1", PATH: Deno.env.get("PATH") ?? "", HOME: Deno.env.get("HOME") ?? "" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(run.code, 2);
+  assert.match(new TextDecoder().decode(run.stderr), /give --migrations DIR .* or --database URL/);
+  const help = await typegen(FIXTURES, "--help");
+  assert.equal(help.code, 0);
+  assert.match(help.output, /--check +write nothing/);
+});
+
+serverTest(
+  "typegen --database connects to the server by its URL (the --migrations tests are its PGlite run)",
+  "typegen --database: annotations from a server's schema, the same as from the migrations on PGlite",
+  async () => {
+    const url = databaseUrl();
+    const schema = `typegen_${crypto.randomUUID().slice(0, 8)}`;
+    await using admin = postgres(url, { onnotice: () => {} });
+    await admin`create schema ${admin(schema)}`;
+    try {
+      await using p = await project();
+      const ddl = await Deno.readTextFile(`${p.dir}/migrations/0000_users.sql`);
+      await admin.begin(async (tx) => {
+        await tx.unsafe(`set local search_path = ${schema}`);
+        await tx.unsafe(ddl.replaceAll("--> statement-breakpoint", ""));
+      });
+      const inSchema = `${url}${url.includes("?") ? "&" : "?"}search_path=${schema}`;
+      const run = await typegen(p.dir, "--database", inSchema, "app.ts");
+      assert.equal(run.code, 0, run.output);
+      assertAnnotations(await Deno.readTextFile(p.app), PROJECT_TYPES);
+    } finally {
+      await admin`drop schema ${admin(schema)} cascade`;
+    }
+  },
+);
