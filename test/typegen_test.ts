@@ -436,3 +436,31 @@ serverTest(
     }
   },
 );
+
+Deno.test("typegen example: examples/typed_sql type-checks, its annotations are up to date with its migrations, and it runs", async () => {
+  const check = await deno(["check", "--config", `${ROOT}deno.json`, "examples/typed_sql/main.ts"]);
+  assert.equal(check.code, 0, check.output);
+  const upToDate = await typegen(
+    ROOT,
+    "--migrations",
+    "examples/typed_sql/migrations",
+    "--check",
+    "examples/typed_sql/",
+  );
+  assert.equal(upToDate.code, 0, upToDate.output);
+  assert.match(upToDate.output, /4 queries in 1 files; 0 annotations differ, 0 failed/);
+  // The migration runner's sql.unsafe is listed, not described.
+  assert.match(upToDate.output, /main\.ts:\d+:\d+: left as it is: sql\.unsafe/);
+  const run = await deno([
+    "run",
+    "-A",
+    "--config",
+    `${ROOT}deno.json`,
+    "examples/typed_sql/main.ts",
+  ]);
+  assert.equal(run.code, 0, run.output);
+  assert.equal(
+    run.output,
+    "Ada (member) published post 1; posts: 1\nAda: Notes on the engine math, engines\nGrace: (no posts) \n",
+  );
+});
