@@ -464,3 +464,44 @@ Deno.test("typegen example: examples/typed_sql type-checks, its annotations are 
     "Ada (member) published post 1; posts: 1\nAda: Notes on the engine math, engines\nGrace: (no posts) \n",
   );
 });
+
+/** The fenced blocks of a markdown file in `lang`, in order. */
+function fenced(markdown: string, lang: string): string[] {
+  return [...markdown.matchAll(new RegExp("^```" + lang + "\\n([\\s\\S]*?)^```$", "gm"))].map((m) =>
+    m[1]
+  );
+}
+
+Deno.test("typegen guide: docs/typegen.md's TypeScript blocks type-check, run, and their annotations are what typegen writes from its migration", async () => {
+  const guide = await Deno.readTextFile(`${ROOT}docs/typegen.md`);
+  const blocks = fenced(guide, "ts");
+  assert.ok(blocks.length >= 3, `${blocks.length} blocks`);
+  const checked = await deno([
+    "check",
+    "--config",
+    `${ROOT}deno.json`,
+    "--doc-only",
+    "docs/typegen.md",
+  ]);
+  assert.equal(checked.code, 0, checked.output);
+  const [migration] = fenced(guide, "sql");
+  const dir = await Deno.makeTempDir({ prefix: "typegen_guide_" });
+  try {
+    await Deno.mkdir(`${dir}/migrations`);
+    await Deno.writeTextFile(`${dir}/migrations/0000_users.sql`, migration);
+    for (const [i, block] of blocks.entries()) {
+      const file = `${dir}/block_${i}.ts`;
+      await Deno.writeTextFile(file, block);
+      const run = await deno(["run", "-A", "--config", `${ROOT}deno.json`, file]);
+      assert.equal(run.code, 0, `block ${i}: ${run.output}`);
+    }
+    // The blocks that show annotations show typegen's own.
+    const annotated = blocks.flatMap((b, i) => b.includes("sql<") ? [`block_${i}.ts`] : []);
+    assert.equal(annotated.length, 2);
+    const check = await typegen(dir, "--migrations", "migrations", "--check", ...annotated);
+    assert.equal(check.code, 0, check.output);
+    assert.match(check.output, /5 queries in 2 files; 0 annotations differ, 0 failed/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
