@@ -396,6 +396,19 @@ Deno.test("typegen: a misspelt column is reported at its line, and the other que
   assert.equal(annotations(await Deno.readTextFile(p.app)).filter((a) => a !== null).length, 5);
 });
 
+Deno.test("typegen: a JavaScript file gets no type written, and its queries are still checked against the schema", async () => {
+  await using p = await project();
+  const js = 'import postgres from "jsr:@pgpipe/pgpipe";\nconst sql = postgres();\n' +
+    "export const a = () => sql`select id from users`;\n" +
+    "export const b = () => sql`select nope from users`;\n";
+  await Deno.writeTextFile(`${p.dir}/legacy.js`, js);
+  const run = await typegen(p.dir, "--migrations", "migrations", "legacy.js");
+  assert.equal(run.code, 1, run.output);
+  assert.match(run.output, /^legacy\.js:4:35: error: column "nope" does not exist \[42703\]$/m);
+  assert.match(run.output, /2 queries in 1 files; 0 files written, 1 failed/);
+  assert.equal(await Deno.readTextFile(`${p.dir}/legacy.js`), js);
+});
+
 Deno.test("typegen: with neither --migrations nor a database it says what to give and exits 2; --help exits 0", async () => {
   const run = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--config", `${ROOT}deno.json`, `${ROOT}typegen.ts`, "app.ts"],

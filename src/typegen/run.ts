@@ -77,6 +77,11 @@ export function failureReport(
   ];
 }
 
+/** Whether a file is JavaScript, where no type can be written. */
+function isJavaScript(file: string): boolean {
+  return /\.[cm]?jsx?$/.test(file);
+}
+
 /** Reads and parses a file the scanner follows an import to. */
 const load: SourceLoader = (path) => {
   try {
@@ -115,6 +120,8 @@ export async function runTypegen(options: RunOptions): Promise<RunReport> {
         failureReport(file, query, types).forEach((l) => print(l));
         continue;
       }
+      // JavaScript has no type arguments: its queries are checked against the schema only.
+      if (isJavaScript(file.file)) continue;
       const wanted = wantedTypeArgs(query, types);
       const mine = editsFor(query, wanted);
       if (mine.length === 0) continue;
