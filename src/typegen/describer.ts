@@ -29,9 +29,21 @@ import {
 
 export { MigrationError } from "./migrations.ts";
 
-/** The session settings that make the server log each statement's parse tree to the client. */
+/**
+ * The session settings: the server sends each statement's parse tree to the client; the session
+ * cannot write even by mistake; a describe waiting for a lock another session holds (a running
+ * migration) fails alone after a while instead of holding the run up.
+ */
 const SESSION_SETUP = "set client_min_messages = log; set debug_print_parse = on; " +
-  "set debug_pretty_print = off; set default_transaction_read_only = on";
+  "set debug_pretty_print = off; set default_transaction_read_only = on; " +
+  "set lock_timeout = '10s'";
+
+/**
+ * The parse trees are LOG messages, which a server also writes to its own log by default: a
+ * role allowed to (a superuser, or one granted SET on it) keeps them out of it. Others cannot,
+ * and their server's log gets a line per statement described.
+ */
+const QUIET_SERVER_LOG = "set log_min_messages = panic";
 
 /** The message of the log line `debug_print_parse` writes; its detail is the tree. */
 const PARSE_TREE_MESSAGE = "parse tree:";
@@ -332,6 +344,10 @@ export async function openDescriber(
   }
   const describer = new PgDescriber(sql, options, notices);
   try {
+    // First, so not even the setup's own trees reach the server's log; a refusal is no failure.
+    await sql.unsafe(QUIET_SERVER_LOG).catch((e) => {
+      if (!(e instanceof PostgresError)) throw e;
+    });
     await sql.unsafe(SESSION_SETUP);
   } catch (e) {
     await sql.end();

@@ -37,37 +37,47 @@ interface Token {
   quoted: boolean;
 }
 
-/** Splits the text as the server's `pg_strtok` does: whitespace and unescaped `(){}`. */
+const SPACE = 32, TAB = 9, LF = 10, CR = 13, BACKSLASH = 92, QUOTE = 34;
+const OPEN_PAREN = 40, CLOSE_PAREN = 41, OPEN_BRACE = 123, CLOSE_BRACE = 125;
+
+/** Whether the character code ends a token (whitespace or a delimiter). */
+function endsToken(c: number): boolean {
+  return c === SPACE || c === LF || c === TAB || c === CR || c === OPEN_PAREN ||
+    c === CLOSE_PAREN || c === OPEN_BRACE || c === CLOSE_BRACE;
+}
+
+/**
+ * Splits the text as the server's `pg_strtok` does: at whitespace and unescaped `(){}`. A tree
+ * is kilobytes per statement, so a token is sliced out whole unless it holds an escape.
+ */
 function tokenize(text: string): Token[] {
   const out: Token[] = [];
-  let i = 0;
   const n = text.length;
+  let i = 0;
   while (i < n) {
-    const c = text[i];
-    if (c === " " || c === "\n" || c === "\t" || c === "\r") {
+    const c = text.charCodeAt(i);
+    if (c === SPACE || c === LF || c === TAB || c === CR) {
       i++;
       continue;
     }
-    if (c === "(" || c === ")" || c === "{" || c === "}") {
-      out.push({ text: c, delimiter: true, quoted: false });
+    if (c === OPEN_PAREN || c === CLOSE_PAREN || c === OPEN_BRACE || c === CLOSE_BRACE) {
+      out.push({ text: text[i], delimiter: true, quoted: false });
       i++;
       continue;
     }
-    let s = "";
-    const quoted = c === '"';
+    const start = i;
+    let escaped = false;
     while (i < n) {
-      const d = text[i];
-      if (d === " " || d === "\n" || d === "\t" || d === "\r") break;
-      if (d === "(" || d === ")" || d === "{" || d === "}") break;
-      if (d === "\\" && i + 1 < n) {
-        s += text[i + 1];
+      const d = text.charCodeAt(i);
+      if (d === BACKSLASH && i + 1 < n) {
+        escaped = true;
         i += 2;
-        continue;
-      }
-      s += d;
-      i++;
+      } else if (endsToken(d)) break;
+      else i++;
     }
-    if (quoted && s.length >= 2 && s.endsWith('"')) {
+    let s = text.slice(start, i);
+    if (escaped) s = s.replace(/\\(.)/gs, "$1");
+    if (c === QUOTE && s.length >= 2 && s.endsWith('"')) {
       out.push({ text: s.slice(1, -1), delimiter: false, quoted: true });
     } else out.push({ text: s, delimiter: false, quoted: false });
   }

@@ -28,7 +28,9 @@ export type TypeCatalog = ReadonlyMap<number, CatalogType>;
 
 /** The text of an array of `element` whose elements may be null (PostgreSQL cannot forbid it). */
 function arrayOfText(element: string, readonly: boolean): string {
-  return `${readonly ? "readonly " : ""}(${element} | null)[]`;
+  // `unknown` (a json element) already holds null.
+  const of = element === "unknown" ? "unknown" : `(${element} | null)`;
+  return `${readonly ? "readonly " : ""}${of}[]`;
 }
 
 /** A string literal type for each label, in sort order. */
