@@ -18,6 +18,10 @@ import { openDescriber } from "../src/typegen/describer.ts";
 import postgres from "./harness/postgres.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { serverTest } from "./harness/pglite_mode.ts";
+import { valueMatches } from "./harness/type_text.ts";
+import ts from "typescript";
+import plainPostgres from "../mod.ts";
+import { pglite } from "../pglite.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const FIXTURES = `${ROOT}test/fixtures/typegen/`;
@@ -517,4 +521,50 @@ Deno.test("typegen guide: docs/typegen.md's TypeScript blocks type-check, run, a
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+/** The columns of a query's written row type (`{ a: T; b: U | null }[]`): name to type text. */
+function rowColumns(typeArgs: string): Map<string, string> {
+  const text = `type Row = Args<${typeArgs}>;`;
+  const source = ts.createSourceFile("row.ts", text, ts.ScriptTarget.Latest, true);
+  const args = (source.statements[0] as ts.TypeAliasDeclaration).type as ts.TypeReferenceNode;
+  const literal = (args.typeArguments![0] as ts.ArrayTypeNode).elementType as ts.TypeLiteralNode;
+  return new Map(literal.members.map((m) => {
+    const p = m as ts.PropertySignature;
+    const name = ts.isStringLiteral(p.name) ? p.name.text : p.name.getText(source);
+    return [name, p.type!.getText(source)];
+  }));
+}
+
+Deno.test("typegen example: the rows examples/typed_sql's queries return at run time have the types written on them", async () => {
+  const file = `${ROOT}examples/typed_sql/main.ts`;
+  const { queries } = scanSource("main.ts", file, await Deno.readTextFile(file), load);
+  const app = await import("../examples/typed_sql/main.ts");
+  await using sql = plainPostgres(pglite());
+  await app.migrate(sql);
+  const ada = await app.addUser(sql, "Ada", "ada@example.com");
+  await app.addUser(sql, "Grace", null);
+  await app.publish(sql, ada.id, "Notes", ["math", null as unknown as string]);
+  const checked: [string, Record<string, unknown>[]][] = [
+    [queries.find((q) => q.text.includes("insert into users"))!.sites[0].typeArgs!, [ada]],
+    [
+      queries.find((q) => q.text.includes("left join posts"))!.sites[0].typeArgs!,
+      await app.usersAndPosts(sql),
+    ],
+  ];
+  for (const [typeArgs, rows] of checked) {
+    const columns = rowColumns(typeArgs);
+    assert.ok(rows.length > 0);
+    for (const row of rows) {
+      assert.deepEqual(Object.keys(row), [...columns.keys()]);
+      for (const [name, type] of columns) {
+        assert.ok(
+          valueMatches(row[name], type),
+          `${name}: ${JSON.stringify(row[name])} is not ${type}`,
+        );
+      }
+    }
+  }
+  // The check can fail: a value of another type does not match.
+  assert.ok(!valueMatches("1", "number"));
 });
