@@ -126,6 +126,26 @@ Deno.test("typegen scan: a client imported from another module, under any name; 
   ]);
 });
 
+Deno.test("typegen scan: a bare name the project's import map points at pgpipe is pgpipe", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "typegen_map_" });
+  try {
+    await Deno.writeTextFile(
+      `${dir}/deno.json`,
+      JSON.stringify({ imports: { db: "jsr:@pgpipe/pgpipe@^0.1.0", other: "npm:postgres@3" } }),
+    );
+    await Deno.mkdir(`${dir}/src`);
+    const text = (from: string) =>
+      `import postgres from "${from}";\nconst sql = postgres();\nsql\`select 1 as one\`;\n`;
+    const found = (from: string) =>
+      scanSource("a.ts", `${dir}/src/a.ts`, text(from), load).queries.map((q) => q.text);
+    assert.deepEqual(found("db"), ["select 1 as one"]);
+    // The check can fail: a name mapped elsewhere (postgres.js) is not pgpipe.
+    assert.deepEqual(found("other"), []);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 /** What a describer says of a query, written by hand for the writer's cases. */
 function described(
   columns: [string, string, boolean][],
@@ -398,6 +418,28 @@ Deno.test("typegen: a misspelt column is reported at its line, and the other que
   assert.match(run.output, /1 files written, 1 failed to describe/);
   // The five others are written.
   assert.equal(annotations(await Deno.readTextFile(p.app)).filter((a) => a !== null).length, 5);
+});
+
+Deno.test("typegen: deno.json's typegen key gives the migrations and the transform; a flag overrides it", async () => {
+  await using p = await project();
+  await Deno.writeTextFile(
+    `${p.dir}/deno.json`,
+    JSON.stringify({ typegen: { migrations: "migrations", transform: "camel" } }),
+  );
+  const file = `${p.dir}/authors.ts`;
+  await Deno.writeTextFile(
+    file,
+    'import postgres from "jsr:@pgpipe/pgpipe";\nconst sql = postgres();\n' +
+      "export const q = () => sql`select author_id, published from posts`;\n",
+  );
+  const run = await typegen(p.dir, "authors.ts");
+  assert.equal(run.code, 0, run.output);
+  assertAnnotations(await Deno.readTextFile(file), [
+    "{ authorId: number | null; published: boolean }[]",
+  ]);
+  const kebab = await typegen(p.dir, "--transform", "kebab", "--check", "authors.ts");
+  assert.equal(kebab.code, 1, kebab.output);
+  assert.match(kebab.output, /sql<\{ "author-id": number \| null; published: boolean \}\[\]>/);
 });
 
 Deno.test("typegen: a JavaScript file gets no type written, and its queries are still checked against the schema", async () => {

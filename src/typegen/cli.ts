@@ -3,7 +3,8 @@
  * that change a row's shape, where the schema comes from, and the exit code.
  */
 import { parseArgs } from "node:util";
-import { dirname, join, resolve } from "node:path";
+import { resolve } from "node:path";
+import { nearestDenoConfig } from "./deno_config.ts";
 import type { Describer, SchemaSource, TypegenOptions } from "./model.ts";
 import { runTypegen } from "./run.ts";
 
@@ -38,21 +39,11 @@ Exit codes: 0 done (or up to date), 1 a query failed or (with --check) an annota
 
 /** The `typegen` key of the nearest deno.json(c) from `cwd` upwards, with its folder. */
 function configFrom(cwd: string): { dir: string; values: Record<string, unknown> } | undefined {
-  for (let dir = resolve(cwd);; dir = dirname(dir)) {
-    for (const name of ["deno.json", "deno.jsonc"]) {
-      let text: string;
-      try {
-        text = Deno.readTextFileSync(join(dir, name));
-      } catch {
-        continue;
-      }
-      // deno.jsonc's comments; JSON strings holding `//` are rare in a config's typegen key.
-      const json = JSON.parse(text.replace(/^\s*\/\/.*$/gm, "").replace(/\/\*[\s\S]*?\*\//g, ""));
-      const values = json?.typegen;
-      return typeof values === "object" && values !== null ? { dir, values } : undefined;
-    }
-    if (dirname(dir) === dir) return undefined;
-  }
+  const config = nearestDenoConfig(resolve(cwd));
+  const values = config?.json.typegen;
+  return config !== null && typeof values === "object" && values !== null
+    ? { dir: config.dir, values: values as Record<string, unknown> }
+    : undefined;
 }
 
 /** libpq's variables that name a server when no URL is given. */

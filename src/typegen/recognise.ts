@@ -14,6 +14,7 @@
 import ts from "typescript";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { nearestDenoConfig } from "./deno_config.ts";
 
 /** pgpipe's own entry, when typegen runs from a checkout (examples import it by path). */
 const PGPIPE_ENTRY = new URL("../../mod.ts", import.meta.url).protocol === "file:"
@@ -183,6 +184,9 @@ export class Recogniser {
   /** Whether a module specifier names pgpipe. */
   #isPgpipe(specifier: string): boolean {
     if (PGPIPE_SPECIFIER.test(specifier)) return true;
+    // A bare name the project's import map points at pgpipe (`"db": "jsr:@pgpipe/pgpipe@^0.1"`).
+    const mapped = importMapOf(dirname(this.#source.fileName))[specifier];
+    if (mapped !== undefined && PGPIPE_SPECIFIER.test(mapped)) return true;
     return PGPIPE_ENTRY !== undefined && /^\.\.?\//.test(specifier) &&
       resolve(dirname(this.#source.fileName), specifier) === PGPIPE_ENTRY;
   }
@@ -232,6 +236,12 @@ export class Recogniser {
     }
     return false;
   }
+}
+
+/** The `imports` of the project's deno.json for files in `dir`. */
+function importMapOf(dir: string): Record<string, string> {
+  const imports = nearestDenoConfig(dir)?.json.imports;
+  return typeof imports === "object" && imports !== null ? imports as Record<string, string> : {};
 }
 
 /** Whether a statement carries `export`. */
