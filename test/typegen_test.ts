@@ -19,6 +19,7 @@ import postgres from "./harness/postgres.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { serverTest } from "./harness/pglite_mode.ts";
 import { valueMatches } from "./harness/type_text.ts";
+import { delay } from "./harness/wait.ts";
 import ts from "typescript";
 import plainPostgres from "../mod.ts";
 import { pglite } from "../pglite.ts";
@@ -360,11 +361,20 @@ function assertAnnotations(text: string, expected: readonly string[]): void {
   );
 }
 
-Deno.test("typegen --migrations: annotations written from the migrations on PGlite; a second run changes no byte; deno fmt --check passes; --check passes", async () => {
+Deno.test("typegen --migrations: annotations written from the migrations on PGlite, a file without queries untouched; a second run changes no byte; deno fmt --check passes; --check passes", async () => {
   await using p = await project();
-  const first = await typegen(p.dir, "--migrations", "migrations", "app.ts");
+  // A file with no pgpipe query beside it is not even rewritten.
+  await Deno.copyFile(`${FIXTURES}none.ts`, `${p.dir}/none.ts`);
+  const untouched = (await Deno.stat(`${p.dir}/none.ts`)).mtime;
+  await delay(20); // the time itself: so that a rewrite would show in the mtime
+  const first = await typegen(p.dir, "--migrations", "migrations", "app.ts", "none.ts");
   assert.equal(first.code, 0, first.output);
-  assert.match(first.output, /6 queries in 1 files; 1 files written, 0 failed/);
+  assert.match(first.output, /6 queries in 2 files; 1 files written, 0 failed/);
+  assert.deepEqual((await Deno.stat(`${p.dir}/none.ts`)).mtime, untouched);
+  assert.equal(
+    await Deno.readTextFile(`${p.dir}/none.ts`),
+    await Deno.readTextFile(`${FIXTURES}none.ts`),
+  );
   const written = await Deno.readTextFile(p.app);
   assertAnnotations(written, PROJECT_TYPES);
 
