@@ -452,6 +452,35 @@ Deno.test("typegen: deno.json's typegen key gives the migrations and the transfo
   assert.match(kebab.output, /sql<\{ "author-id": number \| null; published: boolean \}\[\]>/);
 });
 
+Deno.test("typegen: a const fragment used by two queries is typed once, and one that is a statement of its own keeps its row type", async () => {
+  await using p = await project();
+  const file = `${p.dir}/shared.ts`;
+  await Deno.writeTextFile(
+    file,
+    [
+      'import postgres from "jsr:@pgpipe/pgpipe";',
+      "const sql = postgres();",
+      "const since = new Date(0);",
+      'const named = sql`and name = ${"Ada"}`;',
+      "const recent = sql`select id from users where born > ${since}`;",
+      "export const a = () => sql`select email from users where id in (${recent}) ${named}`;",
+      "export const b = () => sql`select count(*) as n from users where id in (${recent}) ${named}`;",
+      "",
+    ].join("\n"),
+  );
+  const run = await typegen(p.dir, "--migrations", "migrations", "shared.ts");
+  assert.equal(run.code, 0, run.output);
+  const written = await Deno.readTextFile(file);
+  assert.match(written, /const named = sql<unknown\[\], \[string \| null\]>`/);
+  assertAnnotations(written, [
+    "{ id: number }[], [Date | string | null]",
+    "{ email: string | null }[], [never, never]",
+    "{ n: string }[], [never, never]",
+  ]);
+  const again = await typegen(p.dir, "--migrations", "migrations", "--check", "shared.ts");
+  assert.equal(again.code, 0, again.output);
+});
+
 Deno.test("typegen: a JavaScript file gets no type written, and its queries are still checked against the schema", async () => {
   await using p = await project();
   const js = 'import postgres from "jsr:@pgpipe/pgpipe";\nconst sql = postgres();\n' +

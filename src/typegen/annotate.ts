@@ -91,10 +91,23 @@ export function sameTypeArgs(a: string, b: string): boolean {
   return x.length === y.length && x.every((t, i) => t === y[i]);
 }
 
-/** The edits that give a query's sites the wanted type arguments (none where already right). */
-export function editsFor(query: ScannedQuery, wanted: readonly (string | null)[]): Edit[] {
+/**
+ * The edits that give a query's sites the wanted type arguments (none where already right).
+ * `claimed` holds the sites already decided in this file, by where their type arguments start:
+ * every query's own template (a `const` fragment may be a statement of its own too, which then
+ * keeps its row type), and each fragment once the first query using it has typed it.
+ */
+export function editsFor(
+  query: ScannedQuery,
+  wanted: readonly (string | null)[],
+  claimed: Set<number> = new Set(),
+): Edit[] {
   const edits: Edit[] = [];
   query.sites.forEach((site, i) => {
+    if (i > 0) {
+      if (claimed.has(site.typeArgsStart)) return;
+      claimed.add(site.typeArgsStart);
+    }
     const want = wanted[i];
     if (want === null) return;
     if (site.typeArgs !== null && sameTypeArgs(site.typeArgs, want)) return;

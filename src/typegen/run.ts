@@ -113,6 +113,7 @@ export async function runTypegen(options: RunOptions): Promise<RunReport> {
   let next = 0;
   for (const [i, file] of scanned.entries()) {
     const edits: Edit[] = [];
+    const claimed = new Set(file.queries.map((q) => q.sites[0].typeArgsStart));
     for (const query of file.queries) {
       const types = described[next++];
       if (!types.ok) {
@@ -123,7 +124,7 @@ export async function runTypegen(options: RunOptions): Promise<RunReport> {
       // JavaScript has no type arguments: its queries are checked against the schema only.
       if (isJavaScript(file.file)) continue;
       const wanted = wantedTypeArgs(query, types);
-      const mine = editsFor(query, wanted);
+      const mine = editsFor(query, wanted, claimed);
       if (mine.length === 0) continue;
       edits.push(...mine);
       const where = `${file.file}:${query.line}:${query.column}`;
