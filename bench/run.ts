@@ -43,7 +43,8 @@ const SUITES = [
   suite("telemetry", "Suite 8: what telemetry costs", 2, 5),
   suite("pglite", "Suite 9: PGlite in process, against its own query()", 3, 8),
   suite("orm", "Suite 10: Drizzle and Kysely over pgpipe and postgres.js", 4, 15, true),
-  suite("typegen", "Suite 11: typed SQL, typegen on 100 to 500 queries", 4, 10),
+  suite("typegen", "Suite 11: typed SQL, describing queries (server and PGlite)", 3, 8),
+  suite("typegen_cli", "Suite 12: the typegen command end to end, 100 to 500 queries", 4, 10),
 ];
 
 /** What `--only` names: every suite, each twin right after its plaintext run. */

@@ -48,15 +48,30 @@ const QUIET_SERVER_LOG = "set log_min_messages = panic";
 /** The message of the log line `debug_print_parse` writes; its detail is the tree. */
 const PARSE_TREE_MESSAGE = "parse tree:";
 
-/** The NOT NULL columns of the given relations (a NOT VALID constraint of PostgreSQL 18 not). */
+/**
+ * The NOT NULL columns of the given tables: ordinary and partitioned ones (a foreign table's
+ * constraint is not enforced, a view's columns have none), and not by a NOT VALID constraint of
+ * PostgreSQL 18 (rows from before it may hold nulls).
+ */
 const NOT_NULL_QUERY = `
   select a.attrelid::int8 as rel, a.attnum::int4 as num
-  from pg_catalog.pg_attribute a
-  where a.attrelid = any($1::oid[]) and a.attnum > 0 and a.attnotnull and not a.attisdropped
+  from pg_catalog.pg_attribute a join pg_catalog.pg_class r on r.oid = a.attrelid
+  where a.attrelid = any($1::oid[]) and r.relkind in ('r', 'p') and a.attnum > 0
+    and a.attnotnull and not a.attisdropped
     and not exists (
       select 1 from pg_catalog.pg_constraint c
       where c.conrelid = a.attrelid and c.contype = 'n' and not c.convalidated
         and a.attnum = any(c.conkey))`;
+
+/**
+ * The tables with a BEFORE ROW trigger on insert or update (tgtype bits: 1 row, 2 before, 4
+ * insert, 16 update): it may fill a column the statement leaves null, so there a null parameter
+ * for a NOT NULL column is not refused.
+ */
+const TRIGGER_QUERY = `
+  select distinct t.tgrelid::int8 as rel from pg_catalog.pg_trigger t
+  where t.tgrelid = any($1::oid[]) and not t.tgisinternal and (t.tgtype & 3) = 3
+    and (t.tgtype & 20) <> 0`;
 
 /** What type_map.ts needs of each user-defined type. */
 const TYPE_QUERY = `
@@ -129,9 +144,10 @@ class PgDescriber implements Describer {
   /** Describe calls run one after another: the log of trees belongs to one batch at a time. */
   #queue: Promise<unknown> = Promise.resolve();
   readonly #types = new Map<number, CatalogType>();
-  /** NOT NULL columns (`relid:attnum`) of the relations already looked up. */
-  readonly #notNull = new Set<string>();
-  readonly #relations = new Set<number>();
+  /** The NOT NULL columns (attnums) of each relation already looked up. */
+  readonly #notNull = new Map<number, Set<number>>();
+  /** The relations among those with a BEFORE ROW trigger on insert or update. */
+  readonly #triggered = new Set<number>();
 
   constructor(sql: Sql, options: TypegenOptions, notices: { on: (n: Notice) => void }) {
     this.#sql = sql;
@@ -217,13 +233,15 @@ class PgDescriber implements Describer {
       }
       for (const t of o.statement.types) oids.add(t);
     }
-    const newRelations = [...relations].filter((r) => !this.#relations.has(r));
-    const notNull = newRelations.length === 0
-      ? Promise.resolve([])
-      : this.#sql.unsafe(NOT_NULL_QUERY, [newRelations]);
+    const newRelations = [...relations].filter((r) => !this.#notNull.has(r));
+    const ask = (query: string) =>
+      newRelations.length === 0 ? Promise.resolve([]) : this.#sql.unsafe(query, [newRelations]);
+    const notNull = ask(NOT_NULL_QUERY);
+    const triggers = ask(TRIGGER_QUERY);
     const types = this.#lookUpTypes(oids);
-    for (const row of await notNull) this.#notNull.add(`${Number(row.rel)}:${row.num}`);
-    for (const r of newRelations) this.#relations.add(r);
+    for (const r of newRelations) this.#notNull.set(r, new Set());
+    for (const row of await notNull) this.#notNull.get(Number(row.rel))?.add(row.num as number);
+    for (const row of await triggers) this.#triggered.add(Number(row.rel));
     await types;
   }
 
@@ -250,13 +268,18 @@ class PgDescriber implements Describer {
     }
   }
 
-  #isNotNull = (relid: number, attnum: number): boolean => this.#notNull.has(`${relid}:${attnum}`);
+  #isNotNull = (relid: number, attnum: number): boolean =>
+    this.#notNull.get(relid)?.has(attnum) === true;
+
+  /** Whether the server refuses a null written to the column: no trigger can fill it first. */
+  #refusesNull = (relid: number, attnum: number): boolean =>
+    this.#isNotNull(relid, attnum) && !this.#triggered.has(relid);
 
   /** The model's types of a described statement. */
   #typesOf(statement: DescribedStatement, tree: PgNode | null): QueryTypes {
     const catalog: TypeCatalog = this.#types;
     const proved = tree === null ? [] : nonNullColumns(tree, this.#isNotNull);
-    const required = tree === null ? new Set<number>() : requiredParams(tree, this.#isNotNull);
+    const required = tree === null ? new Set<number>() : requiredParams(tree, this.#refusesNull);
     // A row is an object: a later column of the same name overwrites the value of an earlier
     // one, at the earlier one's place.
     const columns: ColumnType[] = [];

@@ -9,8 +9,8 @@
 export interface PgNode {
   /** The node's tag, as `nodeToString` writes it (`VAR`, `TARGETENTRY`, ...). */
   tag: string;
-  /** The fields, by name without the leading colon. */
-  fields: Map<string, PgValue>;
+  /** The fields, by name without the leading colon (read them with {@link field}). */
+  fields: Record<string, PgValue>;
 }
 
 /**
@@ -28,101 +28,118 @@ export class NodeTreeError extends Error {
   }
 }
 
-/** A token of the text: its characters (escapes resolved) and whether it was written bare. */
-interface Token {
-  text: string;
-  /** A `(`, `)`, `{`, `}` that delimits, not an escaped character. */
-  delimiter: boolean;
-  /** Written as `"..."` (a String node, or a name in a list of names). */
-  quoted: boolean;
-}
-
-const SPACE = 32, TAB = 9, LF = 10, CR = 13, BACKSLASH = 92, QUOTE = 34;
+const SPACE = 32, TAB = 9, LF = 10, CR = 13, BACKSLASH = 92, QUOTE = 34, OPEN_BRACKET = 91;
 const OPEN_PAREN = 40, CLOSE_PAREN = 41, OPEN_BRACE = 123, CLOSE_BRACE = 125;
 
-/** Whether the character code ends a token (whitespace or a delimiter). */
-function endsToken(c: number): boolean {
-  return c === SPACE || c === LF || c === TAB || c === CR || c === OPEN_PAREN ||
-    c === CLOSE_PAREN || c === OPEN_BRACE || c === CLOSE_BRACE;
+function isSpace(c: number): boolean {
+  return c === SPACE || c === LF || c === TAB || c === CR;
+}
+
+/** Whether the character code ends a word (whitespace or a delimiter). */
+function endsWord(c: number): boolean {
+  return isSpace(c) || c === OPEN_PAREN || c === CLOSE_PAREN || c === OPEN_BRACE ||
+    c === CLOSE_BRACE;
 }
 
 /**
- * Splits the text as the server's `pg_strtok` does: at whitespace and unescaped `(){}`. A tree
- * is kilobytes per statement, so a token is sliced out whole unless it holds an escape.
+ * Reads the text as the server's `pg_strtok` splits it: words between whitespace and unescaped
+ * `(){}`. A tree is kilobytes per statement and the describer reads hundreds at once, so words
+ * are sliced out of the text where they lie, and no token objects are made.
  */
-function tokenize(text: string): Token[] {
-  const out: Token[] = [];
-  const n = text.length;
-  let i = 0;
-  while (i < n) {
-    const c = text.charCodeAt(i);
-    if (c === SPACE || c === LF || c === TAB || c === CR) {
-      i++;
-      continue;
-    }
-    if (c === OPEN_PAREN || c === CLOSE_PAREN || c === OPEN_BRACE || c === CLOSE_BRACE) {
-      out.push({ text: text[i], delimiter: true, quoted: false });
-      i++;
-      continue;
-    }
-    const start = i;
-    let escaped = false;
-    while (i < n) {
-      const d = text.charCodeAt(i);
-      if (d === BACKSLASH && i + 1 < n) {
-        escaped = true;
-        i += 2;
-      } else if (endsToken(d)) break;
-      else i++;
-    }
-    let s = text.slice(start, i);
-    if (escaped) s = s.replace(/\\(.)/gs, "$1");
-    if (c === QUOTE && s.length >= 2 && s.endsWith('"')) {
-      out.push({ text: s.slice(1, -1), delimiter: false, quoted: true });
-    } else out.push({ text: s, delimiter: false, quoted: false });
+class Reader {
+  readonly #text: string;
+  #at = 0;
+  /** Whether the last word read was written in double quotes. */
+  quoted = false;
+  /** Whether the last word read held an escape (then it is text, never `<>`, the null). */
+  escaped = false;
+
+  constructor(text: string) {
+    this.#text = text;
   }
-  return out;
+
+  /** The code of the next character that is not whitespace (-1 at the end), not consumed. */
+  peek(): number {
+    const t = this.#text;
+    while (this.#at < t.length && isSpace(t.charCodeAt(this.#at))) this.#at++;
+    return this.#at < t.length ? t.charCodeAt(this.#at) : -1;
+  }
+
+  /** Consumes the delimiter `peek()` saw. */
+  skip(): void {
+    this.#at++;
+  }
+
+  /** Whether the next word is the single character `c` (a list's kind, a datum's bracket). */
+  nextIsLone(c: number): boolean {
+    const t = this.#text;
+    return this.peek() === c &&
+      (this.#at + 1 >= t.length || endsWord(t.charCodeAt(this.#at + 1)));
+  }
+
+  /** Reads a word (escapes resolved; a quoted one without its quotes). */
+  word(): string {
+    const t = this.#text;
+    const first = this.peek();
+    if (first === -1) throw new NodeTreeError("the node tree ends too early");
+    const start = this.#at;
+    let escaped = false;
+    while (this.#at < t.length) {
+      const c = t.charCodeAt(this.#at);
+      if (c === BACKSLASH && this.#at + 1 < t.length) {
+        escaped = true;
+        this.#at += 2;
+      } else if (endsWord(c)) break;
+      else this.#at++;
+    }
+    let w = t.slice(start, this.#at);
+    this.escaped = escaped;
+    if (escaped) w = w.replace(/\\(.)/gs, "$1");
+    this.quoted = first === QUOTE && w.length >= 2 && w.endsWith('"');
+    return this.quoted ? w.slice(1, -1) : w;
+  }
+
+  /** Whether every character was read. */
+  get done(): boolean {
+    return this.peek() === -1;
+  }
 }
 
 /** Parses one node tree (the whole text). */
 export function parseNodeTree(text: string): PgNode {
-  const tokens = tokenize(text);
-  let at = 0;
-
-  const peek = (): Token | undefined => tokens[at];
-  const next = (): Token => {
-    const t = tokens[at++];
-    if (t === undefined) throw new NodeTreeError("the node tree ends too early");
-    return t;
-  };
+  const r = new Reader(text);
 
   const value = (): PgValue => {
-    const t = next();
-    if (t.delimiter && t.text === "{") return node();
-    if (t.delimiter && t.text === "(") return list();
-    if (t.delimiter) throw new NodeTreeError(`unexpected "${t.text}" at token ${at - 1}`);
-    if (!t.quoted && t.text === "<>") return null;
-    // A Const's datum: its length, then its bytes in brackets (`4 [ 1 0 0 0 ]`).
-    const after = peek();
-    if (!t.quoted && after !== undefined && !after.delimiter && after.text === "[") {
-      while (next().text !== "]") { /* the bytes say nothing the describer needs */ }
+    const c = r.peek();
+    if (c === OPEN_BRACE) {
+      r.skip();
+      return node();
     }
-    return t.text;
+    if (c === OPEN_PAREN) {
+      r.skip();
+      return list();
+    }
+    if (c === CLOSE_BRACE || c === CLOSE_PAREN) {
+      throw new NodeTreeError(`unexpected "${String.fromCharCode(c)}"`);
+    }
+    const w = r.word();
+    if (!r.quoted && !r.escaped && w === "<>") return null;
+    // A Const's datum: its length, then its bytes in brackets (`4 [ 1 0 0 0 ]`).
+    if (!r.quoted && r.nextIsLone(OPEN_BRACKET)) {
+      while (r.word() !== "]") { /* the bytes say nothing the describer needs */ }
+    }
+    return w;
   };
 
   const list = (): PgValue[] => {
     const items: PgValue[] = [];
-    const first = peek();
     // Integer, OID, XID lists and bitmapsets start with a bare letter that is not an item.
-    if (
-      first !== undefined && !first.delimiter && !first.quoted &&
-      (first.text === "i" || first.text === "o" || first.text === "b" || first.text === "x")
-    ) at++;
+    if (r.nextIsLone(105) || r.nextIsLone(111) || r.nextIsLone(98) || r.nextIsLone(120)) r.word();
     for (;;) {
-      const t = peek();
-      if (t === undefined) throw new NodeTreeError("a list is not closed");
-      if (t.delimiter && t.text === ")") {
-        at++;
+      const c = r.peek();
+      if (c === -1) throw new NodeTreeError("a list is not closed");
+      if (c === CLOSE_PAREN) {
+        r.skip();
         return items;
       }
       items.push(value());
@@ -130,25 +147,28 @@ export function parseNodeTree(text: string): PgNode {
   };
 
   const node = (): PgNode => {
-    const tag = next();
-    if (tag.delimiter) throw new NodeTreeError(`a node has no tag at token ${at - 1}`);
-    const fields = new Map<string, PgValue>();
+    const tag = r.word();
+    // A plain object: one per node of hundreds of trees, and cheaper than a Map to fill.
+    const fields: Record<string, PgValue> = {};
     for (;;) {
-      const t = next();
-      if (t.delimiter && t.text === "}") return { tag: tag.text, fields };
-      if (t.delimiter || !t.text.startsWith(":")) {
-        throw new NodeTreeError(`expected a field of ${tag.text}, got "${t.text}"`);
+      const c = r.peek();
+      if (c === CLOSE_BRACE) {
+        r.skip();
+        return { tag, fields };
       }
-      fields.set(t.text.slice(1), value());
+      if (c === -1) throw new NodeTreeError(`${tag} is not closed`);
+      const name = r.word();
+      if (r.quoted || !name.startsWith(":")) {
+        throw new NodeTreeError(`expected a field of ${tag}, got "${name}"`);
+      }
+      fields[name.slice(1)] = value();
     }
   };
 
-  const first = next();
-  if (!(first.delimiter && first.text === "{")) {
-    throw new NodeTreeError("a node tree starts with {");
-  }
+  if (r.peek() !== OPEN_BRACE) throw new NodeTreeError("a node tree starts with {");
+  r.skip();
   const root = node();
-  if (at !== tokens.length) throw new NodeTreeError("text follows the node tree");
+  if (!r.done) throw new NodeTreeError("text follows the node tree");
   return root;
 }
 
@@ -165,19 +185,24 @@ export function nodeList(value: PgValue | undefined): PgNode[] {
   return value.filter((v): v is PgNode => asNode(v) !== undefined);
 }
 
+/** A field of `node` (undefined when the node has no such field). */
+export function field(node: PgNode, name: string): PgValue | undefined {
+  return Object.hasOwn(node.fields, name) ? node.fields[name] : undefined;
+}
+
 /** A field of `node` as a node, when it is one. */
-export function child(node: PgNode, field: string, tag?: string): PgNode | undefined {
-  return asNode(node.fields.get(field), tag);
+export function child(node: PgNode, name: string, tag?: string): PgNode | undefined {
+  return asNode(field(node, name), tag);
 }
 
 /** A field of `node` as an integer (NaN when absent or not a number). */
-export function int(node: PgNode, field: string): number {
-  const v = node.fields.get(field);
+export function int(node: PgNode, name: string): number {
+  const v = field(node, name);
   return typeof v === "string" ? Number(v) : NaN;
 }
 
 /** A field of `node` as its token text (undefined when absent, null or not a token). */
-export function text(node: PgNode, field: string): string | undefined {
-  const v = node.fields.get(field);
+export function text(node: PgNode, name: string): string | undefined {
+  const v = field(node, name);
   return typeof v === "string" ? v : undefined;
 }

@@ -8,16 +8,27 @@
  * - a non-null literal; `count(...)`, and the window functions that always give a number
  *   (`row_number`, `rank`, `dense_rank`, `percent_rank`, `cume_dist`);
  * - `coalesce` with a non-null argument; a `case` whose every branch, `else` included, is;
- * - a built-in cast (or a binary-compatible relabelling) of a non-null value; `is [not] null`
+ * - a built-in cast (or a binary-compatible relabelling) of a non-null value that is not json
+ *   (since PostgreSQL 17 `'null'::jsonb::int` is null); `is [not] null`
  *   and `is [not] true`; `exists (...)`, `array(...)`, `array[...]`, `row(...)`; `and`, `or`,
  *   `not` of non-null operands;
  * - a column of a subquery, a CTE (not a recursive one), a `values` list or a union that is
  *   non-null in every row source, by these same rules.
  *
  * Everything else may be null. A parameter must not be null when it is the value written to a
- * `NOT NULL` column by `insert ... values` or `update ... set` (the server would refuse the null).
+ * `NOT NULL` column by `insert ... values` or `update ... set` (the server would refuse the null),
+ * unless a BEFORE ROW trigger of the table may fill it in (the describer's lookup says which).
  */
-import { asNode, child, int, nodeList, type PgNode, type PgValue, text } from "./node_tree.ts";
+import {
+  asNode,
+  child,
+  field,
+  int,
+  nodeList,
+  type PgNode,
+  type PgValue,
+  text,
+} from "./node_tree.ts";
 
 /** Whether column `attnum` of relation `relid` has a valid NOT NULL constraint. */
 export type NotNullLookup = (relid: number, attnum: number) => boolean;
@@ -63,7 +74,7 @@ function scopeOf(query: PgNode, parent: Scope | null): Scope {
   const nullable = new Set<number>();
   const jointree = child(query, "jointree");
   if (jointree !== undefined) markNullable(jointree, false, nullable);
-  return { query, rtable: nodeList(query.fields.get("rtable")), nullable, parent };
+  return { query, rtable: nodeList(field(query, "rtable")), nullable, parent };
 }
 
 /** Adds every range table index under `item` that an outer join above it may null. */
@@ -85,7 +96,7 @@ function markNullable(item: PgNode, nulled: boolean, out: Set<number>): void {
       return;
     }
     case "FROMEXPR":
-      for (const x of nodeList(item.fields.get("fromlist"))) markNullable(x, nulled, out);
+      for (const x of nodeList(field(item, "fromlist"))) markNullable(x, nulled, out);
       return;
   }
 }
@@ -98,9 +109,9 @@ function outputs(list: PgValue | undefined): PgNode[] {
 /** The expressions a query returns, in order: its target list, or its RETURNING list. */
 function returned(query: PgNode): PgNode[] | null {
   const command = int(query, "commandType");
-  if (command === CMD_SELECT) return outputs(query.fields.get("targetList"));
+  if (command === CMD_SELECT) return outputs(field(query, "targetList"));
   if (command === CMD_INSERT || command === CMD_UPDATE || command === CMD_DELETE) {
-    return outputs(query.fields.get("returningList"));
+    return outputs(field(query, "returningList"));
   }
   return null; // MERGE (its RETURNING rows may lack either side), utility statements
 }
@@ -127,7 +138,7 @@ function columnsOf(scope: Scope, list: PgNode[], notNull: NotNullLookup): boolea
   if (setOps !== undefined) {
     return list.map((_, i) => setOperationColumn(scope, setOps, i, notNull));
   }
-  return list.map((te) => nonNull(te.fields.get("expr"), scope, notNull));
+  return list.map((te) => nonNull(field(te, "expr"), scope, notNull));
 }
 
 /** A union's column is non-null when every arm's is; intersect: either; except: the left. */
@@ -169,7 +180,7 @@ function subqueryColumn(
   if (child(query, "setOperations") !== undefined) {
     return columnsOf(scope, list, notNull)[attno - 1] ?? false;
   }
-  return nonNull(te.fields.get("expr"), scope, notNull);
+  return nonNull(field(te, "expr"), scope, notNull);
 }
 
 /** The scope `levels` above `scope`, if there is one. */
@@ -187,7 +198,7 @@ function varNonNull(v: PgNode, from: Scope, notNull: NotNullLookup): boolean {
   const returningType = text(v, "varreturningtype");
   if (returningType !== undefined && returningType !== "0") return false;
   // Grouping sets' summary rows null the grouped columns whatever their constraints.
-  const groupingSets = scope.query.fields.get("groupingSets");
+  const groupingSets = field(scope.query, "groupingSets");
   if (groupingSets !== undefined && groupingSets !== null) return false;
   const varno = int(v, "varno");
   const attno = int(v, "varattno");
@@ -204,11 +215,11 @@ function varNonNull(v: PgNode, from: Scope, notNull: NotNullLookup): boolean {
       return sub !== undefined && attno > 0 && subqueryColumn(sub, attno, scope, notNull);
     }
     case RTE_JOIN: {
-      const alias = (rte.fields.get("joinaliasvars") ?? []) as PgValue[];
+      const alias = (field(rte, "joinaliasvars") ?? []) as PgValue[];
       return attno > 0 && Array.isArray(alias) && nonNull(alias[attno - 1], scope, notNull);
     }
     case RTE_VALUES: {
-      const rows = rte.fields.get("values_lists");
+      const rows = field(rte, "values_lists");
       if (!Array.isArray(rows) || rows.length === 0 || attno <= 0) return false;
       return rows.every((row) => Array.isArray(row) && nonNull(row[attno - 1], scope, notNull));
     }
@@ -221,7 +232,7 @@ function varNonNull(v: PgNode, from: Scope, notNull: NotNullLookup): boolean {
         subqueryColumn(query, attno, cteScope, notNull);
     }
     case RTE_GROUP: {
-      const exprs = rte.fields.get("groupexprs");
+      const exprs = field(rte, "groupexprs");
       return attno > 0 && Array.isArray(exprs) && nonNull(exprs[attno - 1], scope, notNull);
     }
     default:
@@ -233,15 +244,43 @@ function varNonNull(v: PgNode, from: Scope, notNull: NotNullLookup): boolean {
 function findCte(scope: Scope, name: string | undefined, levels: number): PgNode | undefined {
   const owner = up(scope, levels);
   if (owner === null || name === undefined) return undefined;
-  return nodeList(owner.query.fields.get("cteList")).find((c) => text(c, "ctename") === name);
+  return nodeList(field(owner.query, "cteList")).find((c) => text(c, "ctename") === name);
+}
+
+/** json and jsonb: a cast from them may give null for the JSON value `null`. */
+const JSON_TYPES = new Set([114, 3802]);
+
+/** The field that holds each expression node's result type, for the nodes that say it. */
+const TYPE_FIELD: Record<string, string> = {
+  VAR: "vartype",
+  CONST: "consttype",
+  PARAM: "paramtype",
+  FUNCEXPR: "funcresulttype",
+  OPEXPR: "opresulttype",
+  RELABELTYPE: "resulttype",
+  COERCEVIAIO: "resulttype",
+  COERCETODOMAIN: "resulttype",
+  AGGREF: "aggtype",
+  WINDOWFUNC: "wintype",
+  COALESCEEXPR: "coalescetype",
+  CASEEXPR: "casetype",
+};
+
+/** The type OID of an expression, when its node says it (undefined otherwise). */
+function typeOf(value: PgValue | undefined): number | undefined {
+  const e = asNode(value);
+  const field = e === undefined ? undefined : TYPE_FIELD[e.tag];
+  if (e === undefined || field === undefined) return undefined;
+  const oid = int(e, field);
+  return oid > 0 ? oid : undefined;
 }
 
 /** Whether an expression is proved never null, by the rules of this module's comment. */
 function nonNull(value: PgValue | undefined, scope: Scope, notNull: NotNullLookup): boolean {
   const e = asNode(value);
   if (e === undefined) return false;
-  const all = (field: string) => {
-    const args = e.fields.get(field);
+  const all = (name: string) => {
+    const args = field(e, name);
     return Array.isArray(args) && args.length > 0 &&
       args.every((a) => nonNull(a, scope, notNull));
   };
@@ -255,7 +294,7 @@ function nonNull(value: PgValue | undefined, scope: Scope, notNull: NotNullLooku
     case "WINDOWFUNC":
       return NON_NULL_WINDOW_FUNCTIONS.has(int(e, "winfnoid"));
     case "COALESCEEXPR": {
-      const args = e.fields.get("args");
+      const args = field(e, "args");
       return Array.isArray(args) && args.some((a) => nonNull(a, scope, notNull));
     }
     case "RELABELTYPE":
@@ -263,11 +302,16 @@ function nonNull(value: PgValue | undefined, scope: Scope, notNull: NotNullLooku
     case "ARRAYCOERCEEXPR":
     case "COERCETODOMAIN":
     case "COLLATEEXPR":
-      return nonNull(e.fields.get("arg"), scope, notNull);
+      return nonNull(field(e, "arg"), scope, notNull);
     case "FUNCEXPR": {
+      // A built-in cast of a value gives a value, except from json: PostgreSQL 17 made
+      // `'null'::jsonb::int` a SQL null. The argument's type must be known, and not json.
       const format = int(e, "funcformat");
+      const args = field(e, "args");
+      const from = Array.isArray(args) ? typeOf(args[0]) : undefined;
       return (format === COERCE_EXPLICIT_CAST || format === COERCE_IMPLICIT_CAST) &&
-        int(e, "funcid") < FIRST_USER_OID && all("args");
+        int(e, "funcid") < FIRST_USER_OID && from !== undefined && !JSON_TYPES.has(from) &&
+        all("args");
     }
     case "NULLTEST":
     case "BOOLEANTEST":
@@ -281,9 +325,9 @@ function nonNull(value: PgValue | undefined, scope: Scope, notNull: NotNullLooku
     case "BOOLEXPR":
       return all("args");
     case "CASEEXPR": {
-      const whens = nodeList(e.fields.get("args"));
-      return whens.length > 0 && nonNull(e.fields.get("defresult"), scope, notNull) &&
-        whens.every((w) => nonNull(w.fields.get("result"), scope, notNull));
+      const whens = nodeList(field(e, "args"));
+      return whens.length > 0 && nonNull(field(e, "defresult"), scope, notNull) &&
+        whens.every((w) => nonNull(field(w, "result"), scope, notNull));
     }
     default:
       return false;
@@ -302,22 +346,22 @@ export function requiredParams(query: PgNode, notNull: NotNullLookup): Set<numbe
 }
 
 function collectRequired(query: PgNode, notNull: NotNullLookup, out: Set<number>): void {
-  for (const cte of nodeList(query.fields.get("cteList"))) {
+  for (const cte of nodeList(field(query, "cteList"))) {
     const q = child(cte, "ctequery", "QUERY");
     if (q !== undefined) collectRequired(q, notNull, out);
   }
   const command = int(query, "commandType");
   if (command !== CMD_INSERT && command !== CMD_UPDATE) return;
-  const rtable = nodeList(query.fields.get("rtable"));
+  const rtable = nodeList(field(query, "rtable"));
   const target = rtable[int(query, "resultRelation") - 1];
   if (target === undefined || int(target, "rtekind") !== RTE_RELATION) return;
   const relid = int(target, "relid");
-  const lists = [query.fields.get("targetList")];
+  const lists = [field(query, "targetList")];
   const onConflict = child(query, "onConflict");
-  if (onConflict !== undefined) lists.push(onConflict.fields.get("onConflictSet"));
+  if (onConflict !== undefined) lists.push(field(onConflict, "onConflictSet"));
   for (const list of lists) {
     for (const te of outputs(list)) {
-      if (notNull(relid, int(te, "resno"))) paramsOf(te.fields.get("expr"), rtable, out);
+      if (notNull(relid, int(te, "resno"))) paramsOf(field(te, "expr"), rtable, out);
     }
   }
 }
@@ -334,10 +378,10 @@ function paramsOf(value: PgValue | undefined, rtable: PgNode[], out: Set<number>
     case "COERCEVIAIO":
     case "COERCETODOMAIN":
     case "COLLATEEXPR":
-      return paramsOf(e.fields.get("arg"), rtable, out);
+      return paramsOf(field(e, "arg"), rtable, out);
     case "FUNCEXPR": {
       const format = int(e, "funcformat");
-      const args = e.fields.get("args");
+      const args = field(e, "args");
       // A built-in cast is strict: a null in gives a null out. Its first argument is the value.
       if (
         (format === COERCE_EXPLICIT_CAST || format === COERCE_IMPLICIT_CAST) &&
@@ -350,7 +394,7 @@ function paramsOf(value: PgValue | undefined, rtable: PgNode[], out: Set<number>
       if ((int(e, "varlevelsup") || 0) !== 0) return;
       const rte = rtable[int(e, "varno") - 1];
       if (rte === undefined || int(rte, "rtekind") !== RTE_VALUES) return;
-      const rows = rte.fields.get("values_lists");
+      const rows = field(rte, "values_lists");
       const attno = int(e, "varattno");
       if (!Array.isArray(rows) || attno <= 0) return;
       for (const row of rows) if (Array.isArray(row)) paramsOf(row[attno - 1], rtable, out);
@@ -372,7 +416,7 @@ export function relationsOf(tree: PgValue): Set<number> {
       const relid = int(v, "relid");
       if (relid > 0) out.add(relid);
     }
-    for (const x of v.fields.values()) walk(x);
+    for (const x of Object.values(v.fields)) walk(x);
   };
   walk(tree);
   return out;
