@@ -127,6 +127,24 @@ Deno.test("typegen scan: a client imported from another module, under any name; 
   ]);
 });
 
+Deno.test("typegen scan: a const fragment is inlined where it is used, and is a query of its own when it is a statement, wherever it is declared", () => {
+  const text = 'import postgres from "../../../mod.ts";\nconst sql = postgres();\n' +
+    "export const q = () => sql`select name from users where id in (${ids}) ${older}`;\n" +
+    "const ids = sql`select id from users where born > ${new Date(0)}`;\n" +
+    "const older = sql`and age > ${30}`;\n" +
+    "export const awaited = async () => sql`select ${await sql`select 1`}`;\n";
+  const { queries, skipped } = scan("consts.ts", text);
+  assert.deepEqual(queries.map((q) => [q.line, q.text]), [
+    [3, "select name from users where id in (select id from users where born > $1) and age > $2"],
+    [4, "select id from users where born > $1"],
+    [6, "select 1"],
+  ]);
+  assert.deepEqual(skipped.map((s) => [s.line, s.reason]), [
+    [5, "a fragment, not a statement on its own (and …)"],
+    [6, "a fragment chosen or built at run time"],
+  ]);
+});
+
 Deno.test("typegen scan: a bare name the project's import map points at pgpipe is pgpipe", async () => {
   const dir = await Deno.makeTempDir({ prefix: "typegen_map_" });
   try {

@@ -110,6 +110,8 @@ export function scanSource(
 
   /** A static fragment a slot holds: a tagged template, or a const bound to one. */
   const staticFragment = (expr: ts.Expression): ts.TaggedTemplateExpression | undefined => {
+    // An awaited template is a result, not a fragment: left to the dynamic check.
+    if (ts.isAwaitExpression(expr)) return undefined;
     const e = unwrap(expr);
     if (ts.isTaggedTemplateExpression(e) && recogniser.isSql(e.tag)) return e;
     if (ts.isIdentifier(e)) {
@@ -120,6 +122,14 @@ export function scanSource(
       }
     }
     return undefined;
+  };
+
+  /**
+   * Marks a fragment written in place as part of the query around it; a `const` bound to one is
+   * still visited on its own (a statement is then described by itself as well).
+   */
+  const takeInline = (slot: ts.Expression, fragment: ts.TaggedTemplateExpression) => {
+    if (!ts.isIdentifier(unwrap(slot))) taken.add(fragment);
   };
 
   /** Appends a template's text to `out`, fragments inlined; a site for it (and each fragment). */
@@ -144,7 +154,7 @@ export function scanSource(
       const fragment = staticFragment(expr);
       const list = unwrap(expr);
       if (fragment !== undefined) {
-        taken.add(fragment);
+        takeInline(expr, fragment);
         site.slots.push({ sql: true });
         build(fragment, out, sites, params, depth + 1);
       } else if (
@@ -155,7 +165,7 @@ export function scanSource(
         list.elements.forEach((e, i) => {
           if (i > 0) out.text += " ", out.offsets.push(e.getStart(source));
           const f = staticFragment(e)!;
-          taken.add(f);
+          takeInline(e, f);
           build(f, out, sites, params, depth + 1);
         });
       } else {
@@ -174,8 +184,10 @@ export function scanSource(
     }
   };
 
-  /** Marks every sql tagged template inside `node` as taken (part of a dynamic query). */
+  /** Marks the sql tagged templates inside `node` as taken (fragments of a dynamic query). */
   const takeAll = (node: ts.Node): void => {
+    // An awaited query runs on its own: it stays a query to describe.
+    if (ts.isAwaitExpression(node)) return;
     if (ts.isTaggedTemplateExpression(node) && recogniser.isSql(node.tag)) taken.add(node);
     ts.forEachChild(node, takeAll);
   };
