@@ -523,6 +523,14 @@ Deno.test("typegen: with neither --migrations nor a database it says what to giv
   }).output();
   assert.equal(run.code, 2);
   assert.match(new TextDecoder().decode(run.stderr), /give --migrations DIR .* or --database URL/);
+  const both = await typegen(FIXTURES, "--migrations", "m", "--database", "postgres://x", "a.ts");
+  assert.equal(both.code, 2);
+  assert.match(both.output, /give --migrations or --database, not both/);
+  const noFiles = await typegen(FIXTURES, "--migrations", "m");
+  assert.equal(noFiles.code, 2);
+  assert.match(noFiles.output, /no files/);
+  const unknown = await typegen(FIXTURES, "--migration", "m", "a.ts");
+  assert.equal(unknown.code, 2, unknown.output);
   const help = await typegen(FIXTURES, "--help");
   assert.equal(help.code, 0);
   assert.match(help.output, /--check +write nothing/);

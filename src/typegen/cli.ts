@@ -101,6 +101,9 @@ export async function typegenMain(
     if (bigint === true) options.bigint = true;
     const configMigrations = fromConfig("migrations");
     const env = (name: string) => Deno.env.get(name);
+    if (flags.migrations !== undefined && flags.database !== undefined) {
+      throw new UsageError("give --migrations or --database, not both");
+    }
     if (flags.migrations !== undefined) source = { migrations: resolve(cwd, flags.migrations) };
     else if (flags.database !== undefined) source = { database: flags.database };
     else if (typeof configMigrations === "string") {
