@@ -9,8 +9,8 @@
  * deno run -A jsr:@pgpipe/pgpipe/typegen --migrations migrations --check src/   # in CI
  * ```
  *
- * A query `sql\`select id, name from users where id = ${id}\`` becomes
- * `sql<{ id: number; name: string | null }[], [number]>\`...\``: its rows are typed, and a
+ * A query ``sql`select id, name from users where id = ${id}` `` becomes
+ * ``sql<{ id: number; name: string | null }[], [number]>`...` ``: its rows are typed, and a
  * value of the wrong type no longer type-checks. Queries whose text is built at run time
  * (`sql(name)`, helpers, fragments chosen by a condition, `sql.unsafe`) are listed and left as
  * they are. See docs/typegen.md.
