@@ -91,6 +91,18 @@ const load: SourceLoader = (path) => {
   }
 };
 
+/** How many files are laid out and written at once (each may run `deno fmt` twice). */
+const WRITERS = 8;
+
+/** Runs `fn` over `items`, at most `limit` at a time; rejects with the first failure. */
+async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>) {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
 /** Runs typegen over the files; see {@link RunOptions}. */
 export async function runTypegen(options: RunOptions): Promise<RunReport> {
   const print = options.print ?? ((line: string) => console.log(line));
@@ -111,6 +123,8 @@ export async function runTypegen(options: RunOptions): Promise<RunReport> {
     skipped: scanned.flatMap((f) => f.skipped),
   };
   let next = 0;
+  // The files to write: laid out (deno fmt, a process each) a few at a time once all are known.
+  const writes: { path: string; file: ScannedFile; after: string }[] = [];
   for (const [i, file] of scanned.entries()) {
     const edits: Edit[] = [];
     const claimed = new Set(file.queries.map((q) => q.sites[0].typeArgsStart));
@@ -132,11 +146,12 @@ export async function runTypegen(options: RunOptions): Promise<RunReport> {
       if (options.check) print(`${where}: the annotation differs: sql<${wanted[0]}>`);
     }
     if (options.check || edits.length === 0) continue;
-    const after = applyEdits(file.text, edits);
-    const path = paths[i].path;
-    await Deno.writeTextFile(path, await layOut(path, file.text, after));
-    report.written.push(file.file);
+    writes.push({ path: paths[i].path, file, after: applyEdits(file.text, edits) });
   }
+  await inParallel(writes, WRITERS, async ({ path, file, after }) => {
+    await Deno.writeTextFile(path, await layOut(path, file.text, after));
+  });
+  report.written.push(...writes.map((w) => w.file.file));
   for (const s of report.skipped) {
     print(`${s.file}:${s.line}:${s.column}: left as it is: ${s.reason}`);
   }
