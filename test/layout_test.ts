@@ -264,4 +264,7 @@ Deno.test("layout: typegen's TypeScript compiler stays out of mod.ts's graph", (
   assert.deepEqual(reachedFrom("mod.ts").filter(typescript), []);
   // The check can fail: the scanner does import it.
   assert.ok(typescript("src/typegen/scan.ts"));
+  // The typegen entry brings the TypeScript compiler and nothing else from outside (PGlite is
+  // loaded by name at run time, through pglite.ts).
+  assert.deepEqual(npmPackagesFrom("typegen.ts"), ["typescript"]);
 });
