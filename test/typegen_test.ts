@@ -145,6 +145,22 @@ Deno.test("typegen scan: a const fragment is inlined where it is used, and is a 
   ]);
 });
 
+Deno.test("typegen scan: a typegen-ignore comment before a query leaves it alone, listed", () => {
+  const text = 'import postgres from "../../../mod.ts";\nconst sql = postgres();\n' +
+    "// typegen-ignore: the temporary table is made at run time\n" +
+    "await sql`select * from pg_temp.scratch`;\n" +
+    "export const both = () => [\n" +
+    "  /* typegen-ignore */ sql`select * from made_later`,\n" +
+    "  sql`select 1 as one`,\n" +
+    "];\n";
+  const { queries, skipped } = scan("ignored.ts", text);
+  assert.deepEqual(queries.map((q) => [q.line, q.text]), [[7, "select 1 as one"]]);
+  assert.deepEqual(skipped.map((s) => [s.line, s.reason]), [
+    [4, "marked typegen-ignore"],
+    [6, "marked typegen-ignore"],
+  ]);
+});
+
 Deno.test("typegen scan: a bare name the project's import map points at pgpipe is pgpipe", async () => {
   const dir = await Deno.makeTempDir({ prefix: "typegen_map_" });
   try {

@@ -194,6 +194,11 @@ export function scanSource(
 
   const visit = (node: ts.Node): void => {
     if (ts.isTaggedTemplateExpression(node) && !taken.has(node) && recogniser.isSql(node.tag)) {
+      if (ignored(node, text)) {
+        takeAll(node.template);
+        skip(node.template, `marked ${IGNORE}`);
+        return;
+      }
       const out: MappedText = { text: "", offsets: [] };
       const sites: TemplateSite[] = [];
       try {
@@ -227,6 +232,22 @@ export function scanSource(
   };
   visit(source);
   return result;
+}
+
+/** The comment that keeps typegen off the query after it (on its line or the line before). */
+const IGNORE = "typegen-ignore";
+
+/**
+ * Whether a `// typegen-ignore` (or block) comment precedes the query: in the leading comments of
+ * the tagged template or of what it begins, up to its statement.
+ */
+function ignored(node: ts.Node, text: string): boolean {
+  for (let at: ts.Node | undefined = node; at !== undefined; at = at.parent) {
+    const comments = ts.getLeadingCommentRanges(text, at.getFullStart()) ?? [];
+    if (comments.some((c) => text.slice(c.pos, c.end).includes(IGNORE))) return true;
+    if (ts.isStatement(at) || ts.isSourceFile(at)) return false;
+  }
+  return false;
 }
 
 /** A `const` declaration `id` refers to. */
