@@ -19,7 +19,9 @@ export const USAGE = `Usage: typegen [options] FILE...
 
 Writes each pgpipe query's row and parameter types into the source, as the sql tag's type
 arguments (sql<{ id: number; name: string | null }[], [number]>\`...\`), from the schema.
-FILE may be files, folders and globs (.ts, .tsx, .js and their kin).
+FILE may be files, folders and globs (.ts, .tsx, .js and their kin). Queries built at run time
+(sql(name), helpers, fragments chosen by a condition, sql.unsafe) and a query after a
+// typegen-ignore comment are listed and left alone; in .js files nothing is written.
 
 The schema, one of:
   --migrations DIR   apply DIR's .sql files, in name order, to an in-process PGlite
