@@ -124,7 +124,7 @@ export async function runTypegen(options: RunOptions): Promise<RunReport> {
   };
   let next = 0;
   // The files to write: laid out (deno fmt, a process each) a few at a time once all are known.
-  const writes: { path: string; file: ScannedFile; after: string }[] = [];
+  const writes: { path: string; file: ScannedFile; after: string; edits: Edit[] }[] = [];
   for (const [i, file] of scanned.entries()) {
     const edits: Edit[] = [];
     const claimed = new Set(file.queries.map((q) => q.sites[0].typeArgsStart));
@@ -146,12 +146,13 @@ export async function runTypegen(options: RunOptions): Promise<RunReport> {
       if (options.check) print(`${where}: the annotation differs: sql<${wanted[0]}>`);
     }
     if (options.check || edits.length === 0) continue;
-    writes.push({ path: paths[i].path, file, after: applyEdits(file.text, edits) });
+    writes.push({ path: paths[i].path, file, after: applyEdits(file.text, edits), edits });
   }
   await inParallel(writes, WRITERS, async ({ path, file, after }) => {
     await Deno.writeTextFile(path, await layOut(path, file.text, after));
   });
   report.written.push(...writes.map((w) => w.file.file));
+  for (const w of writes) print(`${w.file.file}: ${w.edits.length} type arguments written`);
   for (const s of report.skipped) {
     print(`${s.file}:${s.line}:${s.column}: left as it is: ${s.reason}`);
   }
