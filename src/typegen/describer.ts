@@ -28,6 +28,7 @@ import {
 } from "./type_map.ts";
 
 export { MigrationError } from "./migrations.ts";
+export type { ColumnType, Describer, QueryTypes, SchemaSource, TypegenOptions } from "./model.ts";
 
 /**
  * The session settings: the server sends each statement's parse tree to the client; the session
@@ -72,6 +73,16 @@ const TRIGGER_QUERY = `
   select distinct t.tgrelid::int8 as rel from pg_catalog.pg_trigger t
   where t.tgrelid = any($1::oid[]) and not t.tgisinternal and (t.tgtype & 3) = 3
     and (t.tgtype & 20) <> 0`;
+
+/**
+ * The definitions of the plain views among the relations, to describe like a query: a view's
+ * column is non-null when its definition's is. A materialized view is left out: its rows are
+ * from its last refresh, and the tables' constraints may have changed since.
+ */
+const VIEW_QUERY = `
+  select c.oid::int8 as rel, pg_catalog.pg_get_viewdef(c.oid) as definition
+  from pg_catalog.pg_class c
+  where c.oid = any($1::oid[]) and c.relkind = 'v'`;
 
 /** What type_map.ts needs of each user-defined type. */
 const TYPE_QUERY = `
@@ -148,6 +159,10 @@ class PgDescriber implements Describer {
   readonly #notNull = new Map<number, Set<number>>();
   /** The relations among those with a BEFORE ROW trigger on insert or update. */
   readonly #triggered = new Set<number>();
+  /** The parse tree of each view's definition (views whose definition described). */
+  readonly #views = new Map<number, PgNode>();
+  /** Each view's columns proved non-null, once worked out. */
+  readonly #viewNonNull = new Map<number, readonly boolean[]>();
 
   constructor(sql: Sql, options: TypegenOptions, notices: { on: (n: Notice) => void }) {
     this.#sql = sql;
@@ -233,16 +248,52 @@ class PgDescriber implements Describer {
       }
       for (const t of o.statement.types) oids.add(t);
     }
-    const newRelations = [...relations].filter((r) => !this.#notNull.has(r));
-    const ask = (query: string) =>
-      newRelations.length === 0 ? Promise.resolve([]) : this.#sql.unsafe(query, [newRelations]);
-    const notNull = ask(NOT_NULL_QUERY);
-    const triggers = ask(TRIGGER_QUERY);
-    const types = this.#lookUpTypes(oids);
-    for (const r of newRelations) this.#notNull.set(r, new Set());
-    for (const row of await notNull) this.#notNull.get(Number(row.rel))?.add(row.num as number);
-    for (const row of await triggers) this.#triggered.add(Number(row.rel));
-    await types;
+    // One after the other: describing views' definitions pairs the parse trees logged in the
+    // meantime with them, so no other statement may be in flight then.
+    await this.#lookUpTypes(oids);
+    await this.#lookUpRelations(relations);
+  }
+
+  /**
+   * Fetches the NOT NULL columns and triggers of the relations not looked up yet; and, for the
+   * views among them, describes each view's definition so its columns follow the same rules
+   * (a view on views: round after round, as deep as they go).
+   */
+  async #lookUpRelations(relations: Iterable<number>): Promise<void> {
+    let pending = [...new Set(relations)].filter((r) => !this.#notNull.has(r));
+    while (pending.length > 0) {
+      const ask = (query: string) => this.#sql.unsafe(query, [pending]);
+      const [notNull, triggers, views] = await Promise.all([
+        ask(NOT_NULL_QUERY),
+        ask(TRIGGER_QUERY),
+        ask(VIEW_QUERY),
+      ]);
+      for (const r of pending) this.#notNull.set(r, new Set());
+      for (const row of notNull) this.#notNull.get(Number(row.rel))?.add(row.num as number);
+      for (const row of triggers) this.#triggered.add(Number(row.rel));
+      const next = new Set<number>();
+      if (views.length > 0) {
+        const defined = await this.#describeAll(views.map((v) => v.definition as string));
+        defined.forEach((o, i) => {
+          if (!o.ok || o.tree === null) return; // its columns stay nullable
+          this.#views.set(Number(views[i].rel), o.tree);
+          for (const r of relationsOf(o.tree)) next.add(r);
+        });
+      }
+      pending = [...next].filter((r) => !this.#notNull.has(r));
+    }
+  }
+
+  /** A view's columns proved non-null, by its definition's tree (computed once). */
+  #viewColumns(relid: number): readonly boolean[] {
+    let columns = this.#viewNonNull.get(relid);
+    if (columns === undefined) {
+      this.#viewNonNull.set(relid, []); // views cannot refer to themselves; still, never loop
+      const tree = this.#views.get(relid);
+      columns = tree === undefined ? [] : nonNullColumns(tree, this.#isNotNull);
+      this.#viewNonNull.set(relid, columns);
+    }
+    return columns;
   }
 
   /** Fetches the user-defined types among `oids`, then their bases and elements, and so on. */
@@ -269,11 +320,15 @@ class PgDescriber implements Describer {
   }
 
   #isNotNull = (relid: number, attnum: number): boolean =>
-    this.#notNull.get(relid)?.has(attnum) === true;
+    this.#notNull.get(relid)?.has(attnum) === true ||
+    (this.#views.has(relid) && this.#viewColumns(relid)[attnum - 1] === true);
 
-  /** Whether the server refuses a null written to the column: no trigger can fill it first. */
+  /**
+   * Whether the server refuses a null written to the column: a table's NOT NULL column that no
+   * trigger can fill first. Not a view's: an INSTEAD OF trigger may put the row anywhere.
+   */
   #refusesNull = (relid: number, attnum: number): boolean =>
-    this.#isNotNull(relid, attnum) && !this.#triggered.has(relid);
+    this.#notNull.get(relid)?.has(attnum) === true && !this.#triggered.has(relid);
 
   /** The model's types of a described statement. */
   #typesOf(statement: DescribedStatement, tree: PgNode | null): QueryTypes {

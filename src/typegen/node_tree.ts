@@ -105,6 +105,20 @@ class Reader {
   }
 }
 
+/**
+ * PostgreSQL 13 and 14 wrote some tags shorter than the node's name; 15 and later write the
+ * name. The reader gives every tree the later tags, so nothing else needs to know.
+ */
+const LATER_TAGS: Record<string, string> = {
+  RTE: "RANGETBLENTRY",
+  COALESCE: "COALESCEEXPR",
+  CASE: "CASEEXPR",
+  WHEN: "CASEWHEN",
+  ARRAY: "ARRAYEXPR",
+  ROW: "ROWEXPR",
+  COLLATE: "COLLATEEXPR",
+};
+
 /** Parses one node tree (the whole text). */
 export function parseNodeTree(text: string): PgNode {
   const r = new Reader(text);
@@ -147,7 +161,8 @@ export function parseNodeTree(text: string): PgNode {
   };
 
   const node = (): PgNode => {
-    const tag = r.word();
+    const written = r.word();
+    const tag = Object.hasOwn(LATER_TAGS, written) ? LATER_TAGS[written] : written;
     // A plain object: one per node of hundreds of trees, and cheaper than a Map to fill.
     const fields: Record<string, PgValue> = {};
     for (;;) {

@@ -13,7 +13,8 @@
  *   and `is [not] true`; `exists (...)`, `array(...)`, `array[...]`, `row(...)`; `and`, `or`,
  *   `not` of non-null operands;
  * - a column of a subquery, a CTE (not a recursive one), a `values` list or a union that is
- *   non-null in every row source, by these same rules.
+ *   non-null in every row source, by these same rules; and a view's, by its definition (the
+ *   describer describes it and answers through the NOT NULL lookup).
  *
  * Everything else may be null. A parameter must not be null when it is the value written to a
  * `NOT NULL` column by `insert ... values` or `update ... set` (the server would refuse the null),
