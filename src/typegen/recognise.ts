@@ -57,7 +57,7 @@ export function unwrap(expr: ts.Expression): ts.Expression {
 /** What a name imported from pgpipe is. */
 type PgpipeImport = "factory" | "namespace" | "sqlType";
 
-/** Recognises the `sql` tags of one file; shares recognisers of other files through `files`. */
+/** Recognises the `sql` tags of one file; `others` holds the recognisers of files it imports. */
 export class Recogniser {
   readonly #source: ts.SourceFile;
   readonly #load: SourceLoader;
