@@ -106,7 +106,7 @@ export type {
   LargeObjectWritableOptions,
 } from "./src/large_object/large_object.ts";
 export type { Sql } from "./src/client/client.ts";
-export type { SqlTag } from "./src/client/sql.ts";
+export type { SqlPiece, SqlTag, TemplateValues } from "./src/client/sql.ts";
 export type { Transaction, TransactionSql, UnwrapQueries } from "./src/client/transaction.ts";
 export type { ReservedSql } from "./src/client/reserve.ts";
 export type { PublicOptions } from "./src/client/public_options.ts";

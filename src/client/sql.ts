@@ -33,10 +33,24 @@ import { type ClientSettings, Runner, type Sink, type SinkScope } from "./runner
  * ```
  */
 export interface SqlTag extends BulkCopy {
-  /** Builds a query from a template; values become parameters. */
-  <T extends readonly unknown[] = Row[]>(
+  /**
+   * Builds a query from a template; values become parameters. `T` is the rows' type; `P`, when
+   * given, the type of each interpolated value in order (what `typegen` writes), so a value of
+   * the wrong type fails to type-check. A slot may always hold SQL instead of a value: a
+   * fragment, an identifier or a helper (a slot typed `never` holds nothing else).
+   *
+   * @example
+   * ```ts
+   * import postgres from "jsr:@pgpipe/pgpipe";
+   * const sql = postgres();
+   * const [user] = await sql<{ id: number; name: string | null }[], [number]>`
+   *   select id, name from users where id = ${1}
+   * `;
+   * ```
+   */
+  <T extends readonly unknown[] = Row[], P extends readonly unknown[] = readonly unknown[]>(
     strings: TemplateStringsArray,
-    ...values: unknown[]
+    ...values: TemplateValues<NoInfer<P>>
   ): Query<T>;
   /** An escaped identifier: `sql("public.users")` is `"public"."users"`. */
   (name: string): Identifier;
@@ -82,6 +96,32 @@ export interface SqlTag extends BulkCopy {
   /** The class of errors reported by the server, for `err instanceof sql.PostgresError`. */
   readonly PostgresError: typeof PostgresError;
 }
+
+/**
+ * What a template slot may hold besides a value: SQL that is inlined (a fragment, an array of
+ * fragments, an identifier, a helper), or a parameter of an explicit type (`sql.json`, ...).
+ *
+ * @example
+ * ```ts
+ * import postgres, { type SqlPiece } from "jsr:@pgpipe/pgpipe";
+ * const sql = postgres();
+ * const older: SqlPiece = sql`and age > ${30}`;
+ * await sql<{ id: number }[], [string, never]>`select id from users where name = ${"Ada"} ${older}`;
+ * ```
+ */
+export type SqlPiece = Query<any> | readonly Query<any>[] | Identifier | Helper | Parameter;
+
+/**
+ * The values of a template whose slots have the types `P`: each a value of its type or a piece
+ * of SQL ({@link SqlPiece}).
+ *
+ * @example
+ * ```ts
+ * import type { TemplateValues } from "jsr:@pgpipe/pgpipe";
+ * const values: TemplateValues<[number, string | null]> = [1, null];
+ * ```
+ */
+export type TemplateValues<P extends readonly unknown[]> = { [K in keyof P]: P[K] | SqlPiece };
 
 /** Whether `sql(...)` was called as a tag (a template's strings carry their `raw` twin). */
 function isTemplate(value: unknown): value is TemplateStringsArray {
