@@ -44,8 +44,7 @@ const SUITES = [
   suite("orm", "Drizzle and Kysely over pgpipe and postgres.js", 3, 10, true),
   suite("orm_http", "Drizzle under Deno.serve, over pgpipe and postgres.js", 2, 8, true),
   suite("parsers", "what the live parser tables cost a workload without an ORM", 1, 3, true),
-  suite("typegen", "typed SQL, describing queries (server and PGlite)", 3, 8),
-  suite("typegen_cli", "the typegen command end to end, 100 to 500 queries", 4, 10),
+  suite("typegen", "typed SQL: the typegen command end to end, 100 to 500 queries", 4, 10),
 ].map((s, i) => ({ ...s, title: `Suite ${i + 1}: ${s.title}` }));
 
 /** What `--only` names: every suite, each twin right after its plaintext run. */

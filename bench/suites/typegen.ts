@@ -1,118 +1,133 @@
-// Suite: typed SQL, the describer of `@pgpipe/pgpipe/typegen` (src/typegen/describer.ts). How
-// long describing N queries takes (Parse/Describe pipelined on one connection, each statement's
-// parse tree read for nullability, the catalog asked once per batch), against the bench's server
-// and against an in-process PGlite with the migrations applied, for N = 50, 500 and 2000: how it
-// scales. The PGlite describer's start (WASM, initdb, the migrations) is timed on its own. The
-// issue's goals: 500 queries under 5 s against a server, under 10 s with --migrations including
-// PGlite's start. The schema is the describer test's (test/fixtures/typegen_schema).
+// Suite: the typed-SQL command end to end. How long `typegen` takes as a user runs it
+// (`deno run -A typegen.ts ...`, a process of its own: Deno's start, the TypeScript parser's load,
+// scanning, describing, writing), for a project of 100, 250 and 500 queries in 10 files: against the bench server
+// (`--database`), and with `--migrations` (PGlite started in the process, the migrations applied).
+// Every run starts from the unannotated files, so each writes every annotation. The issue's
+// targets for 500 queries: under 5 s against a server, under 10 s with --migrations.
+import { fileURLToPath } from "node:url";
 import postgres from "../../mod.ts";
-import { openDescriber } from "../../src/typegen/describer.ts";
-import { readMigrations } from "../../src/typegen/migrations.ts";
-import { benchUrl, isQuick } from "../shared/env.ts";
+import { isQuick, plainBenchUrl } from "../shared/env.ts";
 import { fmt, Report } from "../shared/report.ts";
 import { median } from "../shared/stats.ts";
 
-const MIGRATIONS = new URL("../../test/fixtures/typegen_schema/", import.meta.url).pathname;
-const SIZES = [50, 500, 2000];
-const rounds = isQuick() ? 2 : 7;
-const starts = isQuick() ? 1 : 3;
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const SIZES = [100, 250, 500];
+const FILES = 10;
+const rounds = isQuick() ? 1 : 5;
 
-/** N distinct queries, a mix of the shapes a program has: joins, `*`, inserts, aggregates. */
-function queries(n: number): string[] {
-  return Array.from({ length: n }, (_, i) =>
-    [
-      `select u.id, u.name, u.email, p.title, p.body, ${i} as k from tg_users u ` +
-      `left join tg_posts p on p.author_id = u.id where u.id = $1 and u.name <> $2`,
-      `select * from tg_everything where id = $1 limit ${i + 1}`,
-      `insert into tg_posts (author_id, title, body) values ($1, $2, $3) returning id, ${i} as k`,
-      `select mood, count(*) as n${i}, max(created_at) as latest from tg_users group by mood`,
-    ][i % 4]);
-}
+const MIGRATION = `
+create type status as enum ('draft', 'published', 'archived');
+create table users (id serial primary key, name text not null, email text, born date,
+  score float8, created_at timestamptz not null default now());
+create table posts (id serial primary key, author_id int not null references users (id),
+  title text not null, body text, status status not null default 'draft', tags text[],
+  meta jsonb);
+create table comments (id bigserial primary key, post_id int not null references posts (id),
+  author_id int references users (id), body text not null, at timestamptz);
+`;
 
-// The server side: a database of the suite's own with the schema.
-const admin = postgres(benchUrl(), { onnotice: () => {} });
-const name = "bench_typegen";
-await admin.unsafe(`drop database if exists ${name}`);
-await admin.unsafe(`create database ${name}`);
-const url = new URL(benchUrl());
-url.pathname = `/${name}`;
-const setup = postgres(url.href, { onnotice: () => {} });
-for (const statement of await readMigrations(MIGRATIONS)) await setup.unsafe(statement.text);
-await setup.end();
-
-/** Median ms of describing `n` queries in one call, over `rounds` calls. */
-async function describeTimes(describer: Awaited<ReturnType<typeof openDescriber>>) {
-  const out = new Map<number, number>();
-  for (const n of SIZES) {
-    const texts = queries(n);
-    await describer.describe(texts.slice(0, 20)); // warm the catalog and the JIT
-    const samples: number[] = [];
-    for (let r = 0; r < rounds; r++) {
-      const t0 = performance.now();
-      const results = await describer.describe(texts);
-      samples.push(performance.now() - t0);
-      if (!results.every((x) => x.ok)) throw new Error("a bench query failed to describe");
-    }
-    out.set(n, median(samples));
+/** The n-th query of a generated project: a few shapes, each text made distinct by `n`. */
+function query(n: number): string {
+  switch (n % 5) {
+    case 0:
+      return `sql\`select id, name, email from users where id > \${${n}} and name <> ${`'u${n}'`}\``;
+    case 1:
+      return `sql\`select p.id, p.title, u.name as author, p.status from posts p
+        left join users u on u.id = p.author_id where p.id = \${${n}} limit ${n}\``;
+    case 2:
+      return `sql\`insert into comments (post_id, author_id, body) values (\${${n}}, \${null}, \${"c${n}"})
+        returning id, at\``;
+    case 3:
+      return `sql\`select count(*) as n${n}, max(score) as best from users where born < \${new Date()}\``;
+    default:
+      return `sql\`update posts set title = \${"t${n}"} where id = \${${n}} returning id, tags, meta\``;
   }
-  return out;
 }
 
-const serverOpen: number[] = [];
-let server = new Map<number, number>();
-for (let s = 0; s < starts; s++) {
-  const t0 = performance.now();
-  const describer = await openDescriber({ database: url.href }, {});
-  serverOpen.push(performance.now() - t0);
-  if (s === 0) server = await describeTimes(describer);
-  await describer.close();
+/** Writes a project of `count` queries into `dir`: `FILES` source files and one migration. */
+async function project(dir: string, count: number): Promise<void> {
+  await Deno.mkdir(`${dir}/migrations`, { recursive: true });
+  await Deno.mkdir(`${dir}/src`, { recursive: true });
+  await Deno.writeTextFile(`${dir}/migrations/0000_init.sql`, MIGRATION);
+  for (let f = 0; f < FILES; f++) {
+    const lines = ['import postgres from "jsr:@pgpipe/pgpipe";', "const sql = postgres();"];
+    for (let n = f; n < count; n += FILES) lines.push(`export const q${n} = () => ${query(n)};`);
+    await Deno.writeTextFile(`${dir}/src/queries_${f}.ts`, lines.join("\n") + "\n");
+  }
 }
 
-const pgliteOpen: number[] = [];
-let embedded = new Map<number, number>();
-for (let s = 0; s < starts; s++) {
-  const t0 = performance.now();
-  const describer = await openDescriber({ migrations: MIGRATIONS }, {});
-  pgliteOpen.push(performance.now() - t0);
-  if (s === 0) embedded = await describeTimes(describer);
-  await describer.close();
+/** One timed typegen process over a fresh copy of the project; its wall time in ms. */
+async function timed(count: number, schema: string[]): Promise<number> {
+  const dir = await Deno.makeTempDir({ prefix: "typegen_bench_" });
+  try {
+    await project(dir, count);
+    const t0 = performance.now();
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--config", `${ROOT}deno.json`, `${ROOT}typegen.ts`, ...schema, "src/"],
+      cwd: dir,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const ms = performance.now() - t0;
+    const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+    if (
+      !out.success || !text.includes(`${count} queries in ${FILES} files; ${FILES} files written`)
+    ) {
+      throw new Error(`typegen failed on ${count} queries:\n${text}`);
+    }
+    return ms;
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 }
-await admin.unsafe(`drop database ${name}`);
-await admin.end();
 
+// The server's schema: the same migration, in a schema of its own, dropped at the end.
+const base = plainBenchUrl();
+const schemaName = `typegen_bench_${Date.now()}`;
+const server = `${base}${base.includes("?") ? "&" : "?"}search_path=${schemaName}`;
+{
+  const sql = postgres(base, { onnotice: () => {} });
+  await sql.unsafe(`create schema ${schemaName}; set search_path = ${schemaName}; ${MIGRATION}`);
+  await sql.end();
+}
+
+const sources = [
+  { label: "--database (bench server)", args: ["--database", server], target: 5000 },
+  { label: "--migrations (PGlite)", args: ["--migrations", "migrations"], target: 10000 },
+];
 const report = new Report("typegen");
+const rows: string[][] = [];
+try {
+  for (const source of sources) {
+    for (const count of SIZES) {
+      await timed(count, source.args); // warm Deno's caches
+      const times: number[] = [];
+      for (let i = 0; i < rounds; i++) times.push(await timed(count, source.args));
+      const ms = median(times);
+      report.measure(`${count} queries, ${source.label}`, "wall time", ms, "ms");
+      rows.push([
+        source.label,
+        String(count),
+        fmt(ms),
+        fmt(ms / count, 2),
+        count === 500 ? `${fmt(source.target)}` : "",
+      ]);
+    }
+  }
+} finally {
+  const sql = postgres(base, { onnotice: () => {} });
+  await sql.unsafe(`drop schema ${schemaName} cascade`);
+  await sql.end();
+}
 report.table(
-  `Describing N queries in one call (median ms of ${rounds}); the PGlite describer has the ` +
-    `migrations applied`,
-  "queries | server ms | server µs per query | PGlite ms | PGlite µs per query",
-  SIZES.map((n) => [
-    String(n),
-    fmt(server.get(n)!, 0),
-    fmt((server.get(n)! * 1000) / n, 0),
-    fmt(embedded.get(n)!, 0),
-    fmt((embedded.get(n)! * 1000) / n, 0),
-  ]),
-);
-const openServer = median(serverOpen);
-const openPGlite = median(pgliteOpen);
-report.table(
-  `Opening a describer (median ms of ${starts}), and the issue's 500-query totals`,
-  "source | open ms | open + 500 queries ms | goal ms",
-  [
-    ["server (--database)", fmt(openServer, 0), fmt(openServer + server.get(500)!, 0), "5000"],
-    [
-      "PGlite with migrations (--migrations)",
-      fmt(openPGlite, 0),
-      fmt(openPGlite + embedded.get(500)!, 0),
-      "10000",
-    ],
-  ],
+  `typegen, one process per run (deno run -A typegen.ts), ${FILES} files, every annotation ` +
+    `written (median ms of ${rounds} runs)`,
+  "schema | queries | ms | ms per query | target ms",
+  rows,
 );
 report.note(
-  "Each query is a Parse + Describe on one connection, all of a call's sent at once; the " +
-    "session logs each statement's parse tree (debug_print_parse), which the describer reads " +
-    "for nullability, and asks the catalog once per call for NOT NULL columns and types.",
-  "PGlite's open is its start in this process (WASM and initdb, in memory) and the two " +
-    "migration files of test/fixtures/typegen_schema.",
+  "A run is the whole command: Deno's start, the TypeScript parser, scanning, describing (one " +
+    "pipelined batch), writing; with --migrations also PGlite's start and the migration.",
+  "The slope between sizes is the per-query cost; what a 100-query run takes is mostly fixed.",
 );
 await report.emit();
