@@ -643,6 +643,7 @@ export class Connection implements EncodeContext {
       case Backend.CopyInResponse:
         return req.copyIn ? req.copyIn() : this.#refuseCopy(type, req);
       case Backend.CopyOutResponse:
+        seq.copyFormat(end > start && buf[start] === 1);
         return req.copyOut ? req.copyOut() : this.#refuseCopy(type, req);
       case Backend.CopyBothResponse:
         return req.copyBoth ? req.copyBoth() : this.#refuseCopy(type, req);

@@ -68,6 +68,8 @@ export interface Planned {
   readonly plan?: number;
   /** Rows asked for by each Execute (a cursor); 0 or absent: all of them. */
   readonly rowLimit?: number;
+  /** A COPY TO whose text may ask for a header line (absent: it may). */
+  readonly copyHeader?: boolean;
 }
 
 /** The answer sequence of the request at the head of one connection's FIFO. */
@@ -81,6 +83,8 @@ export class Sequence {
   #plan = 0;
   #closes = 0;
   #limit = 0;
+  #copyExtra = 0; // CopyData a COPY TO sends beyond its rows: the binary trailer
+  #copyHeader = false; // and maybe a header line
   #shape = 0; // 0: unknown, 1: the statement returns rows (described so), 2: it returns none
 
   /** The head changed (or the connection failed): the next message begins a new request. */
@@ -271,6 +275,15 @@ export class Sequence {
     else throw this.unexpected(type);
   }
 
+  /**
+   * A COPY TO started in `binary` format: one CopyData per row, and a last one for the binary
+   * trailer (the header rides with the first row); text with HEADER sends one line more.
+   */
+  copyFormat(binary: boolean): void {
+    this.#copyExtra = binary ? 1 : 0;
+    this.#copyHeader = !binary && this.req?.copyHeader !== false;
+  }
+
   /** Checks a CommandComplete carrying `count` (null: the tag has none) against the rows. */
   complete(req: Planned, count: number | null): void {
     if (this.req !== req) this.begin(req, false);
@@ -292,8 +305,8 @@ export class Sequence {
       return;
     }
     if (phase === COPY_OUT_DONE) {
-      // One CopyData per row, and in binary or CSV HEADER form one more (header or trailer).
-      if (count !== null && (rows < count || rows > count + 1)) {
+      const due = count === null ? rows : count + this.#copyExtra;
+      if (rows !== due && !(this.#copyHeader && rows === due + 1)) {
         throw new ProtocolViolation(
           `the COPY completion tag counts ${count} rows where ${rows} CopyData came`,
         );

@@ -216,6 +216,11 @@ export class CopyToRequest extends BulkCopyRequest {
     }
   }
 
+  /** Only a text that names HEADER can make the server send a header line. */
+  get copyHeader(): boolean {
+    return /header/i.test(this.text);
+  }
+
   copyDone(): void {}
 
   beforeRead(): void {

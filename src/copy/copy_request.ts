@@ -305,6 +305,11 @@ export class CopyOutRequest extends CopyRequest {
     }
   }
 
+  /** Only a text that names HEADER can make the server send a header line. */
+  get copyHeader(): boolean {
+    return /header/i.test(this.text);
+  }
+
   copyDone(): void {}
 
   /** The reader wants more: resume reading from the server. */

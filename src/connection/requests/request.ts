@@ -97,6 +97,11 @@ export interface PipelineRequest {
   readonly plan?: number;
   /** Rows each Execute asks for (a cursor): a PortalSuspended must follow exactly that many. */
   readonly rowLimit?: number;
+  /**
+   * A COPY TO whose text may ask for a header line (which arrives as one more CopyData than the
+   * completion tag counts); absent: it may.
+   */
+  readonly copyHeader?: boolean;
   /** Called once when the request is encoded, for requests that write again later. */
   attach?(io: RequestIO): void;
   /**
