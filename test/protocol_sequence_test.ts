@@ -390,6 +390,14 @@ Deno.test("sequence: real answers pass: cursor batches, a batch in a transaction
     exact.push(rows.length);
   }
   assert.deepEqual(exact, [3, 3]);
+  // Closed early, while its next batch (the last rows and the completion) was on its way: the
+  // server answers the portal's Close even after the portal completed.
+  const [{ pid }] = await sql`select pg_backend_pid() as pid`;
+  for (let i = 0; i < 20; i++) {
+    for await (const _rows of sql`select g from generate_series(1, 3) g`.cursor(2)) break;
+  }
+  // On the same connection: none of it was taken for a violation.
+  assert.deepEqual([...await sql`select pg_backend_pid() as pid`], [{ pid }]);
   const [a, b] = await sql.begin((tx) => [
     tx`select ${1}::int as n`,
     tx`select g from generate_series(1, 4) g`,

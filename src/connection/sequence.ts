@@ -184,7 +184,8 @@ export class Sequence {
           if (--this.#closes === 0) this.phase = this.#from(PARSING);
           return;
         }
-        if (phase === SUSPENDED) { // a cursor closed its portal early
+        // A cursor closed its portal early: while it waited, or after its last rows came.
+        if (phase === SUSPENDED || (phase === DONE && this.#limit > 0)) {
           this.phase = DONE;
           return;
         }
