@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import postgres, { ConnectionError, PostgresError } from "./harness/postgres.ts";
 import { databaseUrl } from "./harness/env.ts";
 import { quiet } from "./harness/connect.ts";
+import { statementBounds } from "../src/connection/sequence.ts";
 import {
   auth,
   backendKeyData,
@@ -425,4 +426,35 @@ Deno.test("sequence: real answers pass: cursor batches, a batch in a transaction
   assert.equal(d.columns.length, 1);
   assert.deepEqual([...await sql`select ''`.values()], [[""]]);
   assert.equal((await sql.unsafe("")).count, null);
+});
+
+Deno.test("sequence: a duplicated CommandComplete of a one-statement simple Query rejects", async () => {
+  await violates(
+    Promise.reject(rejected(await oneQuery(twice("C"), (sql) => sql.unsafe("select 'a' as x")))),
+  );
+});
+
+Deno.test("sequence: statementBounds counts a simple Query's statements, or only bounds them", () => {
+  const cases: [string, [number, number]][] = [
+    ["select 1", [1, 1]],
+    ["select 1; select 2", [2, 2]],
+    ["select 1;", [1, 1]],
+    ["select ';'; select 2", [2, 2]],
+    [`select "a;b" from t; select 2`, [2, 2]],
+    ["select $$;$$, $x$;$x$; select 2", [2, 2]],
+    ["select 1; -- ; select 2\n", [1, 1]],
+    ["/* ; /* ; */ */ select 1; select 2", [2, 2]],
+    [
+      "create rule r as on insert to t do also (insert into u values (1); delete from u); select 1",
+      [
+        2,
+        2,
+      ],
+    ],
+    ["select E'\\';'; select 1", [0, 3]],
+    ["create function f() returns int begin atomic select 1; end; select 2", [0, 3]],
+    [";;", [0, 3]],
+    ["select 'unterminated; select 2", [0, 2]],
+  ];
+  for (const [text, bounds] of cases) assert.deepEqual(statementBounds(text), bounds, text);
 });

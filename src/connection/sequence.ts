@@ -70,6 +70,83 @@ export interface Planned {
   readonly rowLimit?: number;
   /** A COPY TO whose text may ask for a header line (absent: it may). */
   readonly copyHeader?: boolean;
+  /** A simple Query: the fewest statements its text holds (see {@link statementBounds}). */
+  readonly fewestStatements?: number;
+  /** A simple Query: the most statements its text holds. */
+  readonly mostStatements?: number;
+}
+
+const SEMICOLON = 0x3b;
+const QUOTE = 0x27;
+const DOUBLE_QUOTE = 0x22;
+const DOLLAR = 0x24;
+
+/** Whether `c` may continue an identifier (so a `$` after it is not a dollar quote). */
+function identifierChar(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) ||
+    c === 0x5f || c === DOLLAR || c >= 0x80;
+}
+
+/**
+ * How many statements a simple Query's text holds, as `[fewest, most]`: each statement the server
+ * runs answers once (a completion or an error), so more answers than the most, or a ReadyForQuery
+ * before the fewest, are a violation. Statements are separated by semicolons, so there are at
+ * most one more than the text has. The exact count comes from a lexer that skips strings, quoted
+ * identifiers, dollar quotes, comments and parentheses (a rule's actions); where it could be
+ * wrong (a backslash, which may escape a quote when standard_conforming_strings is off, or a
+ * `BEGIN ATOMIC` body) only the upper bound is kept. A text the server finds wrong fails at its
+ * first error, which ends the Query wherever it comes.
+ */
+export function statementBounds(text: string): [number, number] {
+  let most = 1;
+  for (let i = text.indexOf(";"); i !== -1; i = text.indexOf(";", i + 1)) most++;
+  if (most === 1) return [1, 1]; // one statement, or none (an EmptyQueryResponse)
+  if (text.includes("\\") || /begin\s+atomic/i.test(text)) return [0, most];
+  let count = 0;
+  let filled = false; // the current statement has something besides blanks and comments
+  let depth = 0; // parentheses
+  const n = text.length;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE || c === DOUBLE_QUOTE) {
+      // '' (or "") inside is the quote itself: skipping to each next quote handles it.
+      const end = text.indexOf(c === QUOTE ? "'" : '"', i + 1);
+      if (end === -1) return [0, most];
+      i = end;
+      filled = true;
+    } else if (c === DOLLAR && (i === 0 || !identifierChar(text.charCodeAt(i - 1)))) {
+      const tag = /^\$(?:[A-Za-z_\u0080-\uffff][\w\u0080-\uffff]*)?\$/.exec(text.slice(i, i + 64));
+      if (tag !== null) {
+        const end = text.indexOf(tag[0], i + tag[0].length);
+        if (end === -1) return [0, most];
+        i = end + tag[0].length - 1;
+      }
+      filled = true;
+    } else if (c === 0x2d && text.charCodeAt(i + 1) === 0x2d) { // -- to the end of the line
+      const end = text.indexOf("\n", i);
+      i = end === -1 ? n : end;
+    } else if (c === 0x2f && text.charCodeAt(i + 1) === 0x2a) { // /* nested */
+      let nest = 1;
+      for (i += 2; i < n && nest > 0; i++) {
+        if (text.charCodeAt(i) === 0x2f && text.charCodeAt(i + 1) === 0x2a) nest++, i++;
+        else if (text.charCodeAt(i) === 0x2a && text.charCodeAt(i + 1) === 0x2f) nest--, i++;
+      }
+      if (nest > 0) return [0, most];
+      i--;
+    } else if (c === 0x28) {
+      depth++;
+      filled = true;
+    } else if (c === 0x29) {
+      depth--;
+      filled = true;
+    } else if (c === SEMICOLON && depth === 0) {
+      if (filled) count++;
+      filled = false;
+    } else if (c > 0x20) filled = true;
+  }
+  if (filled) count++;
+  if (depth !== 0 || count === 0) return [0, most];
+  return [count, count];
 }
 
 /** The answer sequence of the request at the head of one connection's FIFO. */
@@ -85,6 +162,9 @@ export class Sequence {
   #limit = 0;
   #copyExtra = 0; // CopyData a COPY TO sends beyond its rows: the binary trailer
   #copyHeader = false; // and maybe a header line
+  #fewest = 0; // statements a simple Query must answer before its ReadyForQuery
+  #most = 0; // and the most it may
+  #statements = 0; // statements of a simple Query answered so far
   #shape = 0; // 0: unknown, 1: the statement returns rows (described so), 2: it returns none
 
   /** The head changed (or the connection failed): the next message begins a new request. */
@@ -102,6 +182,9 @@ export class Sequence {
     this.#closes = Math.floor(plan / Plan.CLOSE);
     this.#limit = req.rowLimit ?? 0;
     this.#shape = plan & Plan.RETURNS_ROWS ? 1 : 0;
+    this.#fewest = req.fewestStatements ?? 0;
+    this.#most = req.mostStatements ?? Infinity;
+    this.#statements = 0;
     if (skipped) this.phase = SKIPPED;
     else if (plan === 0) this.phase = STATEMENT;
     else this.phase = this.#from(CLOSING);
@@ -121,7 +204,14 @@ export class Sequence {
 
   /** Where a statement's completion leads: the next statement (simple Query) or the Sync. */
   #completed(): number {
-    return this.#plan === 0 ? NEXT_STATEMENT : DONE;
+    if (this.#plan !== 0) return DONE;
+    this.#statements++;
+    return NEXT_STATEMENT;
+  }
+
+  /** Whether a simple Query's next statement may begin to answer now. */
+  #mayStart(phase: number): boolean {
+    return phase === STATEMENT || (phase === NEXT_STATEMENT && this.#statements < this.#most);
   }
 
   /** The violation for `type` arriving now. */
@@ -204,7 +294,7 @@ export class Sequence {
           this.#shape = 1;
           return void (this.phase = this.#from(BINDING));
         }
-        if (phase === SHAPE_PORTAL || phase === STATEMENT || phase === NEXT_STATEMENT) {
+        if (phase === SHAPE_PORTAL || this.#mayStart(phase)) {
           this.#shape = 1;
           this.rows = 0;
           return void (this.phase = ROWS);
@@ -266,7 +356,7 @@ export class Sequence {
   }
 
   #copyMayStart(phase: number): boolean {
-    return phase === STATEMENT || phase === NEXT_STATEMENT ||
+    return this.#mayStart(phase) ||
       (phase === NO_ROWS && this.rows === 0) || (phase === ROWS && this.rows === 0);
   }
 
@@ -301,7 +391,7 @@ export class Sequence {
       this.phase = this.#completed();
       return;
     }
-    if (phase === STATEMENT || phase === NEXT_STATEMENT || phase === COPY_IN) {
+    if (this.#mayStart(phase) || phase === COPY_IN) {
       this.phase = this.#completed();
       return;
     }
@@ -324,7 +414,8 @@ export class Sequence {
     const phase = this.phase;
     if (
       (synced || phase === SKIPPED) &&
-      (phase === DONE || phase === FAILED || phase === NEXT_STATEMENT || phase === SKIPPED)
+      (phase === DONE || phase === FAILED || phase === SKIPPED ||
+        (phase === NEXT_STATEMENT && this.#statements >= this.#fewest))
     ) return;
     throw this.unexpected(Backend.ReadyForQuery);
   }

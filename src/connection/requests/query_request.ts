@@ -10,7 +10,7 @@ import { ConnectionError, type PostgresError, QueryError } from "../../errors.ts
 import type { ConnectionState, EncodeContext, PipelineRequest } from "./request.ts";
 import type { DecodeOptions } from "../../types/text_decoders.ts";
 import { Statement, StatementCache } from "../statement.ts";
-import { Plan } from "../sequence.ts";
+import { Plan, statementBounds } from "../sequence.ts";
 
 /** Values of the row being decoded, before the statement's row constructor copies them. */
 const scratch: unknown[] = [];
@@ -126,6 +126,10 @@ export class QueryRequest implements PipelineRequest {
   #makeTarget: (() => ResultTarget) | null;
   /** What the last encode sent (`Plan` bits of sequence.ts): the answers the server owes. */
   plan = 0;
+  /** A simple Query: the fewest statements its text holds (sequence.ts). */
+  fewestStatements = 1;
+  /** A simple Query: the most statements its text holds. */
+  mostStatements = 1;
 
   /** `makeTarget` makes the result of each further statement of a simple-protocol query. */
   constructor(
@@ -250,6 +254,7 @@ export class QueryRequest implements PipelineRequest {
       this.#statement = new Statement("", spec.text, []);
       fe.query(w, spec.text);
       this.plan = 0;
+      [this.fewestStatements, this.mostStatements] = statementBounds(spec.text);
       return;
     }
     if (!spec.prepare || spec.forced?.on === false) {
