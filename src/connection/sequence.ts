@@ -165,6 +165,7 @@ export class Sequence {
   #fewest = 0; // statements a simple Query must answer before its ReadyForQuery
   #most = 0; // and the most it may
   #statements = 0; // statements of a simple Query answered so far
+  #bothDone = false; // a replication stream's server side ended (CopyDone)
   #shape = 0; // 0: unknown, 1: the statement returns rows (described so), 2: it returns none
 
   /** The head changed (or the connection failed): the next message begins a new request. */
@@ -185,6 +186,7 @@ export class Sequence {
     this.#fewest = req.fewestStatements ?? 0;
     this.#most = req.mostStatements ?? Infinity;
     this.#statements = 0;
+    this.#bothDone = false;
     if (skipped) this.phase = SKIPPED;
     else if (plan === 0) this.phase = STATEMENT;
     else this.phase = this.#from(CLOSING);
@@ -211,7 +213,9 @@ export class Sequence {
 
   /** Whether a simple Query's next statement may begin to answer now. */
   #mayStart(phase: number): boolean {
-    return phase === STATEMENT || (phase === NEXT_STATEMENT && this.#statements < this.#most);
+    return phase === STATEMENT ||
+      ((phase === NEXT_STATEMENT || (phase === COPY_BOTH && this.#bothDone)) &&
+        this.#statements < this.#most);
   }
 
   /** The violation for `type` arriving now. */
@@ -348,8 +352,9 @@ export class Sequence {
         break;
       case Backend.CopyDone:
         if (phase === COPY_OUT) return void (this.phase = COPY_OUT_DONE);
-        // Replication: the server ended its side; what follows is a statement's answer.
-        if (phase === COPY_BOTH) return void (this.phase = NEXT_STATEMENT);
+        // Replication: the server ended its side. What follows is a statement's answer, but the
+        // walsender may still flush CopyData it had queued, so the phase stays.
+        if (phase === COPY_BOTH && !this.#bothDone) return void (this.#bothDone = true);
         break;
     }
     throw this.unexpected(type);
@@ -415,7 +420,8 @@ export class Sequence {
     if (
       (synced || phase === SKIPPED) &&
       (phase === DONE || phase === FAILED || phase === SKIPPED ||
-        (phase === NEXT_STATEMENT && this.#statements >= this.#fewest))
+        ((phase === NEXT_STATEMENT || (phase === COPY_BOTH && this.#bothDone)) &&
+          this.#statements >= this.#fewest))
     ) return;
     throw this.unexpected(Backend.ReadyForQuery);
   }

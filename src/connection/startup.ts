@@ -149,8 +149,7 @@ export async function startup(
         break;
       }
       case Backend.BackendKeyData: {
-        // Sent once, after the server accepted the credentials.
-        if (!authenticated) throw violation("BackendKeyData before authentication");
+        // Sent once per session.
         if (keyed) throw violation("BackendKeyData sent twice");
         keyed = true;
         const keyLength = end - start - 4;
