@@ -32,7 +32,10 @@ export function thrownText(value: unknown): string {
  * ```
  */
 export class PostgresError extends Error {
-  /** SQLSTATE code, e.g. `23505` for a unique violation. */
+  /**
+   * SQLSTATE code, e.g. `23505` for a unique violation; `NO_SQLSTATE` when the server's
+   * ErrorResponse carried none (a broken server or proxy: the statement still failed).
+   */
   readonly code: string;
   /** ERROR, FATAL, PANIC (never localised). */
   readonly severity: string;
@@ -77,9 +80,9 @@ export class PostgresError extends Error {
 
   /** Builds the error from an ErrorResponse's fields. */
   constructor(fields: FieldMap) {
-    super(fields.M ?? "unknown server error");
+    super(fields.M ?? "the server sent an error without a message");
     this.name = "PostgresError";
-    this.code = fields.C ?? "XX000";
+    this.code = fields.C ?? "NO_SQLSTATE";
     this.severity = fields.V ?? fields.S ?? "ERROR";
     this.severity_local = fields.S ?? this.severity;
     if (fields.D !== undefined) this.detail = fields.D;

@@ -34,8 +34,9 @@ import { type Endpoint, type TlsPath, type Transport, whereOf } from "./transpor
 import { startWithin, withFallbacks } from "./open.ts";
 import { Backlog, RequestFifo } from "./request_fifo.ts";
 import { cancelledInBatch, copyError, skippedInBatch, strayCancel } from "./derived_errors.ts";
-import { OUT_OF_BAND, type ServerHooks, ServerReports } from "./out_of_band.ts";
+import { type ServerHooks, ServerReports } from "./out_of_band.ts";
 import { QueryWatchdog } from "./watchdog.ts";
+import { COPY_BOTH, COPY_OUT, ROWS, Sequence } from "./sequence.ts";
 
 /** Everything one connection needs to know. */
 export interface ConnectionOptions extends ServerHooks {
@@ -186,6 +187,7 @@ export class Connection implements EncodeContext {
   #cancelled = new Set<PipelineRequest>(); // requests a CancelRequest was sent for
   #strays = new StrayCancels(); // our CancelRequests that may yet stop a request they were not for
   #recancel = new CancelRetries<PipelineRequest>(); // cancelled statements not yet seen to end
+  #seq = new Sequence(); // the answers the head request may receive next (sequence.ts)
   #resend: PipelineRequest | null = null; // re-sent at its ReadyForQuery (late cancel, stale statement)
   #resendCancelled: Error | null = null; // its user cancelled it before it went again
   #watchdog = new QueryWatchdog();
@@ -531,6 +533,7 @@ export class Connection implements EncodeContext {
       for (;;) {
         while (framer.next()) {
           this.#dispatch(framer.type, framer.buf, framer.start, framer.end);
+          if (this.#closed !== null) return; // a FATAL closed it: what follows means nothing
           // A slow COPY or cursor consumer holds the connection: stop reading until it catches up.
           if (this.#pausing) await new Promise<void>((resolve) => this.#paused = resolve);
         }
@@ -550,16 +553,17 @@ export class Connection implements EncodeContext {
   #dispatch(type: number, buf: Uint8Array, start: number, end: number): void {
     const fifo = this.#fifo;
     const req = fifo.queue[fifo.head];
-    if (req === undefined && !OUT_OF_BAND.has(type)) {
-      throw new ProtocolViolation(
-        `the server sent ${String.fromCharCode(type)} with no query in flight`,
-      );
-    }
+    const seq = this.#seq;
     switch (type) {
       case Backend.DataRow:
+        // The hot path: one phase compare and a counter (see sequence.ts).
+        if (seq.phase !== ROWS) seq.row(type);
+        seq.rows++;
         return req.dataRow(buf, start, end);
       case Backend.CommandComplete: {
+        if (req === undefined) throw seq.unexpected(type);
         const tag = commandComplete(buf, start, end);
+        seq.complete(req, tag.count);
         this.#recancel.ended(req);
         req.commandComplete(tag.command, tag.count);
         if (!fifo.synced[fifo.head]) this.#batchedDone(req);
@@ -570,6 +574,8 @@ export class Connection implements EncodeContext {
         if (end - start !== 1 || (status !== 0x49 && status !== 0x54 && status !== 0x45)) {
           throw new ProtocolViolation("ReadyForQuery must carry one status byte: I, T or E");
         }
+        if (req === undefined) throw seq.unexpected(type);
+        seq.ready(req, this.#aborted !== null, fifo.synced[fifo.head]);
         const before = this.status;
         this.status = buf[start];
         if (this.#aborted !== null || !fifo.synced[fifo.head]) return this.#skipBatch(req);
@@ -590,6 +596,30 @@ export class Connection implements EncodeContext {
         }
         return this.#advanced();
       }
+      case Backend.NoticeResponse:
+      case Backend.ParameterStatus:
+      case Backend.NotificationResponse:
+        return this.#reports.route(type, buf, start, end);
+      case Backend.CopyData:
+        if (seq.phase === COPY_OUT) seq.rows++;
+        else if (seq.phase !== COPY_BOTH) throw seq.unexpected(type);
+        return req.copyData?.(buf, start, end);
+      case Backend.ErrorResponse: {
+        const err = new PostgresError(fields(buf, start, end));
+        if (err.severity === "FATAL" || err.severity === "PANIC") {
+          // The server closes the connection after it: so do we, now, so that nothing it sent
+          // before closing (a ReadyForQuery) can settle a query as if it had run.
+          this.#fatal = err;
+          return this.#fail(this.#lost(null));
+        }
+        if (req === undefined) throw seq.unexpected(type);
+        seq.step(type, req, this.#aborted !== null);
+        return this.#failed(req, err);
+      }
+    }
+    if (req === undefined) throw seq.unexpected(type);
+    seq.step(type, req, this.#aborted !== null);
+    switch (type) {
       case Backend.RowDescription:
         return req.rowDescription(rowDescription(buf, start, end), this);
       case Backend.ParseComplete:
@@ -610,61 +640,52 @@ export class Connection implements EncodeContext {
         // The backend waits for the next Execute: a cancel now would land on nothing.
         this.#recancel.ended(req);
         return req.portalSuspended();
-      case Backend.ErrorResponse: {
-        const err = new PostgresError(fields(buf, start, end));
-        if (err.severity === "FATAL" || err.severity === "PANIC" || req === undefined) {
-          // The server is about to close the connection (e.g. pg_terminate_backend).
-          this.#fatal = err;
-          return;
-        }
-        this.#recancel.ended(req);
-        // A cancel of ours sent for another request stopped this one (see StrayCancels).
-        const stray = err.code === "57014" && !this.#cancelled.has(req) &&
-          mayBeCancelRequest(err) && this.#strays.mayHit(req);
-        if (!fifo.synced[fifo.head]) {
-          // Mid-batch: the server now skips the rest of the batch up to its Sync.
-          const failure = stray ? strayCancel(err) : err;
-          req.error(failure);
-          this.#aborted = failure;
-          return this.#batchedDone(req);
-        }
-        if (stray) {
-          // Outside a transaction block it is safe to run it again.
-          if (this.status === IDLE && req.restart?.() === true) {
-            this.#strays.resent(req);
-            this.#resend = req;
-            return;
-          }
-          return req.error(strayCancel(err));
-        }
-        if (req.retryable?.(err, this.status === IDLE) === true) {
-          this.#resend = req;
-          return;
-        }
-        return req.error(err);
-      }
-      case Backend.NoticeResponse:
-      case Backend.ParameterStatus:
-      case Backend.NotificationResponse:
-        return this.#reports.route(type, buf, start, end);
       case Backend.CopyInResponse:
         return req.copyIn ? req.copyIn() : this.#refuseCopy(type, req);
       case Backend.CopyOutResponse:
+        seq.copyFormat(end > start && buf[start] === 1);
         return req.copyOut ? req.copyOut() : this.#refuseCopy(type, req);
       case Backend.CopyBothResponse:
         return req.copyBoth ? req.copyBoth() : this.#refuseCopy(type, req);
-      case Backend.CopyData:
-        return req.copyData?.(buf, start, end);
       case Backend.CopyDone:
         return req.copyDone?.();
-      default:
-        throw new ProtocolViolation(`unexpected message type ${String.fromCharCode(type)}`);
     }
+  }
+
+  /** An ErrorResponse (not FATAL) for the head request. */
+  #failed(req: PipelineRequest, err: PostgresError): void {
+    const fifo = this.#fifo;
+    this.#recancel.ended(req);
+    // A cancel of ours sent for another request stopped this one (see StrayCancels).
+    const stray = err.code === "57014" && !this.#cancelled.has(req) &&
+      mayBeCancelRequest(err) && this.#strays.mayHit(req);
+    if (!fifo.synced[fifo.head]) {
+      // Mid-batch: the server now skips the rest of the batch up to its Sync.
+      const failure = stray ? strayCancel(err) : err;
+      req.error(failure);
+      this.#aborted = failure;
+      return this.#batchedDone(req);
+    }
+    if (stray) {
+      // Outside a transaction block it is safe to run it again.
+      if (this.status === IDLE && req.restart?.() === true) {
+        this.#strays.resent(req);
+        this.#resend = req;
+        return;
+      }
+      return req.error(strayCancel(err));
+    }
+    if (req.retryable?.(err, this.status === IDLE) === true) {
+      this.#resend = req;
+      return;
+    }
+    return req.error(err);
   }
 
   /** Pops the answered head request off the FIFO. */
   #shift(req: PipelineRequest): void {
     this.#fifo.shift(req);
+    this.#seq.end();
     this.#cancelled.delete(req);
     this.#recancel.ended(req);
   }
@@ -826,6 +847,7 @@ export class Connection implements EncodeContext {
     for (const wake of this.#flushWaiters.splice(0)) wake();
     this.#batchOpen = false;
     this.#aborted = null;
+    this.#seq.end();
     this.#writer.reset();
     const orphans: PipelineRequest[] = [];
     for (let i = 0; i < queue.length; i++) {

@@ -12,14 +12,6 @@ import {
   notification,
 } from "../protocol/backend.ts";
 
-/** Messages that may arrive at any time, not as part of a request's answer. */
-export const OUT_OF_BAND: ReadonlySet<number> = new Set<number>([
-  Backend.NoticeResponse,
-  Backend.ParameterStatus,
-  Backend.NotificationResponse,
-  Backend.ErrorResponse, // a FATAL when the server shuts the session down
-]);
-
 /** The user's hooks for what the server reports on its own. */
 export interface ServerHooks {
   /** Called for each NoticeResponse. */

@@ -122,6 +122,7 @@ export async function startup(
   const auth = new Authenticator(io, params.user, password, options.auth);
   let authenticated = false;
   let negotiated = false;
+  let keyed = false;
   const result: StartupResult = { pid: 0, secret: 0, key: new Uint8Array(4), minor };
   for (;;) {
     const { type, buf, start, end } = await io.next();
@@ -148,6 +149,9 @@ export async function startup(
         break;
       }
       case Backend.BackendKeyData: {
+        // Sent once per session.
+        if (keyed) throw violation("BackendKeyData sent twice");
+        keyed = true;
         const keyLength = end - start - 4;
         // 3.0 has a 4-byte key; 3.2 lets it grow (PostgreSQL 18 sends 32 bytes).
         if (result.minor < 2 ? keyLength !== 4 : keyLength < 4 || keyLength > MAX_CANCEL_KEY) {
@@ -164,9 +168,14 @@ export async function startup(
         result.minor = negotiate(buf, start, end, result.minor, options.minMinor ?? 0, negotiated);
         negotiated = true;
         break;
-      case Backend.ReadyForQuery:
+      case Backend.ReadyForQuery: {
         if (!authenticated) throw violation("ReadyForQuery before authentication");
+        const status = buf[start];
+        if (end - start !== 1 || (status !== 0x49 && status !== 0x54 && status !== 0x45)) {
+          throw violation("ReadyForQuery must carry one status byte: I, T or E");
+        }
         return result;
+      }
       default:
         throw violation(`unexpected message ${String.fromCharCode(type)} during startup`);
     }

@@ -18,6 +18,7 @@ import { ProtocolViolation } from "../protocol/backend.ts";
 import { ConnectionError, type PostgresError, QueryError } from "../errors.ts";
 import type { Column } from "../protocol/backend.ts";
 import type { EncodeContext, PipelineRequest, RequestIO } from "../connection/requests/request.ts";
+import { statementBounds } from "../connection/sequence.ts";
 
 /** Common bookkeeping: one COPY statement's segment, settled by its ReadyForQuery. */
 abstract class BulkCopyRequest implements PipelineRequest {
@@ -54,9 +55,14 @@ abstract class BulkCopyRequest implements PipelineRequest {
   /** The connection's transaction status when the COPY was sent (I: outside a block). */
   status = 0x49;
 
+  /** The fewest and most statements the text holds (sequence.ts). */
+  fewestStatements = 1;
+  /** The most statements the text holds. */
+  mostStatements = 1;
   encode(w: Writer, ctx: EncodeContext): void {
     this.status = ctx.status;
     fe.query(w, this.text);
+    [this.fewestStatements, this.mostStatements] = statementBounds(this.text);
   }
   attach(io: RequestIO): void {
     this.io = io;
@@ -214,6 +220,11 @@ export class CopyToRequest extends BulkCopyRequest {
         this.failure ??= err;
       } else this.failure ??= e instanceof Error ? e : new Error(String(e));
     }
+  }
+
+  /** Only a text that names HEADER can make the server send a header line. */
+  get copyHeader(): boolean {
+    return /header/i.test(this.text);
   }
 
   copyDone(): void {}

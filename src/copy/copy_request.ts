@@ -21,6 +21,7 @@ import type {
   PipelineRequest,
   RequestIO,
 } from "../connection/requests/request.ts";
+import { statementBounds } from "../connection/sequence.ts";
 
 /** The outcome of a COPY: rows copied (from the completion tag). */
 export interface CopyResult {
@@ -101,9 +102,14 @@ export abstract class CopyRequest implements PipelineRequest {
     return this.io !== null;
   }
 
+  /** The fewest and most statements the text holds (sequence.ts). */
+  fewestStatements = 1;
+  /** The most statements the text holds. */
+  mostStatements = 1;
   encode(w: Writer, ctx: EncodeContext): void {
     this.#ctx = ctx;
     fe.query(w, this.text);
+    [this.fewestStatements, this.mostStatements] = statementBounds(this.text);
   }
   attach(io: RequestIO): void {
     this.io = io;
@@ -303,6 +309,11 @@ export class CopyOutRequest extends CopyRequest {
       this.io!.pauseReading();
       this.#held = null; // the reader is behind: if it is dropped now, it can be collected
     }
+  }
+
+  /** Only a text that names HEADER can make the server send a header line. */
+  get copyHeader(): boolean {
+    return /header/i.test(this.text);
   }
 
   copyDone(): void {}

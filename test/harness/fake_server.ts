@@ -116,6 +116,21 @@ export const parameterDescription = (types: readonly number[]): Uint8Array =>
 
 export const SSL_REQUEST = 80877103;
 
+/** Splits well-framed backend bytes into their messages (views, not copies). */
+export function messagesOf(bytes: Uint8Array): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  for (let at = 0; at < bytes.length;) {
+    const end = at + 1 + view.getInt32(at + 1);
+    out.push(bytes.subarray(at, end));
+    at = end;
+  }
+  return out;
+}
+
+/** The type letter of a backend message. */
+export const typeOf = (m: Uint8Array): string => String.fromCharCode(m[0]);
+
 // ---------------------------------------------------------------------------------------------
 // The server side of one connection
 

@@ -10,12 +10,17 @@
  *   half way, the primary stopped and the standby promoted.
  * - pgbouncer: PgBouncer (transaction mode, prepare: false) between the proxy and the server;
  *   terminate (the server backends PgBouncer holds), drop and stall.
+ * - protocol: the protocol fuzz (test/harness/replay_fuzz.ts) at length: `--cases` seeded
+ *   sessions (default 3000, from `--seed`), each with one message broken; fails on any wrong
+ *   answer from a broken sequence, any hang or unhandled rejection, and prints the table.
  */
 import { parseArgs } from "node:util";
 import { findPgBin } from "../harness/cluster.ts";
 import { findPgbouncer } from "../harness/pgbouncer.ts";
 import type { Fault, SoakPlan, SoakReport } from "./chaos.ts";
 import { soakThroughPgbouncer, soakWithFailover, soakWithRestart } from "./variants.ts";
+import { startCluster } from "../harness/cluster.ts";
+import { fuzz, recordAll } from "../harness/replay_fuzz.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -23,6 +28,8 @@ const { values } = parseArgs({
     seconds: { type: "string", default: "600" },
     variant: { type: "string", default: "restart" },
     verbose: { type: "boolean", default: true },
+    cases: { type: "string", default: "3000" },
+    seed: { type: "string", default: String(0x50a50039) },
   },
 });
 const seconds = Number(values.seconds);
@@ -48,11 +55,31 @@ const variants: Record<string, () => Promise<SoakReport>> = {
     soakWithFailover(base(["terminate", "drop", "stall", "failover", "terminate", "drop"])),
   pgbouncer: () => soakThroughPgbouncer(base(["terminate", "drop", "stall"])),
 };
-const names = values.variant === "all" ? Object.keys(variants) : [values.variant!];
+/** The protocol fuzz on a throwaway server of its own: true when it found no bug. */
+async function protocolFuzz(): Promise<boolean> {
+  const cluster = await startCluster({ name: "fuzz" });
+  try {
+    const url = `postgres://${cluster.users.trust.user}@${cluster.host}:${cluster.port}/` +
+      cluster.database;
+    const seed = Number(values.seed);
+    const { table, bugs } = await fuzz(await recordAll(url), seed, Number(values.cases));
+    console.log(`soak protocol (seed ${seed}): ${JSON.stringify(table)}`);
+    for (const bug of bugs) console.log(`soak protocol: BUG ${bug}`);
+    return bugs.length === 0;
+  } finally {
+    await cluster.stop();
+  }
+}
+
+const names = values.variant === "all" ? [...Object.keys(variants), "protocol"] : [values.variant!];
 let failed = false;
 for (const name of names) {
   if (name === "pgbouncer" && findPgbouncer() === null) {
     console.log("soak pgbouncer: skipped (pgbouncer not installed)");
+    continue;
+  }
+  if (name === "protocol") {
+    if (!(await protocolFuzz())) failed = true;
     continue;
   }
   const report = await variants[name]();

@@ -8,6 +8,7 @@
 import * as fe from "../../protocol/frontend.ts";
 import type { Writer } from "../../protocol/writer.ts";
 import type { PostgresError } from "../../errors.ts";
+import { ProtocolViolation } from "../../protocol/backend.ts";
 import { QueryRequest, type QuerySpec, type ResultTarget } from "./query_request.ts";
 import type { RequestIO } from "./request.ts";
 
@@ -25,6 +26,10 @@ export class CursorRequest extends QueryRequest {
     return false;
   }
   #rows: number;
+  /** Rows each Execute asks for: a PortalSuspended must follow exactly that many. */
+  get rowLimit(): number {
+    return this.#rows;
+  }
   #io: RequestIO | null = null;
   #makeBatch: () => ResultTarget;
   #ready: ResultTarget | null = null; // a batch the consumer has not taken yet
@@ -81,12 +86,25 @@ export class CursorRequest extends QueryRequest {
     });
   }
 
+  /** Rows, or the end of the portal, come only after the cursor asked for the next batch. */
+  #asked(what: string): void {
+    if (this.#suspended) {
+      throw new ProtocolViolation(`the server sent ${what} before the cursor asked for more rows`);
+    }
+  }
+
+  override dataRow(buf: Uint8Array, start: number, end: number): void {
+    this.#asked("a DataRow");
+    super.dataRow(buf, start, end);
+  }
+
   override portalSuspended(): void {
     this.#suspended = true;
     this.#deliver(this.target);
   }
 
   override commandComplete(command: string, count: number | null): void {
+    this.#asked("CommandComplete");
     super.commandComplete(command, count);
     this.#sync();
     this.#deliver(this.target); // the last batch (possibly empty)

@@ -11,6 +11,7 @@ import type { ConnectionState, EncodeContext, PipelineRequest } from "./request.
 import type { DecodeOptions } from "../../types/text_decoders.ts";
 import { Statement, StatementCache } from "../statement.ts";
 import type { StatementPolicy } from "../statement_policy.ts";
+import { Plan, statementBounds } from "../sequence.ts";
 
 /** Values of the row being decoded, before the statement's row constructor copies them. */
 const scratch: unknown[] = [];
@@ -124,6 +125,12 @@ export class QueryRequest implements PipelineRequest {
   #targets: ResultTarget[] | null = null; // simple protocol: one result per statement
   #completed = false; // `target` got its CommandComplete or EmptyQueryResponse
   #makeTarget: (() => ResultTarget) | null;
+  /** What the last encode sent (`Plan` bits of sequence.ts): the answers the server owes. */
+  plan = 0;
+  /** A simple Query: the fewest statements its text holds (sequence.ts). */
+  fewestStatements = 1;
+  /** A simple Query: the most statements its text holds. */
+  mostStatements = 1;
 
   /** `makeTarget` makes the result of each further statement of a simple-protocol query. */
   constructor(
@@ -240,12 +247,15 @@ export class QueryRequest implements PipelineRequest {
       fe.parse(w, "", spec.text, spec.types);
       fe.describe(w, "S", "");
       fe.sync(w);
+      this.plan = Plan.EXTENDED | Plan.PARSE | Plan.DESCRIBE_STATEMENT;
       return;
     }
     if (spec.simple) {
       this.#targets = [this.target];
       this.#statement = new Statement("", spec.text, []);
       fe.query(w, spec.text);
+      this.plan = 0;
+      [this.fewestStatements, this.mostStatements] = statementBounds(spec.text);
       return;
     }
     if (!spec.prepare || spec.forced?.forcing === false) {
@@ -254,11 +264,13 @@ export class QueryRequest implements PipelineRequest {
       fe.parse(w, "", spec.text, spec.types);
       fe.bind(w, "", spec.params, []);
       fe.describe(w, "P", "");
+      this.plan = Plan.EXTENDED | Plan.PARSE | Plan.BIND | Plan.DESCRIBE_PORTAL;
     } else {
       const key = StatementCache.key(spec.text, spec.types);
       let st = cache.get(key);
       this.#key = key;
       this.#cache = cache;
+      let plan = Plan.EXTENDED | Plan.BIND;
       if (st === undefined) {
         st = cache.create(key, spec.text, spec.types);
         this.#owner = true;
@@ -270,7 +282,9 @@ export class QueryRequest implements PipelineRequest {
         }
         fe.parse(w, st.name, spec.text, spec.types);
         fe.describe(w, "S", st.name);
-      }
+        plan |= Plan.PARSE | Plan.DESCRIBE_STATEMENT | Plan.CLOSE * (this.#closes?.length ?? 0);
+      } else if (st.columns !== null && st.columns.length > 0) plan |= Plan.RETURNS_ROWS;
+      this.plan = plan;
       this.#statement = st;
       if (st.columns !== null) {
         // `sql.options.parsers` changed since the statement was described: pick its decoders

@@ -90,6 +90,18 @@ export interface PipelineRequest {
    * the rest of the batch, and those requests get `error(…, true)`.
    */
   readonly batchable?: boolean;
+  /**
+   * What `encode` asked the server for, so the connection knows which answers may come and in
+   * what order (`Plan` bits, `sequence.ts`); absent or 0: a simple-protocol Query.
+   */
+  readonly plan?: number;
+  /** Rows each Execute asks for (a cursor): a PortalSuspended must follow exactly that many. */
+  readonly rowLimit?: number;
+  /**
+   * A COPY TO whose text may ask for a header line (which arrives as one more CopyData than the
+   * completion tag counts); absent: it may.
+   */
+  readonly copyHeader?: boolean;
   /** Called once when the request is encoded, for requests that write again later. */
   attach?(io: RequestIO): void;
   /**
