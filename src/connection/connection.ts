@@ -17,7 +17,7 @@ import {
   ProtocolViolation,
   rowDescription,
 } from "../protocol/backend.ts";
-import { setImmediate } from "node:timers";
+import { timersModule } from "../builtins.ts";
 import { Framer } from "../protocol/framer.ts";
 import * as fe from "../protocol/frontend.ts";
 import { Writer } from "../protocol/writer.ts";
@@ -464,8 +464,9 @@ export class Connection implements EncodeContext {
     // with 500 in flight), moved q/s and CPU per query by no more than the noise (±2-4% medians;
     // a plain TCP read already takes all that arrived, so there are no per-record reads to
     // gather). They keep the microtask. A lone query still leaves at once.
-    if (this.#fifo.size > 1 && this.#transport.gatherWrites) setImmediate(this.#flush);
-    else queueMicrotask(this.#flush);
+    if (this.#fifo.size > 1 && this.#transport.gatherWrites) {
+      timersModule().setImmediate(this.#flush);
+    } else queueMicrotask(this.#flush);
   }
 
   #flush = async (): Promise<void> => {
@@ -514,7 +515,7 @@ export class Connection implements EncodeContext {
   #idleRead(): Promise<void> {
     return new Promise((resolve) => {
       this.#readGate = resolve;
-      setImmediate(this.#openReadGate);
+      timersModule().setImmediate(this.#openReadGate);
     });
   }
 
