@@ -55,6 +55,8 @@ const LAZY = [
   "src/replication/subscribe.ts", // sql.subscribe
   "src/large_object/large_object.ts", // sql.largeObject
   "src/connection/transport/node_tls.ts", // TLS through node:tls
+  "src/protocol/scram.ts", // SCRAM, imported while a connection with a password starts
+  "src/protocol/channel_binding.ts", // SCRAM's channel binding over TLS
 ];
 
 Deno.test("cold graph: importing mod.ts loads no Node built-in and none of the features a first query never uses", () => {
