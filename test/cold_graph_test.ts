@@ -91,7 +91,7 @@ Deno.test("cold graph: the import reader tells imports that load code from type-
 // A fresh process of its own: the test runner has loaded Node's layer long ago.
 serverTest(
   NETWORK,
-  "cold graph: plain queries reach no Node built-in; the first bytea loads Buffer",
+  "cold graph: plain queries and the end reach no Node built-in; the first bytea loads Buffer",
   async () => {
     const fixture = fileURLToPath(new URL("./fixtures/cold_first_query.ts", import.meta.url));
     // Plaintext: a first connection over TLS may take node:tls (see src/connection/transport).
@@ -108,6 +108,9 @@ serverTest(
     assert.deepEqual(report.firstAnswer, [1, "text", true, "x"]);
     // postgres.js's bytea: a Buffer, unchanged by loading node:buffer late.
     assert.deepEqual(report.bytea, { type: "Buffer", bytes: [1, 2, 255] });
-    assert.equal(report.processFirstTouched, "bytea");
+    assert.equal(report.processFirstTouched, "bytea (process)");
+    // No timer either (Deno's own load the layer's timers): the connect timeout is unreferenced
+    // (AbortSignal.timeout), and ending clears only timers that exist.
+    assert.equal(report.timersFirstTouched, undefined);
   },
 );

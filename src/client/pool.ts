@@ -582,7 +582,8 @@ export class Pool {
   /** Stops accepting requests; waits for in-flight ones, up to `timeout` seconds. */
   async end(timeout?: number): Promise<void> {
     this.#ended ??= new ConnectionError("CONNECTION_ENDED", "the client was ended with sql.end()");
-    clearTimeout(this.#retry);
+    // Only a timer that exists: Deno's first clearTimeout loads its Node timers (about 5 ms).
+    if (this.#retry !== undefined) clearTimeout(this.#retry);
     this.#retry = undefined;
     for (const timer of this.#idleTimers.values()) clearTimeout(timer);
     this.#idleTimers.clear();
