@@ -55,7 +55,7 @@ const LAZY = [
   "src/replication/subscribe.ts", // sql.subscribe
   "src/large_object/large_object.ts", // sql.largeObject
   "src/connection/transport/node_tls.ts", // TLS through node:tls
-  "src/protocol/scram.ts", // SCRAM, imported while a connection with a password starts
+  "src/protocol/scram.ts", // SCRAM, imported when a server first asks for SASL
   "src/protocol/channel_binding.ts", // SCRAM's channel binding over TLS
 ];
 

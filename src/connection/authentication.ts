@@ -143,9 +143,9 @@ function mechanisms(buf: Uint8Array, start: number, end: number): string[] {
 }
 
 /**
- * SCRAM and channel binding, imported when a connection may need them (a password or SCRAM keys
- * given): while its startup message is in flight, so the import costs a SCRAM login no time, and a
- * program that never authenticates by SCRAM (trust, a pooler's own login) never loads them.
+ * SCRAM and channel binding, imported when a server first asks for SASL: a program that never
+ * authenticates by SCRAM (trust, a pooler's own login) never loads them. Not when a connection
+ * with a password starts: every connection has one (the .pgpass reader, called only if asked).
  */
 const scramModule = () => import("../protocol/scram.ts");
 const bindingModule = () => import("../protocol/channel_binding.ts");
@@ -167,9 +167,6 @@ export class Authenticator {
     this.#user = user;
     this.#password = password;
     this.#policy = policy;
-    if (password !== undefined || policy.scramKeys !== undefined) {
-      scramModule().catch(() => {}); // ready by the time a server asks for SASL
-    }
   }
 
   /** AuthenticationOk: throws when the policy does not let the server end authentication now. */
