@@ -1,12 +1,20 @@
 // One cold start in a fresh process: import the driver, create a client, run the first query,
-// exit. `deno run -A bench/probes/cold.ts <driver> <url> <module>` (pgpipe, pgpipe-ca,
+// exit. `deno run -A bench/probes/cold.ts <driver> <url> <module> [import]` (pgpipe, pgpipe-ca,
 // postgres.js or deno-postgres, imported from <module>) prints the ms from process start to the
-// answer and from creating the client to the answer. `pgpipe-ca` gives pgpipe the CA in
-// PGPIPE_BENCH_CA (so it verifies the server: a process's first connection takes node:tls,
-// native TLS only with sslnegotiation=direct).
-const [driver, url, specifier] = Deno.args;
+// answer and from creating the client to the answer; with `import`, it exits once the driver is
+// imported (importToAnswer: the ms to that point), and the driver `empty` imports nothing.
+// `pgpipe-ca` gives pgpipe the CA in PGPIPE_BENCH_CA (so it verifies the server: a process's
+// first connection takes node:tls, native TLS only with sslnegotiation=direct).
+const [driver, url, specifier, mode] = Deno.args;
 const t0 = performance.now(); // ms since this process's time origin (process start)
-const mod = await import(specifier);
+// `empty`: the empty Deno script the imports are measured over (it imports nothing).
+const mod = driver === "empty" ? null : await import(specifier);
+if (mode === "import" || driver === "empty") {
+  // Import only: the process exits once the driver is loaded.
+  const imported = performance.now() - t0;
+  console.log(JSON.stringify({ importToAnswer: imported, createdToAnswer: 0 }));
+  Deno.exit(0);
+}
 const params = new URL(url).searchParams;
 let created: number;
 let first: () => Promise<unknown>;

@@ -83,6 +83,49 @@ report.table(
   names.map((n) => [n, fmt(inner.median(n), 1), fmt(wall.median(n), 1)]),
 );
 
+// ---------------------------------- 1b. The import alone, over an empty Deno script
+
+/** One fresh process that imports `client` and exits (`empty`: imports nothing); its ms. */
+async function importOnce(client: string): Promise<{ wall: number; imported: number }> {
+  const t0 = performance.now();
+  const r = await probe<Sample>("cold.ts", [client, url, specifiers.get(client) ?? "", "import"]);
+  return { wall: performance.now() - t0, imported: r.importToAnswer };
+}
+
+const EMPTY = "empty Deno script";
+const importWall = new Samples([[EMPTY, []], ...names.map((n): [string, number[]] => [n, []])]);
+const importIn = new Samples(names.map((n) => [n, []]));
+for (let i = 0; i < runs; i++) {
+  importWall.add(EMPTY, (await importOnce("empty")).wall);
+  for (const n of names) {
+    const s = await importOnce(n);
+    importWall.add(n, s.wall);
+    importIn.add(n, s.imported);
+  }
+}
+const emptyWall = importWall.median(EMPTY);
+for (const peer of names.filter((n) => n !== "pgpipe" && names.includes("pgpipe"))) {
+  const over = (n: string) => importWall.median(n) - emptyWall;
+  report.ratio(
+    "cold import over an empty Deno script (whole process)",
+    peer,
+    over(peer) / over("pgpipe"),
+  );
+}
+report.table(
+  `Cold import: a fresh process imports the driver and exits, beside an empty Deno script (median of ${runs}, alternating)`,
+  "script | whole process (ms) | over the empty script (ms) | import in process (ms)",
+  [
+    [EMPTY, fmt(emptyWall, 1), "0", "-"],
+    ...names.map((n) => [
+      n,
+      fmt(importWall.median(n), 1),
+      fmt(importWall.median(n) - emptyWall, 1),
+      fmt(importIn.median(n), 1),
+    ]),
+  ],
+);
+
 // -------------------------------- 2. SCRAM, plaintext and TLS, loopback and through the proxy
 
 /** A start: which client, the scenario a table names, the URL's parameters. */

@@ -7,15 +7,11 @@ import type { Options, ResolvedOptions } from "../config/options.ts";
 import { resolveOptions } from "../config/resolve.ts";
 import type { HostOptions } from "../connection/hosts.ts";
 import type { Endpoint } from "../connection/transport/transport.ts";
-import { type LargeObject, openLargeObject } from "../large_object/large_object.ts";
+import type { LargeObject } from "../large_object/large_object.ts";
 import { Listener, type ListenHandle, type NotifyHandler } from "../listen/listen.ts";
 import type { Result, ResultState } from "../query/result.ts";
 import { clientDecode, queryConfig } from "../query/settings.ts";
-import {
-  type SubscribeHandler,
-  Subscriber,
-  type SubscriptionHandle,
-} from "../replication/subscribe.ts";
+import type { SubscribeHandler, Subscriber, SubscriptionHandle } from "../replication/subscribe.ts";
 import { Telemetry } from "../telemetry/telemetry.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
 import type { TypeHandlers } from "../query/type_handlers.ts";
@@ -257,6 +253,28 @@ function openPool(
   });
 }
 
+/**
+ * A part of a client imported on its first use (`get`). `end` ends it if it was ever asked for,
+ * and a part asked for after the end is ended before it is used (so it refuses, as it would).
+ */
+function onFirstUse<T extends { end(): Promise<void> }>(
+  load: () => Promise<T>,
+): { get(): Promise<T>; end(): Promise<void> } {
+  let part: Promise<T> | null = null;
+  let ended = false;
+  return {
+    get: () =>
+      part ??= load().then(async (p) => {
+        if (ended) await p.end();
+        return p;
+      }),
+    end: async () => {
+      ended = true;
+      if (part !== null) await (await part).end();
+    },
+  };
+}
+
 /** Creates a client; see {@link Options} and docs/configuration.md for the URL and environment rules. */
 export function createSql(url?: string, options?: Options): Sql {
   const resolved = withEmbedded(resolveOptions(url, options), options, url);
@@ -284,12 +302,15 @@ export function createSql(url?: string, options?: Options): Sql {
   );
   const sql = makeTag(pool, settings, { shared: resolved.max > 1 }) as Sql;
   const listener = embedded?.listener ?? new Listener(pool.options);
-  const subscriber = new Subscriber({
-    connection: pool.options,
-    decode,
-    publications: resolved.publications,
-    publicationNames: resolved.publicationNames,
-  });
+  // Logical replication (src/replication/) is imported on a client's first subscribe.
+  const subscriber = onFirstUse(async () =>
+    new (await import("../replication/subscribe.ts")).Subscriber({
+      connection: pool.options,
+      decode,
+      publications: resolved.publications,
+      publicationNames: resolved.publicationNames,
+    })
+  );
   const begin = <T>(a?: string | TransactionCallback<T>, b?: TransactionCallback<T>) =>
     beginTransaction(pool, settings, a, b);
   const reserve = () => reserveConnection(pool, settings);
@@ -308,7 +329,11 @@ export function createSql(url?: string, options?: Options): Sql {
     begin: { value: begin },
     reserve: { value: reserve },
     listen: { value: listener.listen.bind(listener) },
-    subscribe: { value: embedded?.subscribe ?? subscriber.subscribe.bind(subscriber) },
+    subscribe: {
+      value: embedded?.subscribe ??
+        ((...args: Parameters<Subscriber["subscribe"]>) =>
+          subscriber.get().then((s) => s.subscribe(...args))),
+    },
     notify: {
       value: async (channel: string, payload: string) => {
         await sql`select pg_notify(${channel}, ${payload})`;
@@ -316,7 +341,9 @@ export function createSql(url?: string, options?: Options): Sql {
     },
     largeObject: {
       value: (oid?: number, mode?: number) =>
-        openLargeObject(() => begin() as Promise<Transaction>, oid, mode),
+        import("../large_object/large_object.ts").then((m) =>
+          m.openLargeObject(() => begin() as Promise<Transaction>, oid, mode)
+        ),
     },
     end: { value: end },
     close: { value: end },

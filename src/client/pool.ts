@@ -8,6 +8,7 @@
  * is released no other caller's request goes to it. Requests with nowhere to
  * go wait here, in order, and leave as soon as a connection is free.
  */
+import { unrefTimeout } from "../builtins.ts";
 import type { Connection } from "../connection/connection.ts";
 import { connectTimeoutError, connectTimeoutMs } from "../connection/open.ts";
 import type { PipelineRequest } from "../connection/requests/request.ts";
@@ -396,12 +397,12 @@ export class Pool {
         // Jitter, so connections opened together are not all replaced at the same moment.
         if (life > 0) {
           c.deadline = c.openedAt + life * (0.9 + Math.random() * 0.2);
-          const timer = setTimeout(() => {
+          // Unreferenced: it must not keep the process alive.
+          const cancel = unrefTimeout(Math.max(0, c.deadline - Date.now()), () => {
             c.expired = true;
             if (c.inFlight === 0 && !this.#reserved.has(c) && !c.closed) this.#retire(c);
-          }, Math.max(0, c.deadline - Date.now()));
-          Deno.unrefTimer(timer as unknown as number); // must not keep the process alive
-          c.onClose(() => clearTimeout(timer));
+          });
+          c.onClose(cancel);
         }
         this.#open.push(c);
         this.#available(c);
@@ -581,7 +582,8 @@ export class Pool {
   /** Stops accepting requests; waits for in-flight ones, up to `timeout` seconds. */
   async end(timeout?: number): Promise<void> {
     this.#ended ??= new ConnectionError("CONNECTION_ENDED", "the client was ended with sql.end()");
-    clearTimeout(this.#retry);
+    // Only a timer that exists: Deno's first clearTimeout loads its Node timers (about 5 ms).
+    if (this.#retry !== undefined) clearTimeout(this.#retry);
     this.#retry = undefined;
     for (const timer of this.#idleTimers.values()) clearTimeout(timer);
     this.#idleTimers.clear();

@@ -10,15 +10,9 @@
  * server's SCRAM signature must be checked first (an impostor would see the queries).
  */
 import { Auth, cstrEnd, utf8 } from "../protocol/backend.ts";
-import { tlsServerEndPoint } from "../protocol/channel_binding.ts";
 import * as fe from "../protocol/frontend.ts";
 import { md5Password } from "../protocol/md5.ts";
-import {
-  type ChannelBinding,
-  ScramClient,
-  ScramError,
-  type ScramKeyPair,
-} from "../protocol/scram.ts";
+import type { ChannelBinding, ScramClient, ScramKeyPair } from "../protocol/scram.ts";
 import type { Writer } from "../protocol/writer.ts";
 import { ConnectionError } from "../errors.ts";
 import type { AuthMethod, ChannelBindingMode, RequireAuth } from "../protocol/auth_policy.ts";
@@ -148,6 +142,14 @@ function mechanisms(buf: Uint8Array, start: number, end: number): string[] {
   return out;
 }
 
+/**
+ * SCRAM and channel binding, imported when a server first asks for SASL: a program that never
+ * authenticates by SCRAM (trust, a pooler's own login) never loads them. Not when a connection
+ * with a password starts: every connection has one (the .pgpass reader, called only if asked).
+ */
+const scramModule = () => import("../protocol/scram.ts");
+const bindingModule = () => import("../protocol/channel_binding.ts");
+
 /** One connection's authentication: the server's requests answered in turn. */
 export class Authenticator {
   #io: AuthIO;
@@ -263,7 +265,7 @@ export class Authenticator {
     const secret = this.#policy.scramKeys ??
       await resolvePassword(this.#password, "scram-sha-256");
     this.#asked = true;
-    this.#scram = new ScramClient(secret, { binding });
+    this.#scram = new (await scramModule()).ScramClient(secret, { binding });
     fe.saslInitialResponse(this.#io.writer(), this.#scram.mechanism, this.#scram.start());
     await this.#io.flush();
   }
@@ -282,7 +284,7 @@ export class Authenticator {
     const mode = this.#policy.channelBinding ?? "prefer";
     const certificate = this.#io.encrypted ? this.#io.serverCertificate : null;
     const data = mode !== "disable" && certificate !== null
-      ? await tlsServerEndPoint(certificate)
+      ? await (await bindingModule()).tlsServerEndPoint(certificate)
       : null;
     if (mode === "require") {
       if (!this.#io.encrypted) {
@@ -343,7 +345,7 @@ export class Authenticator {
     try {
       scram.verify(serverFinal);
     } catch (e) {
-      const message = e instanceof ScramError ? e.message : String(e);
+      const message = e instanceof (await scramModule()).ScramError ? e.message : String(e);
       throw new ConnectionError("AUTH_FAILED", message, { cause: e });
     }
     this.#scram = null;

@@ -5,6 +5,7 @@
  * offers only SCRAM-SHA-256-PLUS, the connect timeout over the transport and the startup
  * together, and what a failed start rejects with.
  */
+import { unrefTimeout } from "../builtins.ts";
 import { ProtocolViolation } from "../protocol/backend.ts";
 import { ConnectionError, PostgresError } from "../errors.ts";
 import { bindsElsewhere } from "./authentication.ts";
@@ -98,17 +99,18 @@ export async function startWithin<T>(
   start: Start<T>,
 ): Promise<T> {
   const timeoutMs = connectTimeoutMs(options);
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let cancelTimer: (() => void) | undefined;
   const abort = new AbortController();
   const work = start.run(abort.signal);
   try {
     if (timeoutMs > 0) {
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
+        // Unreferenced: the socket being opened keeps the process alive meanwhile.
+        cancelTimer = unrefTimeout(timeoutMs, () => {
           abort.abort();
           start.close();
           reject(connectTimeoutError(options.endpoint));
-        }, timeoutMs);
+        });
       });
       work.catch(() => {}); // its failure after a timeout is already reported
       await Promise.race([work, timeout]);
@@ -121,7 +123,7 @@ export async function startWithin<T>(
     start.abandon(err);
     throw err;
   } finally {
-    clearTimeout(timer);
+    cancelTimer?.();
   }
   return start.ready();
 }

@@ -1,12 +1,16 @@
 /**
  * `sql.copyFrom` and `sql.copyTo`: bulk load and bulk read through binary
  * COPY, on every `sql` (the pool, a transaction, a reserved connection).
+ * The loads (their encoders, decoders and formats: most of src/copy/) are
+ * imported on a program's first bulk COPY, not with pgpipe: a COPY is sent
+ * only after a catalog lookup's answer anyway, so the import changes no order.
  */
 import type { Identifier } from "../query/identifier.ts";
 import type { Query } from "../query/query.ts";
 import type { Row } from "../query/result.ts";
-import { type CopyEnv, copyFrom, type CopyFromOptions, type CopyFromSource } from "./copy_from.ts";
-import { copyTo, type CopyToOptions } from "./copy_to.ts";
+import { copyToArguments } from "./copy_arguments.ts";
+import type { CopyEnv, CopyFromOptions, CopyFromSource } from "./copy_from.ts";
+import type { CopyToOptions } from "./copy_to.ts";
 
 /**
  * Bulk COPY of JavaScript rows, in and out, in binary.
@@ -87,8 +91,31 @@ export interface BulkCopy {
 /** The two methods over one sink (pool or connection) and the client's settings. */
 export function bulkCopy(env: CopyEnv): BulkCopy {
   return {
-    copyFrom: (table, rows, options) => copyFrom(env, table, rows, options),
-    copyTo: (source: unknown, options?: CopyToOptions) =>
-      copyTo(env, source, options) as AsyncIterable<any[]>,
+    copyFrom: (table, rows, options) =>
+      import("./copy_from.ts").then((m) => m.copyFrom(env, table, rows, options)),
+    copyTo: (source: unknown, options: CopyToOptions = {}) => {
+      copyToArguments(source, options, env.config.columnTo); // bad arguments throw at the call
+      return lazyIterable(async () =>
+        (await import("./copy_to.ts")).copyTo(env, source, options)
+      ) as AsyncIterable<any[]>;
+    },
+  };
+}
+
+/** An async iterable over the one `load` gives, loaded when iteration starts. */
+function lazyIterable<T>(load: () => Promise<AsyncIterable<T>>): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<T> {
+      let inner: Promise<AsyncIterator<T>> | null = null;
+      const started = () => inner ??= load().then((it) => it[Symbol.asyncIterator]());
+      return {
+        next: async () => await (await started()).next(),
+        return: async (value?: unknown) => {
+          if (inner === null) return { done: true, value: value as T };
+          const it = await inner;
+          return it.return ? await it.return(value) : { done: true, value: value as T };
+        },
+      };
+    },
   };
 }

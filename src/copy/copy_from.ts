@@ -21,7 +21,6 @@ import { CopyFromRequest } from "./bulk_copy_request.ts";
 import { CopyRowError, QueryError } from "../errors.ts";
 import type { QueryConfig } from "../query/settings.ts";
 import { BigIntType } from "../query/custom_types.ts";
-import { Identifier } from "../query/identifier.ts";
 import {
   arrayEncoder,
   type BinaryEncoder,
@@ -43,6 +42,7 @@ import {
   tableColumns,
 } from "./copy_columns.ts";
 import { quoteIdentifier } from "../connection/requests/driver_queries.ts";
+import { checkColumns, checkSignal, invalidArguments, tableName } from "./copy_arguments.ts";
 
 /**
  * Options of `sql.copyFrom`.
@@ -103,45 +103,6 @@ export interface CopyEnv {
 
 /** Rows are encoded into chunks of about this size, each sent as one CopyData message. */
 const CHUNK_BYTES = 128 * 1024;
-
-/** The quoted table name: a string as `sql(name)` quotes it (schema-qualified with a dot). */
-export function tableName(
-  table: unknown,
-  columnTo: ((name: string) => string) | undefined,
-): string {
-  if (table instanceof Identifier) return table.text;
-  if (typeof table === "string") {
-    return new Identifier(columnTo === undefined ? table : columnTo(table)).text;
-  }
-  throw new QueryError(
-    "INVALID_ARGUMENTS",
-    `a COPY needs a table name (a string or sql("name")), got ${
-      table === null ? "null" : typeof table
-    }`,
-  );
-}
-
-function invalidArguments(message: string): QueryError {
-  return new QueryError("INVALID_ARGUMENTS", message);
-}
-
-/** Checks `columns` is a list of names; returns it (or undefined). */
-export function checkColumns(columns: unknown): readonly string[] | undefined {
-  if (columns === undefined) return undefined;
-  if (
-    !Array.isArray(columns) || columns.length === 0 || !columns.every((c) => typeof c === "string")
-  ) {
-    throw invalidArguments("columns must be a non-empty array of column names");
-  }
-  return columns;
-}
-
-/** Checks `signal` is an AbortSignal; returns it (or undefined). */
-export function checkSignal(signal: unknown): AbortSignal | undefined {
-  if (signal === undefined) return undefined;
-  if (!(signal instanceof AbortSignal)) throw invalidArguments("signal must be an AbortSignal");
-  return signal;
-}
 
 // ---------------------------------------------------------------------------------------
 // the row source

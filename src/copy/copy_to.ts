@@ -36,7 +36,8 @@ import { BinaryCopyReader, TextCopyReader } from "./copy_format.ts";
 import { Oid } from "../types/oids.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
 import { type CopyColumn, describeColumns, pickColumns, tableColumns } from "./copy_columns.ts";
-import { checkColumns, checkSignal, type CopyEnv, tableName } from "./copy_from.ts";
+import type { CopyEnv } from "./copy_from.ts";
+import { copyToArguments, tableName } from "./copy_arguments.ts";
 import { quoteIdentifier } from "../connection/requests/driver_queries.ts";
 
 /**
@@ -65,7 +66,6 @@ export interface CopyToOptions {
   values?: boolean;
 }
 
-const DEFAULT_BATCH = 1000;
 /** Reading pauses while this many batches' worth of rows wait undecoded. */
 const QUEUED_BATCHES = 2;
 const IDLE = 0x49;
@@ -115,23 +115,7 @@ export function copyTo(
   source: unknown,
   options: CopyToOptions = {},
 ): AsyncIterable<unknown[]> {
-  if (typeof options !== "object" || options === null) {
-    throw new QueryError("INVALID_ARGUMENTS", "copyTo options must be an object");
-  }
-  const batch = options.batch ?? DEFAULT_BATCH;
-  if (!Number.isInteger(batch) || batch < 1) {
-    throw new QueryError("INVALID_ARGUMENTS", `batch must be a positive integer, got ${batch}`);
-  }
-  const columns = checkColumns(options.columns);
-  const signal = checkSignal(options.signal);
-  if (source instanceof Query && columns !== undefined) {
-    throw new QueryError(
-      "INVALID_ARGUMENTS",
-      "columns applies to a table; select them in the query",
-    );
-  }
-  if (!(source instanceof Query)) tableName(source, env.config.columnTo); // refuse bad names now
-  const values = options.values === true;
+  const { batch, columns, signal, values } = copyToArguments(source, options, env.config.columnTo);
   return {
     [Symbol.asyncIterator]: () => new CopyToIterator(env, source, columns, batch, values, signal),
   };

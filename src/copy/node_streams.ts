@@ -3,9 +3,9 @@
  * postgres.js gives them: `.on('data')`, `.pipe()`, `stream.pipeline()`,
  * `write()`/`end()`/`'finish'`, `destroy(err)` and `for await` work unchanged.
  */
-import { Buffer } from "node:buffer";
+import type { Buffer } from "node:buffer";
 import type { Readable, Writable } from "node:stream";
-import { streamModule } from "../builtins.ts";
+import { bufferModule, streamModule } from "../builtins.ts";
 import {
   abandonWhenCollected,
   type CopyInRequest,
@@ -13,8 +13,6 @@ import {
   type CopyOutSink,
   reasonText,
 } from "./copy_request.ts";
-
-const EMPTY = Buffer.alloc(0);
 
 /**
  * A COPY TO STDOUT's data as a Node Readable of Buffers, one per CopyData
@@ -48,7 +46,7 @@ function makeCopyReadable() {
       this.#sink = {
         data: (buf, start, end) => {
           this.#reading = false;
-          return this.push(Buffer.from(buf.subarray(start, end))); // a copy: buf is reused
+          return this.push(bufferModule().Buffer.from(buf.subarray(start, end))); // a copy: buf is reused
         },
         end: (err) => {
           if (err === null) return void this.push(null);
@@ -68,7 +66,7 @@ function makeCopyReadable() {
     #deliverFailure(): void {
       if (this.readableLength === 0) return void this.destroy(this.#failure!);
       this.#reading = false;
-      this.push(EMPTY);
+      this.push(bufferModule().Buffer.alloc(0));
     }
 
     override _read(): void {

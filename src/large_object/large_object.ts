@@ -7,9 +7,9 @@
  * Every operation is one query on the transaction's connection, so operations
  * issued together are pipelined and run in the order they were issued.
  */
-import { Buffer } from "node:buffer";
+import type { Buffer } from "node:buffer";
 import type { Readable, Writable } from "node:stream";
-import { streamModule } from "../builtins.ts";
+import { bufferModule, streamModule } from "../builtins.ts";
 import { QueryError } from "../errors.ts";
 import type { Result, Row } from "../query/result.ts";
 
@@ -211,7 +211,7 @@ function largeObject(tx: LargeObjectTransaction, oid: number, fd: number): Large
         ? op(() => tx<LargeObjectData[]>`select loread(${fd}, ${size}) as data`)
         : Promise.reject(invalid(`lo.read needs a byte count, got ${size}`)),
     write: (buffer) => {
-      const bytes = typeof buffer === "string" ? Buffer.from(buffer) : buffer;
+      const bytes = typeof buffer === "string" ? bufferModule().Buffer.from(buffer) : buffer;
       if (!(bytes instanceof Uint8Array)) {
         return Promise.reject(invalid("lo.write needs a Uint8Array (or a string)"));
       }
@@ -305,7 +305,7 @@ function writableOf(lo: LargeObject, highWaterMark: number): Writable {
       lo.write(chunk).then(() => callback(), callback);
     },
     writev(chunks, callback) {
-      lo.write(Buffer.concat(chunks.map((c) => c.chunk as Buffer))).then(
+      lo.write(bufferModule().Buffer.concat(chunks.map((c) => c.chunk as Buffer))).then(
         () => callback(),
         callback,
       );

@@ -157,7 +157,7 @@ export class Listener {
   /** Closes the listening connection; no reconnects after this. */
   async end(): Promise<void> {
     this.#ended = true;
-    clearTimeout(this.#retry);
+    if (this.#retry !== undefined) clearTimeout(this.#retry); // none: no Node timers to load
     const conn = await this.#conn?.catch(() => null);
     await conn?.end();
   }

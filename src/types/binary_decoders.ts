@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { Buffer } from "node:buffer";
+import { bufferModule } from "../builtins.ts";
 import { Oid } from "./oids.ts";
 import type { ByteDecoderFn } from "./byte_decoders.ts";
 import { wallClockDate } from "./text_decoders.ts";
@@ -64,7 +64,7 @@ const decodeFloat8: ByteDecoderFn = (buf, start, end) => {
  */
 const decodeBytea: ByteDecoderFn = (buf, start, end) => {
   const n = end - start;
-  const out = Buffer.allocUnsafe(n);
+  const out = bufferModule().Buffer.allocUnsafe(n);
   if (n > 64) out.set(buf.subarray(start, end));
   else for (let i = 0; i < n; i++) out[i] = buf[start + i]; // no view to make for a few bytes
   return out;

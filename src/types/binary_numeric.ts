@@ -15,7 +15,6 @@
  *
  * @module
  */
-import { Buffer } from "node:buffer";
 import type { Writer } from "../protocol/writer.ts";
 import { i16, ProtocolViolation } from "../protocol/backend.ts";
 import { asciiText } from "./utf8_text.ts";
@@ -217,7 +216,7 @@ export function writeNumeric(w: Writer, value: unknown): boolean {
 // ---------------------------------------------------------------------------------------
 // decoding
 
-let scratch = Buffer.alloc(64);
+let scratch = new Uint8Array(64);
 
 /** Base-10000 digit `d` of the `ndigits` at `digits` (0 past either end). */
 function digitAt(buf: Uint8Array, digits: number, ndigits: number, d: number): number {
@@ -248,7 +247,7 @@ export function readNumeric(buf: Uint8Array, start: number, end: number): string
   // Sign, integer digits (4 per group, or "0"), point, dscale digits rounded up to a group.
   const size = 2 + 4 * Math.max(weight + 1, 1) + dscale + 4;
   if (scratch.length < size) {
-    scratch = Buffer.alloc(size * 2);
+    scratch = new Uint8Array(size * 2);
   }
   const out = scratch;
   const digits = start + 8;

@@ -10,7 +10,6 @@
  *
  * @module
  */
-import { Buffer } from "node:buffer";
 import { i32, ProtocolViolation } from "../protocol/backend.ts";
 import { binaryDecoderFor } from "./binary_decoders.ts";
 import type { ByteDecoderFn } from "./byte_decoders.ts";
@@ -112,7 +111,7 @@ for (let i = 0; i < 256; i++) {
   HEX_CODES[i] = (digits.charCodeAt(0) << 8) | digits.charCodeAt(1);
 }
 /** The text form is written here, then made into one string. */
-const uuidChars = Buffer.alloc(36);
+const uuidChars = new Uint8Array(36);
 uuidChars[8] =
   uuidChars[13] =
   uuidChars[18] =

@@ -8,7 +8,8 @@
  * @module
  */
 
-import { Buffer } from "node:buffer";
+import type { Buffer } from "node:buffer";
+import { bufferModule } from "../builtins.ts";
 import { parseArrayLiteral } from "./array_literal.ts";
 import { elementOf, Oid } from "./oids.ts";
 import { HEX_VALUE, MAX_TIME } from "./formats.ts";
@@ -56,7 +57,7 @@ const nativeFromHex: ((hex: string) => Uint8Array) | undefined =
  */
 function decodeBytea(text: string): Buffer {
   const bytes = decodeByteaBytes(text);
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return bufferModule().Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 function decodeByteaBytes(text: string): Uint8Array {

@@ -9,7 +9,6 @@
  *
  * @module
  */
-import type { Buffer } from "node:buffer";
 import { utf8 } from "../protocol/backend.ts";
 
 const fromCodes = String.fromCharCode;
@@ -100,12 +99,18 @@ export function text(buf: Uint8Array, start: number, end: number): string {
   return (end - start <= 12 ? shortAscii(buf, start, end - start) : null) ?? utf8(buf, start, end);
 }
 
+/** Decodes long ASCII text: every ASCII byte is its own character in windows-1252 too. */
+const asciiDecoder = new TextDecoder("windows-1252");
+
 /**
- * ASCII that a decoder wrote into its own scratch buffer, through that
- * buffer's own Buffer view (passing the scratch to `text` would replace the
- * cached view of the read buffer, and make a new one per value).
+ * ASCII that a decoder wrote into its own scratch array (passing the scratch to `text` would
+ * replace the cached view of the read buffer, and make a new one per value). Built from the
+ * character codes without node:buffer, whose first use loads Deno's Node compatibility layer.
  */
-export function asciiText(scratch: Buffer, start: number, end: number): string {
-  if (end - start <= 12) return shortAscii(scratch, start, end - start)!;
-  return scratch.toString("latin1", start, end);
+export function asciiText(scratch: Uint8Array, start: number, end: number): string {
+  const n = end - start;
+  if (n <= 12) return shortAscii(scratch, start, n)!;
+  // One call takes a few thousand arguments safely; longer text (a numeric of many digits) is rare.
+  if (n <= 4096) return fromCodes.apply(null, scratch.subarray(start, end) as unknown as number[]);
+  return asciiDecoder.decode(scratch.subarray(start, end));
 }

@@ -2,7 +2,7 @@
  * The request for one extended-protocol query: `[Parse Describe] Bind Execute
  * Sync`, and the decoding of its rows as they arrive.
  */
-import { Buffer } from "node:buffer";
+import { bufferModule } from "../../builtins.ts";
 import { type Column, i32, ProtocolViolation, utf8 } from "../../protocol/backend.ts";
 import * as fe from "../../protocol/frontend.ts";
 import type { Writer } from "../../protocol/writer.ts";
@@ -375,7 +375,7 @@ export class QueryRequest implements PipelineRequest {
       }
       if (len > end - at) throw new ProtocolViolation("DataRow value runs past the message");
       if (mode === "raw") {
-        values[i] = Buffer.from(buf.subarray(at, at + len)); // a copy, as a Buffer like postgres.js
+        values[i] = bufferModule().Buffer.from(buf.subarray(at, at + len)); // a copy, as a Buffer
       } else {
         const direct = bytes[i];
         if (direct !== null) values[i] = direct(buf, at, at + len);

@@ -18,7 +18,6 @@ import {
   verification,
 } from "./negotiate.ts";
 import { nativeTls } from "./native_tls.ts";
-import { nodeTls } from "./node_tls.ts";
 import { denoConnect, DenoConnTransport, isUnix, needsNodeSocket, nodeConnect } from "./socket.ts";
 import { NodeSocketTransport } from "./node_socket.ts";
 import { connectFailure } from "./socket_errors.ts";
@@ -33,6 +32,12 @@ import {
 } from "./transport.ts";
 import { userFailure, userTransport } from "./user_socket.ts";
 import { openEmbedded } from "./embedded.ts";
+
+/**
+ * node:tls's transport (and what it needs), imported on a process's first node:tls connection:
+ * a plaintext or native TLS program never loads it.
+ */
+const nodeTlsModule = () => import("./node_tls.ts");
 
 /**
  * Connects and negotiates TLS as `endpoint.sslmode` says. `allow` is handled
@@ -76,7 +81,7 @@ export async function openTransport(
     if (nativeCannot(endpoint) !== null) {
       // Only node:tls can do what is asked; a server that says "N" to prefer/allow goes on plain
       // over the same socket.
-      return (await nodeTls(endpoint, n, where, undefined, true))!;
+      return (await (await nodeTlsModule()).nodeTls(endpoint, n, where, undefined, true))!;
     }
     const target = tlsTarget(endpoint);
     const known = knownPath(target);
@@ -95,7 +100,7 @@ export async function openTransport(
       if (n.aborted) throw handshakeFailed(new Error("aborted"), endpoint, where);
       nativeFailed = true;
     }
-    const secured = await nodeTls(endpoint, n, where);
+    const secured = await (await nodeTlsModule()).nodeTls(endpoint, n, where);
     if (secured !== null) {
       if (nativeFailed) rememberPath(target, "node");
       return secured;
@@ -175,7 +180,7 @@ async function firstTls(
   where: Where,
 ): Promise<Transport> {
   try {
-    const secured = await nodeTls(
+    const secured = await (await nodeTlsModule()).nodeTls(
       endpoint,
       n,
       where,

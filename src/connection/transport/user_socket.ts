@@ -7,7 +7,6 @@ import { ConnectionError, thrownText } from "../../errors.ts";
 import { askDeno, askNode, type Negotiation } from "./negotiate.ts";
 import type { Duplex } from "node:stream";
 import { NodeSocketTransport } from "./node_socket.ts";
-import { connDuplex, nodeTlsAnswered, nodeTlsOver } from "./node_tls.ts";
 import { DenoConnTransport } from "./socket.ts";
 import {
   type DenoLikeConn,
@@ -17,6 +16,9 @@ import {
   type Transport,
   type Where,
 } from "./transport.ts";
+
+/** node:tls's transport, imported when a user's socket first needs TLS. */
+const nodeTlsModule = () => import("./node_tls.ts");
 
 function isNodeLike(x: unknown): x is NodeLikeSocket {
   const s = x as NodeLikeSocket | null;
@@ -79,14 +81,15 @@ export async function userTransport(
     }
     if (!tlsRequired) return new NodeSocketTransport(socket);
     const close = () => socket.destroy();
+    const tls = await nodeTlsModule();
     if (endpoint.sslnegotiation === "direct") {
-      return await nodeTlsOver(socket as Duplex, endpoint, where, close);
+      return await tls.nodeTlsOver(socket as Duplex, endpoint, where, close);
     }
     const answer = await askNode(socket).catch((e) => {
       close();
       throw e;
     });
-    return await nodeTlsAnswered(socket as Duplex, answer, endpoint, where, close);
+    return await tls.nodeTlsAnswered(socket as Duplex, answer, endpoint, where, close);
   }
   if (isDenoLike(raw)) {
     const conn = n.track(raw, (c) => c.close());
@@ -98,14 +101,15 @@ export async function userTransport(
         // already closed
       }
     };
+    const tls = await nodeTlsModule();
     if (endpoint.sslnegotiation === "direct") {
-      return await nodeTlsOver(connDuplex(conn), endpoint, where, close);
+      return await tls.nodeTlsOver(tls.connDuplex(conn), endpoint, where, close);
     }
     const answer = await askDeno(conn).catch((e) => {
       close();
       throw e;
     });
-    return await nodeTlsAnswered(connDuplex(conn), answer, endpoint, where, close);
+    return await tls.nodeTlsAnswered(tls.connDuplex(conn), answer, endpoint, where, close);
   }
   throw new ConnectionError(
     "CONNECT_FAILED",
