@@ -102,12 +102,6 @@ export interface ConnectionOptions extends ServerHooks {
 
 const IDLE = 0x49; // ReadyForQuery status outside a transaction block
 
-/**
- * Encoded bytes worth a write of their own before the tick that encodes them ends (see
- * #enqueue). Measured with bench/probes/tick_batch.ts (see CHANGELOG).
- */
-const EARLY_WRITE_BYTES = 4096;
-
 /** A live, authenticated connection with a pipeline of requests. */
 export class Connection implements EncodeContext {
   readonly statements: StatementCache;
@@ -448,12 +442,6 @@ export class Connection implements EncodeContext {
     this.#batchOpen = batchable;
     req.attach?.(this.#io);
     this.#scheduleFlush();
-    // A batch built in one tick leaves in parts once a part is worth a write of its own: the
-    // server starts on the first queries while the caller still builds the rest (an ORM's
-    // Promise.all), instead of the two adding up. A transaction's open batch waits for its Sync.
-    if (!this.#writing && !this.#batchOpen && this.#writer.length >= EARLY_WRITE_BYTES) {
-      void this.#write();
-    }
   }
 
   /** Ends the open batch: its Sync belongs to the last request encoded. */
@@ -467,9 +455,7 @@ export class Connection implements EncodeContext {
     // Everything issued in this tick leaves in one write. Nothing is held back for answers to
     // arrive: on a far link that would cost a whole round trip (bench/suites/latency.ts, "1 query
     // behind 100"), and on loopback batching writes that way gained nothing measurable.
-    // Queued even while a write is under way: until it runs, the tick is still building, and
-    // the write loop sends only parts worth a write (see #write).
-    if (this.#flushQueued) return;
+    if (this.#flushQueued || this.#writing) return;
     this.#flushQueued = true;
     // Where the transport gathers writes (native TLS) while others are in flight: one turn of the
     // event loop later (about a µs), after the answers that already arrived were read, so the
@@ -485,28 +471,12 @@ export class Connection implements EncodeContext {
     } else queueMicrotask(this.#flush);
   }
 
-  /** The end of a tick: everything encoded leaves (a write under way takes it when it is done). */
-  #flush = (): Promise<void> => {
+  #flush = async (): Promise<void> => {
     this.#flushQueued = false;
-    return this.#write();
-  };
-
-  /** Whether the write loop sends what is encoded now, or leaves it to the tick's flush. */
-  #worthWriting(): boolean {
-    const n = this.#writer.length;
-    return n > 0 &&
-      (!this.#flushQueued || (n >= EARLY_WRITE_BYTES && !this.#batchOpen));
-  }
-
-  /**
-   * Writes what is encoded, and what is encoded meanwhile, until nothing is left; while the tick
-   * that encodes it still runs (its flush queued), only parts of EARLY_WRITE_BYTES or more.
-   */
-  async #write(): Promise<void> {
     if (this.#writing || this.#closed !== null) return;
     this.#writing = true;
     try {
-      while (this.#worthWriting()) {
+      while (this.#writer.length > 0) {
         if (this.#batchOpen) this.#closeBatch();
         // Swap buffers so requests sent during this write accumulate for the next one.
         const out = this.#writer;
@@ -527,14 +497,11 @@ export class Connection implements EncodeContext {
       this.#fail(this.#lost(e));
     } finally {
       this.#writing = false;
-      // A part left to the tick's flush is not written yet: its waiters wait for that flush.
-      if (this.#writer.length === 0 || this.#closed !== null) {
-        const waiters = this.#flushWaiters;
-        this.#flushWaiters = [];
-        for (const wake of waiters) wake();
-      }
+      const waiters = this.#flushWaiters;
+      this.#flushWaiters = [];
+      for (const wake of waiters) wake();
     }
-  }
+  };
 
   /**
    * Where an idle read costs (native TLS), with nothing in flight, the read loop waits until the
