@@ -7,6 +7,7 @@
 import { fileURLToPath } from "node:url";
 import postgres from "../../mod.ts";
 import { isQuick, plainBenchUrl } from "../shared/env.ts";
+import { run, tempDir } from "../shared/probe.ts";
 import { fmt, Report } from "../shared/report.ts";
 import { median } from "../shared/stats.ts";
 
@@ -14,6 +15,8 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const SIZES = [100, 250, 500];
 const FILES = 10;
 const rounds = isQuick() ? 1 : 5;
+/** The command as a user runs it, with this repository's import map. */
+const TYPEGEN = ["run", "-A", "--config", `${ROOT}deno.json`, `${ROOT}typegen.ts`];
 
 const MIGRATION = `
 create type status as enum ('draft', 'published', 'archived');
@@ -58,38 +61,29 @@ async function project(dir: string, count: number): Promise<void> {
 
 /** One timed typegen process over a fresh copy of the project; its wall time in ms. */
 async function timed(count: number, schema: string[]): Promise<number> {
-  const dir = await Deno.makeTempDir({ prefix: "typegen_bench_" });
-  try {
-    await project(dir, count);
-    const t0 = performance.now();
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--config", `${ROOT}deno.json`, `${ROOT}typegen.ts`, ...schema, "src/"],
-      cwd: dir,
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const ms = performance.now() - t0;
-    const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-    if (
-      !out.success || !text.includes(`${count} queries in ${FILES} files; ${FILES} files written`)
-    ) {
-      throw new Error(`typegen failed on ${count} queries:\n${text}`);
-    }
-    return ms;
-  } finally {
-    await Deno.remove(dir, { recursive: true });
+  await using dir = await tempDir("typegen_bench_");
+  await project(dir.path, count);
+  const t0 = performance.now();
+  const out = await run(Deno.execPath(), [...TYPEGEN, ...schema, "src/"], { cwd: dir.path });
+  const ms = performance.now() - t0;
+  if (!out.includes(`${count} queries in ${FILES} files; ${FILES} files written`)) {
+    throw new Error(`typegen on ${count} queries wrote not every file:\n${out}`);
   }
+  return ms;
 }
 
 // The server's schema: the same migration, in a schema of its own, dropped at the end.
 const base = plainBenchUrl();
 const schemaName = `typegen_bench_${Date.now()}`;
 const server = `${base}${base.includes("?") ? "&" : "?"}search_path=${schemaName}`;
-{
-  const sql = postgres(base, { onnotice: () => {} });
-  await sql.unsafe(`create schema ${schemaName}; set search_path = ${schemaName}; ${MIGRATION}`);
-  await sql.end();
+
+/** Runs `text` on the bench server (the schema's creation and its drop). */
+async function onServer(text: string): Promise<void> {
+  await using sql = postgres(base, { onnotice: () => {} });
+  await sql.unsafe(text);
 }
+
+await onServer(`create schema ${schemaName}; set search_path = ${schemaName}; ${MIGRATION}`);
 
 const sources = [
   { label: "--database (bench server)", args: ["--database", server], target: 5000 },
@@ -115,9 +109,7 @@ try {
     }
   }
 } finally {
-  const sql = postgres(base, { onnotice: () => {} });
-  await sql.unsafe(`drop schema ${schemaName} cascade`);
-  await sql.end();
+  await onServer(`drop schema ${schemaName} cascade`);
 }
 report.table(
   `typegen, one process per run (deno run -A typegen.ts), ${FILES} files, every annotation ` +
