@@ -24,6 +24,7 @@ import { Samples } from "../shared/stats.ts";
 const url = plainBenchUrl();
 const [runs, startRuns] = isQuick() ? [5, 3] : [20, 10];
 const delay = proxyDelay();
+const fmt1 = (x: number) => fmt(x, 1);
 /** The drivers the probe knows, and where each is imported from. */
 const drivers = await suiteDrivers(["pgpipe", "postgres.js", "deno-postgres"]);
 const names = drivers.map((d) => d.name);
@@ -158,7 +159,6 @@ function label(s: Start): string {
 /** One table row per start: client, scenario, loopback and link ms, round trips on the link. */
 const startRows = (result: Starts) =>
   [...result].map(([s, r]) => [label(s), s.scenario, ...[r.loopback, r.link, r.trips].map(fmt1)]);
-const fmt1 = (x: number) => fmt(x, 1);
 
 /** The rows of the table of TLS starts on the wire, for every server. */
 const wire: string[][] = [];
