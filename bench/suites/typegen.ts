@@ -29,23 +29,20 @@ create table comments (id bigserial primary key, post_id int not null references
   author_id int references users (id), body text not null, at timestamptz);
 `;
 
-/** The n-th query of a generated project: a few shapes, each text made distinct by `n`. */
-function query(n: number): string {
-  switch (n % 5) {
-    case 0:
-      return `sql\`select id, name, email from users where id > \${${n}} and name <> ${`'u${n}'`}\``;
-    case 1:
-      return `sql\`select p.id, p.title, u.name as author, p.status from posts p
-        left join users u on u.id = p.author_id where p.id = \${${n}} limit ${n}\``;
-    case 2:
-      return `sql\`insert into comments (post_id, author_id, body) values (\${${n}}, \${null}, \${"c${n}"})
-        returning id, at\``;
-    case 3:
-      return `sql\`select count(*) as n${n}, max(score) as best from users where born < \${new Date()}\``;
-    default:
-      return `sql\`update posts set title = \${"t${n}"} where id = \${${n}} returning id, tags, meta\``;
-  }
-}
+/** The shapes of a generated project's queries (SQL of a tagged template), made distinct by `n`. */
+const SHAPES: ((n: number) => string)[] = [
+  (n) => `select id, name, email from users where id > \${${n}} and name <> ${`'u${n}'`}`,
+  (n) =>
+    `select p.id, p.title, u.name as author, p.status from posts p
+        left join users u on u.id = p.author_id where p.id = \${${n}} limit ${n}`,
+  (n) =>
+    `insert into comments (post_id, author_id, body) values (\${${n}}, \${null}, \${"c${n}"})
+        returning id, at`,
+  (n) => `select count(*) as n${n}, max(score) as best from users where born < \${new Date()}`,
+  (n) => `update posts set title = \${"t${n}"} where id = \${${n}} returning id, tags, meta`,
+];
+/** The n-th query of a generated project. */
+const query = (n: number) => `sql\`${SHAPES[n % SHAPES.length](n)}\``;
 
 /** Writes a project of `count` queries into `dir`: `FILES` source files and one migration. */
 async function project(dir: string, count: number): Promise<void> {
