@@ -55,14 +55,8 @@ export interface Driver {
 /** A peer that could not be loaded, and why. */
 export type Skipped = { name: string; source: string; reason: string };
 
-/** Where a workload's timed part starts and ends: deno bench's `b`, or a stopwatch (`ms`). */
+/** Where a workload's timed part starts and ends: deno bench's `b`, or a stacks.ts Meter. */
 export type Timer = { start(): void; end(): void };
-export class Stopwatch implements Timer {
-  ms = 0;
-  #t0 = 0;
-  start = () => void (this.#t0 = performance.now());
-  end = () => void (this.ms = performance.now() - this.#t0);
-}
 
 /** `n` `select * from pg_type` at once, timed; each answer must have `types` rows. */
 export async function selectMany(a: Adapter, name: string, n: number, types: number, t: Timer) {
