@@ -14,7 +14,7 @@ import postgres from "../../mod.ts";
 import { drizzle as drizzleOverPgpipe } from "../../drizzle.ts";
 import { pglite } from "../../pglite.ts";
 import { isQuick } from "../shared/env.ts";
-import { fmt, Report } from "../shared/report.ts";
+import { fmt, formatRatio, Report } from "../shared/report.ts";
 import { median, rotated } from "../shared/stats.ts";
 
 const rounds = isQuick() ? 5 : 41;
@@ -134,13 +134,8 @@ for (const c of cases) {
   const [ours, theirs] = sides.map((side) => median(times.get(c)![side]));
   const n = callsPerRun.get(c)!;
   report.ratio(c.label, "PGlite query()", theirs / ours);
-  rows.push([
-    c.label,
-    fmt(ours, 2),
-    fmt(theirs, 2),
-    `${(theirs / ours).toFixed(2)}x`,
-    `${n.pgpipe} / ${n.pglite}`,
-  ]);
+  const calls = `${n.pgpipe} / ${n.pglite}`;
+  rows.push([c.label, fmt(ours, 2), fmt(theirs, 2), formatRatio(theirs / ours), calls]);
 }
 report.table(
   `pgpipe over PGlite (postgres(pglite(db))) against PGlite's own query() on the same instance, ` +

@@ -96,13 +96,8 @@ try {
       for (let i = 0; i < rounds; i++) times.push(await timed(count, source.args));
       const ms = median(times);
       report.measure(`${count} queries, ${source.label}`, "wall time", ms, "ms");
-      rows.push([
-        source.label,
-        String(count),
-        fmt(ms),
-        fmt(ms / count, 2),
-        count === 500 ? `${fmt(source.target)}` : "",
-      ]);
+      const target = count === 500 ? fmt(source.target) : "";
+      rows.push([source.label, String(count), fmt(ms), fmt(ms / count, 2), target]);
     }
   }
 } finally {
