@@ -55,14 +55,8 @@ export interface Driver {
 /** A peer that could not be loaded, and why. */
 export type Skipped = { name: string; source: string; reason: string };
 
-/** Where a workload's timed part starts and ends: deno bench's `b`, or a stopwatch (`ms`). */
+/** Where a workload's timed part starts and ends: deno bench's `b`, or a stacks.ts Meter. */
 export type Timer = { start(): void; end(): void };
-export class Stopwatch implements Timer {
-  ms = 0;
-  #t0 = 0;
-  start = () => void (this.#t0 = performance.now());
-  end = () => void (this.ms = performance.now() - this.#t0);
-}
 
 /** `n` `select * from pg_type` at once, timed; each answer must have `types` rows. */
 export async function selectMany(a: Adapter, name: string, n: number, types: number, t: Timer) {
@@ -267,42 +261,11 @@ const texts = new WeakMap<TemplateStringsArray, string>();
 const textOf = (s: TemplateStringsArray) =>
   texts.get(s) ?? texts.set(s, s.reduce((t, part, i) => `${t}$${i}${part}`)).get(s)!;
 
-/** deno-postgres: one query at a time per client; it leaves float8 as text. */
-function denoPostgres(Client: new (url: string) => DpClient, source: string, specifier: string) {
-  const meta = { name: "deno-postgres", source, specifier, pipelines: false };
-  return oneConnection<DpClient>(meta, {
-    async open(url) {
-      const c = new Client(url);
-      await c.connect();
-      return c;
-    },
-    on: (c) => (s, ...v) => c.queryArray(textOf(s), v).then((r) => r.rows),
-    begin: async (c) => {
-      await c.queryArray("begin");
-      return () => c.queryArray("rollback");
-    },
-    close: (c) => c.end(),
-  }, true);
-}
-
 // The slice of pglue's API the bench uses (its README and bench.ts): one Wire is one connection.
 interface PgWire {
   query(s: TemplateStringsArray, ...xs: unknown[]): PromiseLike<Record<string, unknown>[]>;
   begin(): Promise<{ rollback(): Promise<unknown> }>;
   close(): void;
-}
-
-function pglue(connect: (url: string) => Promise<PgWire>): Driver {
-  const meta = { name: "pglue", source: PGLUE, specifier: PGLUE, pipelines: true };
-  return oneConnection<PgWire>(meta, {
-    open: connect,
-    on: (w) => (s, ...v) => w.query(s, ...v),
-    begin: async (w) => {
-      const t = await w.begin();
-      return () => t.rollback();
-    },
-    close: (w) => w.close(),
-  });
 }
 
 // ---------------------------------------------------------------- loading
@@ -320,19 +283,43 @@ const PEERS: Record<string, { from(): string[]; make(mod: any, specifier: string
     from: () => [POSTGRES_JS],
     make: (mod) => postgresJsApi("postgres.js", POSTGRES_JS, POSTGRES_JS, mod.default),
   },
+  // One query at a time per client; it leaves float8 as text.
   "deno-postgres": {
     from: () => [denoPostgresCopy(), DENO_POSTGRES].filter((s): s is string => s !== undefined),
     make(mod, specifier) {
-      if (typeof mod.Client !== "function") throw new Error("it exports no Client");
-      return denoPostgres(mod.Client, named(specifier), specifier);
+      const Client: new (url: string) => DpClient = mod.Client;
+      if (typeof Client !== "function") throw new Error("it exports no Client");
+      const meta = { name: "deno-postgres", source: named(specifier), specifier, pipelines: false };
+      return oneConnection<DpClient>(meta, {
+        async open(url) {
+          const c = new Client(url);
+          await c.connect();
+          return c;
+        },
+        on: (c) => (s, ...v) => c.queryArray(textOf(s), v).then((r) => r.rows),
+        begin: async (c) => {
+          await c.queryArray("begin");
+          return () => c.queryArray("rollback");
+        },
+        close: (c) => c.end(),
+      }, true);
     },
   },
   pglue: {
     from: () => [PGLUE],
     make(mod) {
-      const connect = mod.connect ?? mod.default?.connect;
+      const connect: (url: string) => Promise<PgWire> = mod.connect ?? mod.default?.connect;
       if (typeof connect !== "function") throw new Error("pglue exports no connect()");
-      return pglue(connect);
+      const meta = { name: "pglue", source: PGLUE, specifier: PGLUE, pipelines: true };
+      return oneConnection<PgWire>(meta, {
+        open: connect,
+        on: (w) => (s, ...v) => w.query(s, ...v),
+        begin: async (w) => {
+          const t = await w.begin();
+          return () => t.rollback();
+        },
+        close: (w) => w.close(),
+      });
     },
   },
 };

@@ -1,9 +1,9 @@
 // One bulk load or read method in a fresh process, its peak RSS its own: `deno run -A
-// bench/probes/bulk.ts <method> <url> <table> <rows> <runs>` loads <rows> rows of a suite table
-// (bench/shared/bulk_tables.ts) into its own unlogged table, or reads `bulk_source_<table>`, <runs>
-// times, checked each time; prints one JSON line: the best time, each run's CPU (this process's
-// main thread and other threads, the server backend's read by itself), the rows, the peak RSS
-// (VmHWM) and where the memory is (RSS once loaded and once connected, V8's heap at the end).
+// bench/probes/bulk.ts <method> <url> <table> <rows>` loads <rows> rows of a suite table
+// (bench/shared/bulk_tables.ts) into its own unlogged table, or reads `bulk_source_<table>`, once,
+// checked; prints one JSON line: the time, its CPU (this process's main thread and other
+// threads, the server backend's read by itself), the peak RSS (VmHWM) and where the memory is
+// (RSS once loaded and once connected, V8's heap at the end).
 import v8 from "node:v8";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -14,10 +14,10 @@ import { BULK_TABLES, type BulkTable } from "../shared/bulk_tables.ts";
 import { BACKEND_SCHEDSTAT, type CpuTimes, minus, parseSchedstat } from "../shared/cpu.ts";
 import { type ThreadCpu, threadCpu, threadCpuSince } from "../shared/cpu.ts";
 
-const [method, url, tableName, rowsText, runsText] = Deno.args;
+const [method, url, tableName, rowsText] = Deno.args;
 const spec: BulkTable = BULK_TABLES[tableName as BulkTable["name"]];
 if (spec === undefined) throw new Error(`unknown table ${tableName}`);
-const [total, runs] = [Number(rowsText), Number(runsText)];
+const total = Number(rowsText);
 /** The table read methods read (filled by bench/suites/bulk.ts before they run). */
 const SOURCE_TABLE = `bulk_source_${spec.name}`;
 
@@ -141,7 +141,7 @@ const reads: Record<string, [driver: "pgpipe" | "postgres.js", read: Read]> = {
   "postgresjs-cursor": ["postgres.js", cursorRead],
 };
 
-let timed: number | null = null; // set by a method that times only part of its work
+let timed: number | undefined; // set by a method that times only part of its work
 /** Where such a method's timed part began, for its CPU. */
 let timedCpu: ThreadCpu | undefined;
 
@@ -155,34 +155,30 @@ async function serverCpu(sql: AnySql): Promise<CpuTimes | null> {
   }
 }
 
-const times: number[] = [];
-/** What each run cost: this process's threads, and the server backend's. */
-const cpus: { client: ThreadCpu | null; server: CpuTimes | null }[] = [];
+let ms = NaN;
+/** What the run cost: this process's threads, and the server backend's. */
+let cpu: { client: ThreadCpu | null; server: CpuTimes | null } | undefined;
 
-/** Runs `work` once, timed, with what it cost this process's threads and (given sql) its backend. */
+/** Runs `work`, timed, with what it cost this process's threads and (given sql) its backend. */
 async function measured<T>(sql: AnySql | null, work: () => Promise<T>): Promise<T> {
-  timed = null;
-  timedCpu = undefined;
   const server = sql && await serverCpu(sql);
   const before = threadCpu();
   const t0 = performance.now();
   const result = await work();
-  times.push(timed ?? performance.now() - t0);
+  ms = timed ?? performance.now() - t0;
   const client = threadCpuSince(timedCpu ?? before) ?? null;
   const after = sql && await serverCpu(sql);
-  cpus.push({ client, server: server && after && minus(after, server) });
+  cpu = { client, server: server && after && minus(after, server) };
   return result;
 }
 
 if (method === "rows-alone") {
   // The rows' own cost: the generator iterated with no driver (what every load pays first).
-  for (let r = 0; r < runs; r++) {
-    await measured(null, async () => {
-      let kept = 0;
-      for await (const row of rows(total)) if (row !== null) kept++;
-      if (kept !== total) throw new Error(`the generator made ${kept} rows`);
-    });
-  }
+  await measured(null, async () => {
+    let kept = 0;
+    for await (const row of rows(total)) if (row !== null) kept++;
+    if (kept !== total) throw new Error(`the generator made ${kept} rows`);
+  });
 } else if (method in loads) {
   const [driver, load] = loads[method];
   await using sql = await client(driver);
@@ -190,15 +186,12 @@ if (method === "rows-alone") {
   const drop = `drop table if exists ${table}`;
   await sql.unsafe(`${drop}; create unlogged table ${table} (${spec.columns})`);
   try {
-    for (let r = 0; r < runs; r++) {
-      await sql.unsafe(`truncate ${table}`);
-      await measured(sql, () => load(sql, table));
-      const [{ n, s, m }] = await sql.unsafe(`${spec.check} from ${table}`);
-      const sum = String(BigInt(total) * BigInt(total - 1) / 2n);
-      // Cycled rows repeat every value but the id.
-      if (n !== total || s !== sum || (m !== sum && method !== "pgpipe-copy-cycled")) {
-        throw new Error(`${method}: stored ${n} rows (sums ${s}, ${m})`);
-      }
+    await measured(sql, () => load(sql, table));
+    const [{ n, s, m }] = await sql.unsafe(`${spec.check} from ${table}`);
+    const sum = String(BigInt(total) * BigInt(total - 1) / 2n);
+    // Cycled rows repeat every value but the id.
+    if (n !== total || s !== sum || (m !== sum && method !== "pgpipe-copy-cycled")) {
+      throw new Error(`${method}: stored ${n} rows (sums ${s}, ${m})`);
     }
   } finally {
     await sql.unsafe(drop);
@@ -206,12 +199,10 @@ if (method === "rows-alone") {
 } else if (method in reads) {
   const [driver, read] = reads[method];
   await using sql = await client(driver);
-  for (let r = 0; r < runs; r++) {
-    const { rows, last } = await measured(sql, () => read(sql));
-    const mark = last === undefined ? undefined : spec.mark(last);
-    if (rows !== total || String(last?.id) !== String(total - 1) || mark !== total - 1) {
-      throw new Error(`${method}: read ${rows} rows, last ${last?.id} ${mark}`);
-    }
+  const { rows, last } = await measured(sql, () => read(sql));
+  const mark = last === undefined ? undefined : spec.mark(last);
+  if (rows !== total || String(last?.id) !== String(total - 1) || mark !== total - 1) {
+    throw new Error(`${method}: read ${rows} rows, last ${last?.id} ${mark}`);
   }
 } else {
   throw new Error(`unknown method ${method}`);
@@ -219,7 +210,4 @@ if (method === "rows-alone") {
 const status = Deno.readTextFileSync("/proc/self/status");
 const peakRss = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) * 1024;
 const memory = { loadedRss, connectedRss, ...heapSpaces(), external: Deno.memoryUsage().external };
-const best = times.indexOf(Math.min(...times));
-console.log(
-  JSON.stringify({ ms: times[best], times, cpu: cpus[best], cpus, rows: total, peakRss, memory }),
-);
+console.log(JSON.stringify({ ms, cpu, peakRss, memory }));

@@ -1,5 +1,5 @@
-// The little of Bun's API the bun probes use, declared for Deno, which type-checks them too
-// (a type-only import: nothing of it runs).
+// The little of Bun's API the bun probes use, declared for Deno, which type-checks them too,
+// and the global `Bun` as that type (the probes run under bun only).
 
 /** A Bun.sql client: a tagged template resolving to row objects, and its end. */
 export interface BunSql {
@@ -23,3 +23,6 @@ export interface BunApi {
   serve(options: ServeOptions): { port: number; stop(): Promise<void> | void };
   stdin: { stream(): ReadableStream<Uint8Array> };
 }
+
+/** The global `Bun`, typed. */
+export const Bun = (globalThis as unknown as { Bun: BunApi }).Bun;

@@ -4,9 +4,8 @@
 // round trips of the last and prints `{"meanUs":…,"p50Us":…}`. Beside the same replay in Deno it
 // tells how much of a serial gap between Bun.sql and pgpipe is the runtimes' own.
 import { NodeTlsPingPong, serialFloor, type WireSession } from "../peers/pingpong.ts";
-import type { BunApi } from "./bun_api.ts";
+import { Bun } from "./bun_api.ts";
 
-const Bun = (globalThis as unknown as { Bun: BunApi }).Bun;
 const [sessionFile, host, port, count] = Bun.argv.slice(2);
 // The session's bytes were written as arrays of numbers.
 const bytes = (k: string, v: number[]) => k === "startup" || k === "bytes" ? Uint8Array.from(v) : v;

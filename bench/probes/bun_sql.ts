@@ -4,9 +4,8 @@
 // `{"serialUs":…,"qps":…}`; given the local postmaster's pid, also `"cpu":{"client":…,"server":…}`,
 // the CPU per query of the in-flight run in this process and the server's (bench/shared/cpu.ts).
 import { cpuPerQuery } from "../shared/cpu.ts";
-import type { BunApi } from "./bun_api.ts";
+import { Bun } from "./bun_api.ts";
 
-const Bun = (globalThis as unknown as { Bun: BunApi }).Bun;
 const [url, ...numbers] = Bun.argv.slice(2);
 const [serial, total, window, postmaster] = numbers.map(Number);
 const sql = new Bun.SQL(url);

@@ -1,8 +1,7 @@
 // Bun.sql's cold start, run by bun: `bun bench/probes/cold_bun.ts <url>` creates a client, runs
 // the first query and prints the ms from creating the client to the answer (as cold.ts does).
-import type { BunApi } from "./bun_api.ts";
+import { Bun } from "./bun_api.ts";
 
-const Bun = (globalThis as unknown as { Bun: BunApi }).Bun;
 const t0 = performance.now();
 const sql = new Bun.SQL(Bun.argv[2], { max: 1 });
 const [{ x }] = await sql`select 1 as x`;

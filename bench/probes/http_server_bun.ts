@@ -2,9 +2,8 @@
 // same handler (http_app.ts) with Bun.sql (`max` connections) through Bun.serve, and otherwise
 // behaves as http_server.ts: prints `{"port":N}` once connected, stops when its stdin closes.
 import { makeHandler } from "../shared/http_app.ts";
-import type { BunApi } from "./bun_api.ts";
+import { Bun } from "./bun_api.ts";
 
-const Bun = (globalThis as unknown as { Bun: BunApi }).Bun;
 const [max, url] = Bun.argv.slice(2);
 const sql = new Bun.SQL(url, { max: Number(max) });
 // Opens every connection before the load starts, as http_server.ts does.

@@ -11,10 +11,12 @@ const ROOT = new URL("../../", import.meta.url).pathname;
 export const inRepo = (text: string) => text.replaceAll(`file://${ROOT}`, "").replaceAll(ROOT, "");
 
 /**
- * How to run a program: killed (SIGKILL) past `timeoutMs` (`timedOut` then says so), both its
- * outputs (true) or its stderr only passed through to the terminal instead of collected.
+ * How to run a program: in `cwd` (default this process's), killed (SIGKILL) past `timeoutMs`
+ * (`timedOut` then says so), both its outputs (true) or its stderr only passed through to the
+ * terminal instead of collected.
  */
 export type RunOptions = {
+  cwd?: string;
   env?: Record<string, string>;
   timeoutMs?: number;
   inherit?: boolean | "stderr";
@@ -29,8 +31,8 @@ export const running = new Set<Deno.ChildProcess>();
 export async function spawn(cmd: string, args: string[], opts: RunOptions = {}): Promise<Finished> {
   const stdout = opts.inherit === true ? "inherit" : "piped";
   const stderr = opts.inherit ? "inherit" : "piped";
-  const child = new Deno.Command(cmd, { args, env: opts.env, stdin: "null", stdout, stderr })
-    .spawn();
+  const { cwd, env } = opts;
+  const child = new Deno.Command(cmd, { args, cwd, env, stdin: "null", stdout, stderr }).spawn();
   running.add(child);
   let timedOut = false;
   const timer = opts.timeoutMs === undefined ? undefined : setTimeout(() => {

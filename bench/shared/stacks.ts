@@ -1,7 +1,8 @@
 // Stacks (a driver, an ORM over a driver...) compared on the same cases, in rounds with the
 // starting stack rotated, for the orm and parsers suites: each case is timed between its
 // Meter's start and end, with the CPU it cost this process and the server's processes, and
-// checks its answers outside that span; the table gives medians, middle halves and ratios.
+// checks its answers outside that span; the table gives medians, middle halves and ratios. The
+// Meter is the bench's one stopwatch: the latency suite times its cases with it too.
 import { benchUrl, isQuick, sslOf } from "./env.ts";
 import { cpuMs, serverCpuMs } from "./cpu.ts";
 import { fmt, formatRatio, type Report } from "./report.ts";

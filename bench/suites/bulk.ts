@@ -174,7 +174,7 @@ async function asyncpg(mode: "load" | "read"): Promise<Measured> {
 async function methods(spec: BulkTable, source: string): Promise<[Method[], Method[]]> {
   const events = spec.name === "events";
   const by = (name: string, row?: string) =>
-    new Method(name, () => probe<Measured>("bulk.ts", [name, url, spec.name, ROWS, 1]), row);
+    new Method(name, () => probe<Measured>("bulk.ts", [name, url, spec.name, ROWS]), row);
   const from = `sql.copyFrom(table, asyncGenerator) (${events ? "arrays" : "objects"})`;
   const loads = [
     by("pgpipe-copy-generator", `binary COPY, ${from} | pgpipe`),

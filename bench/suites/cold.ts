@@ -24,10 +24,14 @@ import { Samples } from "../shared/stats.ts";
 const url = plainBenchUrl();
 const [runs, startRuns] = isQuick() ? [5, 3] : [20, 10];
 const delay = proxyDelay();
+const fmt1 = (x: number) => fmt(x, 1);
 /** The drivers the probe knows, and where each is imported from. */
 const drivers = await suiteDrivers(["pgpipe", "postgres.js", "deno-postgres"]);
 const names = drivers.map((d) => d.name);
 const specifiers = new Map(drivers.map((d) => [d.name, d.specifier]));
+const specifierOf = (client: string) => specifiers.get(client.replace("-ca", "")) ?? "";
+/** The peers compared with pgpipe in ratios (none where pgpipe is not run). */
+const others = names.filter((n) => n !== "pgpipe" && names.includes("pgpipe"));
 const bun = await findBun((line) => console.log(`cold: ${line}`));
 /** psql, when the machine has it: libpq's cold start is the reference. */
 const psqlPath = clientTool(null, "psql");
@@ -40,8 +44,9 @@ type Sample = { importToAnswer: number; createdToAnswer: number; wall: number };
  * One fresh process: `client` is pgpipe, pgpipe-ca, postgres.js, deno-postgres, Bun.sql or
  * psql. psql's figures are its whole process (`-c 'select 1'`; GSSAPI encryption off, so its
  * first message is the SSLRequest): the start on loopback, subtracted, takes its own start out.
+ * With `import`, the probe imports `client` (`empty`: nothing) and exits, no connection.
  */
-async function once(client: string, target: string): Promise<Sample> {
+async function once(client: string, target: string, ...mode: ["import"] | []): Promise<Sample> {
   const t0 = performance.now();
   if (client === "psql") {
     const args = ["-X", "-A", "-t", "-c", "select 1 as x", target];
@@ -54,14 +59,13 @@ async function once(client: string, target: string): Promise<Sample> {
   }
   const r = client === "Bun.sql"
     ? await probe<Sample>("cold_bun.ts", [target], { runtime: (bun as { path: string }).path })
-    : await probe<Sample>("cold.ts", [client, target, specifiers.get(client.replace("-ca", ""))!]);
+    : await probe<Sample>("cold.ts", [client, target, specifierOf(client), ...mode]);
   return { ...r, wall: performance.now() - t0 };
 }
 
 // ------------------------------------------------------ 1. Default options, plain URL
 
-const wall = new Samples(names.map((n) => [n, []]));
-const inner = new Samples(names.map((n) => [n, []]));
+const [wall, inner] = [new Samples(), new Samples()];
 for (let i = 0; i < runs; i++) {
   for (const n of names) {
     const s = await once(n, url);
@@ -73,7 +77,7 @@ const report = new Report("cold");
 report.note(
   "Every driver uses its default options with the same URL (sslmode=disable); pgpipe and postgres.js fetch array types on connect.",
 );
-for (const peer of names.filter((n) => n !== "pgpipe" && names.includes("pgpipe"))) {
+for (const peer of others) {
   const label = "cold start: import, connect, first query (in process)";
   report.ratio(label, peer, inner.median(peer) / inner.median("pgpipe"));
 }
@@ -85,44 +89,28 @@ report.table(
 
 // ---------------------------------- 1b. The import alone, over an empty Deno script
 
-/** One fresh process that imports `client` and exits (`empty`: imports nothing); its ms. */
-async function importOnce(client: string): Promise<{ wall: number; imported: number }> {
-  const t0 = performance.now();
-  const r = await probe<Sample>("cold.ts", [client, url, specifiers.get(client) ?? "", "import"]);
-  return { wall: performance.now() - t0, imported: r.importToAnswer };
-}
-
 const EMPTY = "empty Deno script";
-const importWall = new Samples([[EMPTY, []], ...names.map((n): [string, number[]] => [n, []])]);
-const importIn = new Samples(names.map((n) => [n, []]));
+const [importWall, importIn] = [new Samples(), new Samples()];
 for (let i = 0; i < runs; i++) {
-  importWall.add(EMPTY, (await importOnce("empty")).wall);
+  importWall.add(EMPTY, (await once("empty", url, "import")).wall);
   for (const n of names) {
-    const s = await importOnce(n);
+    const s = await once(n, url, "import");
     importWall.add(n, s.wall);
-    importIn.add(n, s.imported);
+    importIn.add(n, s.importToAnswer);
   }
 }
 const emptyWall = importWall.median(EMPTY);
-for (const peer of names.filter((n) => n !== "pgpipe" && names.includes("pgpipe"))) {
-  const over = (n: string) => importWall.median(n) - emptyWall;
-  report.ratio(
-    "cold import over an empty Deno script (whole process)",
-    peer,
-    over(peer) / over("pgpipe"),
-  );
+const over = (n: string) => importWall.median(n) - emptyWall;
+for (const peer of others) {
+  const label = "cold import over an empty Deno script (whole process)";
+  report.ratio(label, peer, over(peer) / over("pgpipe"));
 }
 report.table(
   `Cold import: a fresh process imports the driver and exits, beside an empty Deno script (median of ${runs}, alternating)`,
   "script | whole process (ms) | over the empty script (ms) | import in process (ms)",
   [
     [EMPTY, fmt(emptyWall, 1), "0", "-"],
-    ...names.map((n) => [
-      n,
-      fmt(importWall.median(n), 1),
-      fmt(importWall.median(n) - emptyWall, 1),
-      fmt(importIn.median(n), 1),
-    ]),
+    ...names.map((n) => [n, ...[importWall.median(n), over(n), importIn.median(n)].map(fmt1)]),
   ],
 );
 
@@ -171,7 +159,6 @@ function label(s: Start): string {
 /** One table row per start: client, scenario, loopback and link ms, round trips on the link. */
 const startRows = (result: Starts) =>
   [...result].map(([s, r]) => [label(s), s.scenario, ...[r.loopback, r.link, r.trips].map(fmt1)]);
-const fmt1 = (x: number) => fmt(x, 1);
 
 /** The rows of the table of TLS starts on the wire, for every server. */
 const wire: string[][] = [];

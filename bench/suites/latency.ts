@@ -3,11 +3,12 @@
 // across regions it costs milliseconds, and a driver that sends n queries one round trip at a
 // time pays n of them where a pipelining driver pays about one.
 import { type Adapter, type Driver, insertMany, selectMany } from "../peers/drivers.ts";
-import { Stopwatch, suiteDrivers, type Timer } from "../peers/drivers.ts";
+import { suiteDrivers, type Timer } from "../peers/drivers.ts";
 import { ask } from "../shared/ask.ts";
 import { benchUrl, hostPort, isQuick, proxyDelay, via } from "../shared/env.ts";
 import { startDelayProxyWorker } from "../shared/proxy.ts";
 import { fmt, formatRatio, Report } from "../shared/report.ts";
+import { Meter } from "../shared/stacks.ts";
 import { median } from "../shared/stats.ts";
 
 const url = benchUrl();
@@ -43,9 +44,9 @@ const CASES: Case[] = [
 /** One warm-up run (statements get prepared), then the median ms of up to ITERATIONS runs. */
 async function time([, run]: Case, a: Adapter, driver: string): Promise<number> {
   const once = async () => {
-    const t = new Stopwatch();
+    const t = new Meter(undefined);
     await run(a, driver, t);
-    return t.ms;
+    return t.sample!.ms;
   };
   await once();
   const samples: number[] = [];

@@ -198,12 +198,10 @@ const aloneName = (driver: string) => `${driver} alone`;
  * installed). Median ms by `part/case`.
  */
 async function drizzleParts(): Promise<Map<string, number>> {
-  const drivers = [{ name: PGPIPE, factory: pgpipe }, { name: PG, factory: postgresJs }].map(
-    (d) => {
-      const sql = clientOf(d.factory, 1) as Sql & { unsafe: any };
-      return { ...d, sql, db: drizzle(sql as any, { schema }) };
-    },
-  );
+  const drivers = ([[PGPIPE, pgpipe], [PG, postgresJs]] as const).map(([name, factory]) => {
+    const sql = clientOf(factory, 1) as Sql & { unsafe: any };
+    return { name, sql, db: drizzle(sql as any, { schema }) };
+  });
   try {
     // The relational query's answer as pgpipe gives it to Drizzle, for answeringClient.
     const recorded = new Map<string, unknown[][]>();
@@ -348,19 +346,12 @@ const kyselyGroup: Group<K> = {
 /** The parts of each Drizzle case beside the stacks on one connection. */
 function partsTable(report: Report, parts: Map<string, number>, r: Results): void {
   const rows = drizzleCases.map((k) => {
-    const part = (name: string) => parts.get(`${name}/${k.name}`)!;
+    const [alone, pipeAlone, pgAlone] = [ALONE, aloneName(PGPIPE), aloneName(PG)].map((name) =>
+      parts.get(`${name}/${k.name}`)!
+    );
     const [pg, pipe] = [PG, PGPIPE].map((s) => medianMs(r, 1, s, k.name));
-    const floor = part(ALONE) + part(aloneName(PGPIPE));
-    return [
-      k.name,
-      fmt(part(ALONE), 2),
-      fmt(part(aloneName(PGPIPE)), 2),
-      fmt(pipe, 2),
-      fmt(part(aloneName(PG)), 2),
-      fmt(pg, 2),
-      formatRatio(pg / part(ALONE)),
-      formatRatio(pg / floor),
-    ];
+    const ms = [alone, pipeAlone, pipe, pgAlone, pg].map((x) => fmt(x, 2));
+    return [k.name, ...ms, formatRatio(pg / alone), formatRatio(pg / (alone + pipeAlone))];
   });
   report.table(
     `The parts of each Drizzle case, one connection (ms, medians of ${ROUNDS} rotated rounds): ` +

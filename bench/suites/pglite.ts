@@ -14,7 +14,7 @@ import postgres from "../../mod.ts";
 import { drizzle as drizzleOverPgpipe } from "../../drizzle.ts";
 import { pglite } from "../../pglite.ts";
 import { isQuick } from "../shared/env.ts";
-import { fmt, Report } from "../shared/report.ts";
+import { fmt, formatRatio, Report } from "../shared/report.ts";
 import { median, rotated } from "../shared/stats.ts";
 
 const rounds = isQuick() ? 5 : 41;
@@ -69,29 +69,23 @@ interface Case {
   pglite: () => Promise<unknown>;
 }
 
-const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+/** `n` queries issued at once (`i`: 0 to n - 1), all awaited. */
+const all = (n: number, query: (i: number) => PromiseLike<unknown>) =>
+  Promise.all(Array.from({ length: n }, (_, i) => query(i)));
 let next = 0; // distinct inserted values
 const cases: Case[] = [
   {
     label: "50 concurrent selects",
     repeat: 10,
-    pgpipe: () => Promise.all(range(50).map((i) => sql`select ${i}::int4 as x, ${"v"}::text as y`)),
-    pglite: () =>
-      Promise.all(range(50).map((i) => db.query("select $1::int4 as x, $2::text as y", [i, "v"]))),
+    pgpipe: () => all(50, (i) => sql`select ${i}::int4 as x, ${"v"}::text as y`),
+    pglite: () => all(50, (i) => db.query("select $1::int4 as x, $2::text as y", [i, "v"])),
   },
   {
     label: "200 concurrent inserts",
     repeat: 4,
-    pgpipe: () =>
-      Promise.all(
-        range(200).map(() => sql`insert into inserted (name, n) values (${"x"}, ${next++})`),
-      ),
+    pgpipe: () => all(200, () => sql`insert into inserted (name, n) values (${"x"}, ${next++})`),
     pglite: () =>
-      Promise.all(
-        range(200).map(() =>
-          db.query("insert into inserted (name, n) values ($1, $2)", ["x", next++])
-        ),
-      ),
+      all(200, () => db.query("insert into inserted (name, n) values ($1, $2)", ["x", next++])),
   },
   {
     label: "10,000 typed rows (int4, text, float8, numeric, timestamptz, bool), one query",
@@ -108,28 +102,27 @@ const cases: Case[] = [
   {
     label: "Drizzle findMany, 10 concurrent",
     repeat: 1,
-    pgpipe: () => Promise.all(range(10).map(() => findMany(overPgpipe))),
-    pglite: () => Promise.all(range(10).map(() => findMany(overPGlite))),
+    pgpipe: () => all(10, () => findMany(overPgpipe)),
+    pglite: () => all(10, () => findMany(overPGlite)),
   },
 ];
 
 const sides = ["pgpipe", "pglite"] as const;
-const times = new Map(
-  cases.map((c) => [c.label, { pgpipe: [] as number[], pglite: [] as number[] }]),
-);
-const callsPerRun = new Map(cases.map((c) => [c.label, { pgpipe: 0, pglite: 0 }]));
+/** Per case, each side's ms per run (one a round) and the raw calls one run made. */
+const times = new Map(cases.map((c) => [c, { pgpipe: [] as number[], pglite: [] as number[] }]));
+const callsPerRun = new Map(cases.map((c) => [c, { pgpipe: 0, pglite: 0 }]));
 for (const c of cases) {
   for (let i = 0; i < warmup; i++) for (const side of sides) await c[side]();
   // One counted run of each side: the calls it made.
   for (const side of sides) {
     calls = 0;
     await c[side]();
-    callsPerRun.get(c.label)![side] = calls;
+    callsPerRun.get(c)![side] = calls;
   }
   await rotated(rounds, sides, async (side) => {
     const t0 = performance.now();
     for (let i = 0; i < c.repeat; i++) await c[side]();
-    times.get(c.label)![side].push((performance.now() - t0) / c.repeat);
+    times.get(c)![side].push((performance.now() - t0) / c.repeat);
   });
 }
 await sql.end();
@@ -138,18 +131,11 @@ await db.close();
 const report = new Report("pglite");
 const rows: string[][] = [];
 for (const c of cases) {
-  const t = times.get(c.label)!;
-  const ours = median(t.pgpipe);
-  const theirs = median(t.pglite);
-  const n = callsPerRun.get(c.label)!;
+  const [ours, theirs] = sides.map((side) => median(times.get(c)![side]));
+  const n = callsPerRun.get(c)!;
   report.ratio(c.label, "PGlite query()", theirs / ours);
-  rows.push([
-    c.label,
-    fmt(ours, 2),
-    fmt(theirs, 2),
-    `${(theirs / ours).toFixed(2)}x`,
-    `${n.pgpipe} / ${n.pglite}`,
-  ]);
+  const calls = `${n.pgpipe} / ${n.pglite}`;
+  rows.push([c.label, fmt(ours, 2), fmt(theirs, 2), formatRatio(theirs / ours), calls]);
 }
 report.table(
   `pgpipe over PGlite (postgres(pglite(db))) against PGlite's own query() on the same instance, ` +

@@ -410,7 +410,6 @@ function poolRow(name: string, rounds: PoolRound[], withCpu: boolean): string[] 
  * also pgpipe given the server's CA: what native TLS does beside Bun.
  */
 async function versusBun(): Promise<void> {
-  const bun = await findBun(log);
   if ("skip" in bun) return report.note(bun.skip);
   const rounds: Record<string, PoolRound[]> = { pgpipe: [], [PGPIPE_NATIVE]: [], "Bun.sql": [] };
   const ca = tls ? benchCa() : undefined;
@@ -463,7 +462,6 @@ async function versusBun(): Promise<void> {
  * figures it says how much of a gap between Bun.sql and pgpipe is the runtimes' own.
  */
 async function runtimeFloors(): Promise<void> {
-  const bun = await findBun(log);
   if ("skip" in bun) return;
   const { hostname, port } = new URL(url);
   await using dir = await tempDir("pgpipe-floors-");
@@ -575,6 +573,7 @@ const steady = session.requests[session.requests.length - 1].bytes;
 await pingPong();
 // The server's postmaster, found from a backend while that backend lives (undefined if remote).
 const postmaster = await ask(plainBenchUrl(), "select pg_backend_pid()", localPostmaster);
+const bun = await findBun(log);
 await versusBun();
 if (tls) {
   await runtimeFloors();

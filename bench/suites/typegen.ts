@@ -7,6 +7,7 @@
 import { fileURLToPath } from "node:url";
 import postgres from "../../mod.ts";
 import { isQuick, plainBenchUrl } from "../shared/env.ts";
+import { run, tempDir } from "../shared/probe.ts";
 import { fmt, Report } from "../shared/report.ts";
 import { median } from "../shared/stats.ts";
 
@@ -14,6 +15,8 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const SIZES = [100, 250, 500];
 const FILES = 10;
 const rounds = isQuick() ? 1 : 5;
+/** The command as a user runs it, with this repository's import map. */
+const TYPEGEN = ["run", "-A", "--config", `${ROOT}deno.json`, `${ROOT}typegen.ts`];
 
 const MIGRATION = `
 create type status as enum ('draft', 'published', 'archived');
@@ -26,23 +29,20 @@ create table comments (id bigserial primary key, post_id int not null references
   author_id int references users (id), body text not null, at timestamptz);
 `;
 
-/** The n-th query of a generated project: a few shapes, each text made distinct by `n`. */
-function query(n: number): string {
-  switch (n % 5) {
-    case 0:
-      return `sql\`select id, name, email from users where id > \${${n}} and name <> ${`'u${n}'`}\``;
-    case 1:
-      return `sql\`select p.id, p.title, u.name as author, p.status from posts p
-        left join users u on u.id = p.author_id where p.id = \${${n}} limit ${n}\``;
-    case 2:
-      return `sql\`insert into comments (post_id, author_id, body) values (\${${n}}, \${null}, \${"c${n}"})
-        returning id, at\``;
-    case 3:
-      return `sql\`select count(*) as n${n}, max(score) as best from users where born < \${new Date()}\``;
-    default:
-      return `sql\`update posts set title = \${"t${n}"} where id = \${${n}} returning id, tags, meta\``;
-  }
-}
+/** The shapes of a generated project's queries (SQL of a tagged template), made distinct by `n`. */
+const SHAPES: ((n: number) => string)[] = [
+  (n) => `select id, name, email from users where id > \${${n}} and name <> ${`'u${n}'`}`,
+  (n) =>
+    `select p.id, p.title, u.name as author, p.status from posts p
+        left join users u on u.id = p.author_id where p.id = \${${n}} limit ${n}`,
+  (n) =>
+    `insert into comments (post_id, author_id, body) values (\${${n}}, \${null}, \${"c${n}"})
+        returning id, at`,
+  (n) => `select count(*) as n${n}, max(score) as best from users where born < \${new Date()}`,
+  (n) => `update posts set title = \${"t${n}"} where id = \${${n}} returning id, tags, meta`,
+];
+/** The n-th query of a generated project. */
+const query = (n: number) => `sql\`${SHAPES[n % SHAPES.length](n)}\``;
 
 /** Writes a project of `count` queries into `dir`: `FILES` source files and one migration. */
 async function project(dir: string, count: number): Promise<void> {
@@ -58,38 +58,29 @@ async function project(dir: string, count: number): Promise<void> {
 
 /** One timed typegen process over a fresh copy of the project; its wall time in ms. */
 async function timed(count: number, schema: string[]): Promise<number> {
-  const dir = await Deno.makeTempDir({ prefix: "typegen_bench_" });
-  try {
-    await project(dir, count);
-    const t0 = performance.now();
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--config", `${ROOT}deno.json`, `${ROOT}typegen.ts`, ...schema, "src/"],
-      cwd: dir,
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const ms = performance.now() - t0;
-    const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-    if (
-      !out.success || !text.includes(`${count} queries in ${FILES} files; ${FILES} files written`)
-    ) {
-      throw new Error(`typegen failed on ${count} queries:\n${text}`);
-    }
-    return ms;
-  } finally {
-    await Deno.remove(dir, { recursive: true });
+  await using dir = await tempDir("typegen_bench_");
+  await project(dir.path, count);
+  const t0 = performance.now();
+  const out = await run(Deno.execPath(), [...TYPEGEN, ...schema, "src/"], { cwd: dir.path });
+  const ms = performance.now() - t0;
+  if (!out.includes(`${count} queries in ${FILES} files; ${FILES} files written`)) {
+    throw new Error(`typegen on ${count} queries wrote not every file:\n${out}`);
   }
+  return ms;
 }
 
 // The server's schema: the same migration, in a schema of its own, dropped at the end.
 const base = plainBenchUrl();
 const schemaName = `typegen_bench_${Date.now()}`;
 const server = `${base}${base.includes("?") ? "&" : "?"}search_path=${schemaName}`;
-{
-  const sql = postgres(base, { onnotice: () => {} });
-  await sql.unsafe(`create schema ${schemaName}; set search_path = ${schemaName}; ${MIGRATION}`);
-  await sql.end();
+
+/** Runs `text` on the bench server (the schema's creation and its drop). */
+async function onServer(text: string): Promise<void> {
+  await using sql = postgres(base, { onnotice: () => {} });
+  await sql.unsafe(text);
 }
+
+await onServer(`create schema ${schemaName}; set search_path = ${schemaName}; ${MIGRATION}`);
 
 const sources = [
   { label: "--database (bench server)", args: ["--database", server], target: 5000 },
@@ -105,19 +96,12 @@ try {
       for (let i = 0; i < rounds; i++) times.push(await timed(count, source.args));
       const ms = median(times);
       report.measure(`${count} queries, ${source.label}`, "wall time", ms, "ms");
-      rows.push([
-        source.label,
-        String(count),
-        fmt(ms),
-        fmt(ms / count, 2),
-        count === 500 ? `${fmt(source.target)}` : "",
-      ]);
+      const target = count === 500 ? fmt(source.target) : "";
+      rows.push([source.label, String(count), fmt(ms), fmt(ms / count, 2), target]);
     }
   }
 } finally {
-  const sql = postgres(base, { onnotice: () => {} });
-  await sql.unsafe(`drop schema ${schemaName} cascade`);
-  await sql.end();
+  await onServer(`drop schema ${schemaName} cascade`);
 }
 report.table(
   `typegen, one process per run (deno run -A typegen.ts), ${FILES} files, every annotation ` +
