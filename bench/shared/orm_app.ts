@@ -9,16 +9,8 @@ import { gt, relations } from "npm:drizzle-orm@0.45.4";
 // in the module graph beside Drizzle, as the README tells applications; it never connects here.
 import "npm:postgres@3.4.9";
 import { drizzle, type PostgresJsDatabase } from "npm:drizzle-orm@0.45.4/postgres-js";
-import {
-  boolean,
-  integer,
-  jsonb,
-  numeric,
-  pgTable,
-  serial,
-  text,
-  timestamp,
-} from "npm:drizzle-orm@0.45.4/pg-core";
+import { boolean, integer, jsonb, numeric } from "npm:drizzle-orm@0.45.4/pg-core";
+import { pgTable, serial, text, timestamp } from "npm:drizzle-orm@0.45.4/pg-core";
 import { PAGE, pagedHandler, SEED_SQL as USERS_SEED, USERS, USERS_TABLE } from "./http_app.ts";
 
 export { PAGE, USERS, USERS_TABLE };

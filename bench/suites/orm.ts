@@ -22,20 +22,8 @@ import { POSTGRES_JS } from "../peers/specifiers.ts";
 import { ask } from "../shared/ask.ts";
 import { localPostmaster } from "../shared/cpu.ts";
 import { benchUrl, isQuick, plainBenchUrl, sslOf } from "../shared/env.ts";
-import {
-  AUTHORS,
-  COMMENTS,
-  type Db,
-  DROP_SQL,
-  inserts,
-  type KyselyDb,
-  POSTS,
-  schema,
-  SEED_SQL,
-  USERS,
-  users,
-  USERS_TABLE,
-} from "../shared/orm_app.ts";
+import { AUTHORS, COMMENTS, type Db, DROP_SQL, inserts, type KyselyDb } from "../shared/orm_app.ts";
+import { POSTS, schema, SEED_SQL, USERS, users, USERS_TABLE } from "../shared/orm_app.ts";
 import { fmt, formatRatio, Report } from "../shared/report.ts";
 import { type Case, clientOf, CPU_NOTE, type Factory, type Group } from "../shared/stacks.ts";
 import { groupTable, medianMs, Meter, type Results } from "../shared/stacks.ts";
