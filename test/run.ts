@@ -185,7 +185,8 @@ async function relay(
     tail = (tail + text).slice(-4096);
     // deno-lint-ignore no-control-regex
     const plain = tail.replace(/\x1b\[[0-9;]*m/g, "");
-    const m = /(\d+) passed \| (\d+) failed(?: \((?:[^)]*)\))?/.exec(plain);
+    // "N passed (M steps) | N failed (M steps)": a file with t.step adds the step counts.
+    const m = /(\d+) passed(?: \([^)]*\))? \| (\d+) failed/.exec(plain);
     const ignored = /(\d+) ignored/.exec(plain);
     if (m) summary = `${m[1]} passed, ${m[2]} failed${ignored ? `, ${ignored[1]} skipped` : ""}`;
     if (onLine) {
