@@ -145,6 +145,43 @@ Deno.test("typegen scan: a const fragment is inlined where it is used, and is a 
   ]);
 });
 
+Deno.test("typegen scan: SQL behind a name (a let, a helper, a function's fragment, a typed parameter, an import) is left as it is, not described as a value", () => {
+  const fragments = 'import postgres from "../../../mod.ts";\nconst sql = postgres();\n' +
+    "export const active = sql`active`;\nexport const limit = 10;\n";
+  const text = 'import postgres, { type Query } from "../../../mod.ts";\n' +
+    'import { active, limit } from "./fragments.ts";\nconst sql = postgres();\n' +
+    "let order = sql`order by id`;\n" +
+    'const cols = sql(["id", "name"]);\n' +
+    "const by = (desc: boolean) => desc ? sql`order by id desc` : sql`order by id`;\n" +
+    "export const q1 = sql`select id from users ${order}`;\n" +
+    "export const q2 = sql`select ${cols} from users`;\n" +
+    "export const q3 = sql`select id from users ${by(true)}`;\n" +
+    "export const q4 = (f: Query<any>) => sql`select id from users where ${f}`;\n" +
+    "export const q5 = (f: ReturnType<typeof sql>) => sql`select id from users where ${f}`;\n" +
+    "export const q6 = sql`select id from users where ${active}`;\n" +
+    "export const q7 = async (n: number) => {\n" +
+    "  const [u] = await sql`select id from users where age > ${n}`;\n" +
+    "  const ids = [u.id, n + 1];\n" +
+    "  return sql`select name from users where id = any(${ids}) limit ${limit}`;\n" +
+    "};\n";
+  const files: Record<string, string> = { [FIXTURES + "fragments.ts"]: fragments };
+  const memory = (path: string) =>
+    files[path] === undefined ? load(path) : parseSource(path, files[path]);
+  const { queries, skipped } = scanSource("pieces.ts", FIXTURES + "pieces.ts", text, memory);
+  assert.deepEqual(queries.map((q) => [q.line, q.text]), [
+    [14, "select id from users where age > $1"],
+    [16, "select name from users where id = any($1) limit $2"],
+  ]);
+  assert.deepEqual(skipped.filter((s) => s.line > 6).map((s) => [s.line, s.reason]), [
+    [7, "order: a fragment chosen or built at run time"],
+    [8, "cols: sql(...): a dynamic identifier or helper"],
+    [9, "by(...) returns SQL: a fragment chosen or built at run time"],
+    [10, "f: a piece of SQL given at run time"],
+    [11, "f: a piece of SQL given at run time"],
+    [12, "active: SQL from another module (only fragments of the same file are inlined)"],
+  ]);
+});
+
 Deno.test("typegen scan: a typegen-ignore comment before a query leaves it alone, listed", () => {
   const text = 'import postgres from "../../../mod.ts";\nconst sql = postgres();\n' +
     "// typegen-ignore: the temporary table is made at run time\n" +

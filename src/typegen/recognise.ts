@@ -208,6 +208,46 @@ export class Recogniser {
     return source === undefined ? undefined : new Recogniser(source, this.#load, this.#others);
   }
 
+  /** Whether a type name (`Query`, `postgres.Query`) is one imported from pgpipe. */
+  isPgpipeTypeName(name: ts.EntityName): boolean {
+    if (ts.isQualifiedName(name)) {
+      return ts.isIdentifier(name.left) &&
+        ["factory", "namespace"].includes(this.#pgpipeName(name.left) ?? "");
+    }
+    const declaration = declarationOf(name);
+    if (declaration === undefined || !ts.isImportSpecifier(declaration)) return false;
+    const module = importOf(declaration);
+    return module !== undefined && this.#isPgpipe(module);
+  }
+
+  /** The recogniser of the relative module an imported name comes from. */
+  importedFrom(node: ts.ImportSpecifier | ts.ImportClause): Recogniser | undefined {
+    const specifier = importOf(node);
+    return specifier !== undefined && /^\.\.?\//.test(specifier)
+      ? this.#other(specifier)
+      : undefined;
+  }
+
+  /** The variable declaration this file exports under `name` (directly, or `export { a as b }`). */
+  exportedDeclaration(name: string): ts.Node | undefined {
+    for (const statement of this.#source.statements) {
+      if (ts.isVariableStatement(statement) && exported(statement)) {
+        const d = statement.declarationList.declarations.find((d) =>
+          ts.isIdentifier(d.name) && d.name.text === name
+        );
+        if (d !== undefined) return d;
+      }
+      if (
+        ts.isExportDeclaration(statement) && statement.moduleSpecifier === undefined &&
+        statement.exportClause !== undefined && ts.isNamedExports(statement.exportClause)
+      ) {
+        const e = statement.exportClause.elements.find((e) => e.name.text === name);
+        if (e !== undefined) return findDeclaration(this.#source, (e.propertyName ?? e.name).text);
+      }
+    }
+    return undefined;
+  }
+
   /** Whether this file exports an `sql` under `name`. */
   exportsSql(name: string): boolean {
     for (const statement of this.#source.statements) {
