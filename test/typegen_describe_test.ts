@@ -787,6 +787,50 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "typegen describer: migrations in order with numbers by value, undo halves left out, Drizzle Kit 1's folders read",
+  sanitizeResources: false,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "typegen_layouts_" });
+    try {
+      const write = (name: string, text: string) => Deno.writeTextFile(join(dir, name), text);
+      // Flyway-like numbering: V10 after V2, though "V1" < "V2" < "V10" is not name order.
+      await write("V1__users.up.sql", "create table users (id int primary key);\n");
+      await write("V1__users.down.sql", "drop table users;\n");
+      await write("V2__age.sql", "alter table users add column age int;\n");
+      await write("V10__age_not_null.sql", "alter table users alter column age set not null;\n");
+      await Deno.mkdir(join(dir, "V20_name"));
+      await Deno.writeTextFile(
+        join(dir, "V20_name", "migration.sql"),
+        "alter table users add column name text not null;\n",
+      );
+      await Deno.mkdir(join(dir, "meta"));
+      await Deno.writeTextFile(join(dir, "meta", "_journal.json"), "{}");
+      const files = (await readMigrations(dir)).map((m) => m.file.slice(dir.length + 1));
+      assert.deepEqual(files, [
+        "V1__users.up.sql",
+        "V2__age.sql",
+        "V10__age_not_null.sql",
+        join("V20_name", "migration.sql"),
+      ]);
+      const describer = await openDescriber({ migrations: dir }, {});
+      try {
+        const columns = await described(describer, "select id, age, name from users");
+        assert.deepEqual(columns.map((c) => [c.name, c.nullable]), [
+          ["id", false],
+          ["age", false],
+          ["name", false],
+        ]);
+      } finally {
+        await describer.close();
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
 Deno.test("typegen describer: a server that cannot be reached rejects the open", async () => {
   // Port 1 of loopback: nothing listens there.
   const error = await openDescriber({ database: "postgres://nobody@127.0.0.1:1/none" }, {}).then(
