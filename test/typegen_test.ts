@@ -9,7 +9,13 @@ import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { scanSource } from "../src/typegen/scan.ts";
 import { parseSource } from "../src/typegen/recognise.ts";
-import { applyEdits, editsFor, sameTypeArgs, wantedTypeArgs } from "../src/typegen/annotate.ts";
+import {
+  applyEdits,
+  editsFor,
+  rowType,
+  sameTypeArgs,
+  wantedTypeArgs,
+} from "../src/typegen/annotate.ts";
 import { globToRegExp, sourceFiles } from "../src/typegen/files.ts";
 import { failureReport } from "../src/typegen/run.ts";
 import type { QueryTypes } from "../src/typegen/model.ts";
@@ -258,6 +264,18 @@ Deno.test("typegen write: the row and parameter types in place, fragments' value
   assert.equal(
     after[31],
     '  sql<{ "user-id": number }[], [string, never, never]>`select id from users where name = ${name} ${sql<unknown[], [number]>`and age < ${99}`} ${older}`;',
+  );
+});
+
+Deno.test("typegen write: a nullable json column is unknown, which holds null already; other types get | null", () => {
+  const columns = [
+    { name: "data", type: "unknown", nullable: true },
+    { name: "items", type: "unknown[]", nullable: true },
+    { name: "nick", type: "string", nullable: true },
+  ];
+  assert.equal(
+    rowType(columns),
+    "{ data: unknown; items: unknown[] | null; nick: string | null }[]",
   );
 });
 
