@@ -340,6 +340,20 @@ Deno.test("typegen errors: a server position maps to the source line and column 
     "  4 |   select id, nmae",
     "                   ^",
   ]);
+  // An error about a parameter has no position: it points at that value's `${`.
+  const other = scan("untyped.ts", text.replace("id = ${1}", () => "${1} is null or '$22' = ${2}"));
+  const [untyped] = other.queries;
+  assert.equal(untyped.text, "\n  select id, nmae\n  from users where $1 is null or '$22' = $2");
+  const unknownType = failureReport(other, untyped, {
+    ok: false,
+    message: "could not determine data type of parameter $2",
+    code: "42P18",
+  });
+  assert.deepEqual(unknownType, [
+    "untyped.ts:5:44: error: could not determine data type of parameter $2 [42P18]",
+    "  5 |   from users where ${1} is null or '$22' = ${2}`;",
+    "                                                 ^",
+  ]);
 });
 
 /** A copy of a fixture with `edit` applied, in a temporary folder beside it (so imports hold). */
