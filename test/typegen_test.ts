@@ -16,7 +16,7 @@ import {
   sameTypeArgs,
   wantedTypeArgs,
 } from "../src/typegen/annotate.ts";
-import { globToRegExp, sourceFiles } from "../src/typegen/files.ts";
+import { globToRegExp, NoSourceFiles, sourceFiles } from "../src/typegen/files.ts";
 import { failureReport } from "../src/typegen/run.ts";
 import type { QueryTypes } from "../src/typegen/model.ts";
 import { typegenMain } from "../src/typegen/cli.ts";
@@ -319,6 +319,11 @@ Deno.test("typegen files: folders, globs and files; .d.ts, node_modules and hidd
     "shared/uses_db.ts",
     "none.ts",
   ]);
+  // An argument that names no source file is an error, not a run over nothing.
+  assert.throws(() => names(["none.ts", "gone.ts"]), NoSourceFiles, "gone.ts: no such file");
+  assert.throws(() => names(["gone/**/*.ts"]), NoSourceFiles, "no such file or folder");
+  assert.throws(() => names(["**/*.jsx"]), /\*\*\/\*\.jsx: the pattern matches no source file/);
+  assert.throws(() => names(["project/migrations"]), /the folder holds no source file/);
   assert.ok(globToRegExp("src/**/*.{ts,tsx}").test("src/a/b/c.tsx"));
   assert.ok(!globToRegExp("src/*.ts").test("src/a/c.ts"));
 });
@@ -614,6 +619,10 @@ Deno.test("typegen: with neither --migrations nor a database it says what to giv
   const noFiles = await typegen(FIXTURES, "--migrations", "m");
   assert.equal(noFiles.code, 2);
   assert.match(noFiles.output, /no files/);
+  // A glob that matches nothing (a folder moved, a typo) fails --check instead of passing.
+  const stale = await typegen(FIXTURES, "--migrations", "m", "--check", "src/**/*.ts");
+  assert.equal(stale.code, 2, stale.output);
+  assert.match(stale.output, /src\/\*\*\/\*\.ts: no such file or folder/);
   const unknown = await typegen(FIXTURES, "--migration", "m", "a.ts");
   assert.equal(unknown.code, 2, unknown.output);
   const help = await typegen(FIXTURES, "--help");
