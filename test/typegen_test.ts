@@ -121,6 +121,19 @@ Deno.test("typegen scan: a client imported from another module, under any name; 
     "select 2 as b",
     "select 3 as c",
   ]);
+  // Through a barrel file's `export *` (and a circle of them, which exports nothing more).
+  const files: Record<string, string> = {
+    [FIXTURES + "barrel.ts"]: 'export * from "./shared/db.ts";\nexport * from "./circle.ts";\n',
+    [FIXTURES + "circle.ts"]: 'export * from "./barrel.ts";\n',
+  };
+  const memory = (path: string) =>
+    files[path] === undefined ? load(path) : parseSource(path, files[path]);
+  const barrel = 'import { db, nothing } from "./circle.ts";\n' +
+    "export const q = () => db`select 4 as d`;\nexport const r = () => nothing`select 5`;\n";
+  assert.deepEqual(
+    scanSource("app.ts", FIXTURES + "app.ts", barrel, memory).queries.map((q) => q.text),
+    ["select 4 as d"],
+  );
   const none = scan("none.ts");
   assert.deepEqual([none.queries, none.skipped], [[], []]);
   // The check can fail: the same file with pgpipe's postgres() finds its query.

@@ -9,7 +9,8 @@
  * - `await <sql>.reserve()`, and `await <sql>.begin()` (a transaction for `await using`);
  * - a variable, parameter or class property typed as pgpipe's `Sql`, `TransactionSql`,
  *   `ReservedSql`, `Transaction` or `SqlTag` (or `postgres.Sql`, ...);
- * - a name imported from a relative module that exports one of these (followed across files).
+ * - a name imported from a relative module that exports one of these (followed across files,
+ *   through `export *` barrels too).
  */
 import ts from "typescript";
 import { dirname, resolve } from "node:path";
@@ -248,9 +249,32 @@ export class Recogniser {
     return undefined;
   }
 
-  /** Whether this file exports an `sql` under `name`. */
+  /** Whether this file exports an `sql` under `name` (through `export *` too: a barrel file). */
   exportsSql(name: string): boolean {
+    // A circle of `export *` between modules exports nothing more the second time round.
+    if (this.#asked.has(name)) return false;
+    this.#asked.add(name);
+    try {
+      return this.#exportsSql(name);
+    } finally {
+      this.#asked.delete(name);
+    }
+  }
+
+  /** Names `exportsSql` is deciding now. */
+  readonly #asked = new Set<string>();
+
+  #exportsSql(name: string): boolean {
+    const stars: string[] = [];
     for (const statement of this.#source.statements) {
+      if (
+        ts.isExportDeclaration(statement) && statement.exportClause === undefined &&
+        statement.moduleSpecifier !== undefined && ts.isStringLiteral(statement.moduleSpecifier) &&
+        /^\.\.?\//.test(statement.moduleSpecifier.text)
+      ) {
+        stars.push(statement.moduleSpecifier.text);
+        continue;
+      }
       if (ts.isExportAssignment(statement) && name === "default") {
         return this.#makesSql(statement.expression);
       }
@@ -274,7 +298,8 @@ export class Recogniser {
         }
       }
     }
-    return false;
+    // A name the module exports itself hides the same name from an `export *`.
+    return stars.some((from) => this.#other(from)?.exportsSql(name) ?? false);
   }
 }
 
