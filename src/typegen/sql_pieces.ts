@@ -11,7 +11,7 @@ import ts from "typescript";
 import { declarationOf, type Recogniser, unwrap } from "./recognise.ts";
 
 /** pgpipe's types whose values are SQL, not a value, when interpolated. */
-const PIECE_TYPES = new Set(["Query", "PendingQuery", "Identifier", "Helper", "SqlPiece"]);
+const PIECE_TYPES = new Set(["Query", "Identifier", "Helper", "SqlPiece"]);
 
 /** The finder of each file's recogniser, made once. */
 const finders = new WeakMap<Recogniser, SqlPieces>();
