@@ -365,7 +365,8 @@ class PgDescriber implements Describer {
     });
     const params = statement.types.map((oid, i) => {
       const type = paramType(oid, catalog);
-      return required.has(i + 1) ? type : `${type} | null`;
+      // `unknown` (a json value) holds null already.
+      return required.has(i + 1) || type === "unknown" ? type : `${type} | null`;
     });
     return { ok: true, columns, params };
   }
