@@ -13,6 +13,7 @@ import { pglite } from "../pglite.ts";
 import { PGlite } from "@electric-sql/pglite";
 import { MigrationError, openDescriber } from "../src/typegen/describer.ts";
 import { readMigrations } from "../src/typegen/migrations.ts";
+import { contribExtensionsOf } from "../src/typegen/pglite_extensions.ts";
 import { NodeTreeError, parseNodeTree, type PgNode } from "../src/typegen/node_tree.ts";
 import type { ColumnType, Describer, SchemaSource, TypegenOptions } from "../src/typegen/model.ts";
 import { quiet } from "./harness/connect.ts";
@@ -821,6 +822,45 @@ Deno.test({
           ["id", false],
           ["age", false],
           ["name", false],
+        ]);
+      } finally {
+        await describer.close();
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "typegen describer: the contrib extensions the migrations create are loaded into PGlite (uuid-ossp, pgcrypto, citext)",
+  sanitizeResources: false,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "typegen_extensions_" });
+    try {
+      await Deno.writeTextFile(
+        join(dir, "0000_extensions.sql"),
+        'CREATE EXTENSION IF NOT EXISTS "uuid-ossp";--> statement-breakpoint\n' +
+          "create extension pgcrypto;\n--> statement-breakpoint\n" +
+          "CREATE EXTENSION IF NOT EXISTS citext;\n--> statement-breakpoint\n" +
+          "CREATE TABLE u (id uuid PRIMARY KEY DEFAULT uuid_generate_v4(), email citext NOT NULL);\n",
+      );
+      assert.deepEqual(contribExtensionsOf(await readMigrations(dir)), [
+        "uuid_ossp",
+        "pgcrypto",
+        "citext",
+      ]);
+      const describer = await openDescriber({ migrations: dir }, {});
+      try {
+        const columns = await described(
+          describer,
+          "select id, email, digest(email::text, 'sha256') as hash from u",
+        );
+        assert.deepEqual(columns.map((c) => [c.name, c.type, c.nullable]), [
+          ["id", "string", false],
+          ["email", "string", false],
+          ["hash", "Buffer", true],
         ]);
       } finally {
         await describer.close();
