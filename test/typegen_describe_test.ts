@@ -13,6 +13,7 @@ import { pglite } from "../pglite.ts";
 import { PGlite } from "@electric-sql/pglite";
 import { MigrationError, openDescriber } from "../src/typegen/describer.ts";
 import { readMigrations } from "../src/typegen/migrations.ts";
+import { contribExtensionsOf } from "../src/typegen/pglite_extensions.ts";
 import { NodeTreeError, parseNodeTree, type PgNode } from "../src/typegen/node_tree.ts";
 import type { ColumnType, Describer, SchemaSource, TypegenOptions } from "../src/typegen/model.ts";
 import { quiet } from "./harness/connect.ts";
@@ -308,8 +309,8 @@ Deno.test({
           "string",
           "string",
           "string",
-          "string | number | object",
-          "string | number | object",
+          "unknown",
+          "unknown",
           "Uint8Array",
           "string",
           "string",
@@ -327,7 +328,7 @@ Deno.test({
           "readonly (string | null)[]",
           "readonly (Date | string | null)[]",
           "readonly (Date | string | null)[]",
-          "readonly (string | number | object | null)[]",
+          "readonly unknown[]",
           "readonly (Uint8Array | null)[]",
           'readonly ("sad" | "ok" | "happy" | null)[]',
           "readonly (number | null)[]",
@@ -778,6 +779,89 @@ Deno.test({
       try {
         const columns = await described(describer, "select a, b from t");
         assert.deepEqual(columns.map((c) => [c.name, c.nullable]), [["a", true], ["b", false]]);
+      } finally {
+        await describer.close();
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "typegen describer: migrations in order with numbers by value, undo halves left out, Drizzle Kit 1's folders read",
+  sanitizeResources: false,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "typegen_layouts_" });
+    try {
+      const write = (name: string, text: string) => Deno.writeTextFile(join(dir, name), text);
+      // Flyway-like numbering: V10 after V2, though "V1" < "V2" < "V10" is not name order.
+      await write("V1__users.up.sql", "create table users (id int primary key);\n");
+      await write("V1__users.down.sql", "drop table users;\n");
+      await write("V2__age.sql", "alter table users add column age int;\n");
+      await write("V10__age_not_null.sql", "alter table users alter column age set not null;\n");
+      await Deno.mkdir(join(dir, "V20_name"));
+      await Deno.writeTextFile(
+        join(dir, "V20_name", "migration.sql"),
+        "alter table users add column name text not null;\n",
+      );
+      await Deno.mkdir(join(dir, "meta"));
+      await Deno.writeTextFile(join(dir, "meta", "_journal.json"), "{}");
+      const files = (await readMigrations(dir)).map((m) => m.file.slice(dir.length + 1));
+      assert.deepEqual(files, [
+        "V1__users.up.sql",
+        "V2__age.sql",
+        "V10__age_not_null.sql",
+        join("V20_name", "migration.sql"),
+      ]);
+      const describer = await openDescriber({ migrations: dir }, {});
+      try {
+        const columns = await described(describer, "select id, age, name from users");
+        assert.deepEqual(columns.map((c) => [c.name, c.nullable]), [
+          ["id", false],
+          ["age", false],
+          ["name", false],
+        ]);
+      } finally {
+        await describer.close();
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "typegen describer: the contrib extensions the migrations create are loaded into PGlite (uuid-ossp, pgcrypto, citext)",
+  sanitizeResources: false,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "typegen_extensions_" });
+    try {
+      await Deno.writeTextFile(
+        join(dir, "0000_extensions.sql"),
+        'CREATE EXTENSION IF NOT EXISTS "uuid-ossp";--> statement-breakpoint\n' +
+          "create extension pgcrypto;\n--> statement-breakpoint\n" +
+          "CREATE EXTENSION IF NOT EXISTS citext;\n--> statement-breakpoint\n" +
+          "CREATE TABLE u (id uuid PRIMARY KEY DEFAULT uuid_generate_v4(), email citext NOT NULL);\n",
+      );
+      assert.deepEqual(contribExtensionsOf(await readMigrations(dir)), [
+        "uuid_ossp",
+        "pgcrypto",
+        "citext",
+      ]);
+      const describer = await openDescriber({ migrations: dir }, {});
+      try {
+        const columns = await described(
+          describer,
+          "select id, email, digest(email::text, 'sha256') as hash from u",
+        );
+        assert.deepEqual(columns.map((c) => [c.name, c.type, c.nullable]), [
+          ["id", "string", false],
+          ["email", "string", false],
+          ["hash", "Buffer", true],
+        ]);
       } finally {
         await describer.close();
       }

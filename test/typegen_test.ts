@@ -9,8 +9,14 @@ import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { scanSource } from "../src/typegen/scan.ts";
 import { parseSource } from "../src/typegen/recognise.ts";
-import { applyEdits, editsFor, sameTypeArgs, wantedTypeArgs } from "../src/typegen/annotate.ts";
-import { globToRegExp, sourceFiles } from "../src/typegen/files.ts";
+import {
+  applyEdits,
+  editsFor,
+  rowType,
+  sameTypeArgs,
+  wantedTypeArgs,
+} from "../src/typegen/annotate.ts";
+import { globToRegExp, NoSourceFiles, sourceFiles } from "../src/typegen/files.ts";
 import { failureReport } from "../src/typegen/run.ts";
 import type { QueryTypes } from "../src/typegen/model.ts";
 import { typegenMain } from "../src/typegen/cli.ts";
@@ -115,6 +121,19 @@ Deno.test("typegen scan: a client imported from another module, under any name; 
     "select 2 as b",
     "select 3 as c",
   ]);
+  // Through a barrel file's `export *` (and a circle of them, which exports nothing more).
+  const files: Record<string, string> = {
+    [FIXTURES + "barrel.ts"]: 'export * from "./shared/db.ts";\nexport * from "./circle.ts";\n',
+    [FIXTURES + "circle.ts"]: 'export * from "./barrel.ts";\n',
+  };
+  const memory = (path: string) =>
+    files[path] === undefined ? load(path) : parseSource(path, files[path]);
+  const barrel = 'import { db, nothing } from "./circle.ts";\n' +
+    "export const q = () => db`select 4 as d`;\nexport const r = () => nothing`select 5`;\n";
+  assert.deepEqual(
+    scanSource("app.ts", FIXTURES + "app.ts", barrel, memory).queries.map((q) => q.text),
+    ["select 4 as d"],
+  );
   const none = scan("none.ts");
   assert.deepEqual([none.queries, none.skipped], [[], []]);
   // The check can fail: the same file with pgpipe's postgres() finds its query.
@@ -142,6 +161,43 @@ Deno.test("typegen scan: a const fragment is inlined where it is used, and is a 
   assert.deepEqual(skipped.map((s) => [s.line, s.reason]), [
     [5, "a fragment, not a statement on its own (and …)"],
     [6, "a fragment chosen or built at run time"],
+  ]);
+});
+
+Deno.test("typegen scan: SQL behind a name (a let, a helper, a function's fragment, a typed parameter, an import) is left as it is, not described as a value", () => {
+  const fragments = 'import postgres from "../../../mod.ts";\nconst sql = postgres();\n' +
+    "export const active = sql`active`;\nexport const limit = 10;\n";
+  const text = 'import postgres, { type Query } from "../../../mod.ts";\n' +
+    'import { active, limit } from "./fragments.ts";\nconst sql = postgres();\n' +
+    "let order = sql`order by id`;\n" +
+    'const cols = sql(["id", "name"]);\n' +
+    "const by = (desc: boolean) => desc ? sql`order by id desc` : sql`order by id`;\n" +
+    "export const q1 = sql`select id from users ${order}`;\n" +
+    "export const q2 = sql`select ${cols} from users`;\n" +
+    "export const q3 = sql`select id from users ${by(true)}`;\n" +
+    "export const q4 = (f: Query<any>) => sql`select id from users where ${f}`;\n" +
+    "export const q5 = (f: ReturnType<typeof sql>) => sql`select id from users where ${f}`;\n" +
+    "export const q6 = sql`select id from users where ${active}`;\n" +
+    "export const q7 = async (n: number) => {\n" +
+    "  const [u] = await sql`select id from users where age > ${n}`;\n" +
+    "  const ids = [u.id, n + 1];\n" +
+    "  return sql`select name from users where id = any(${ids}) limit ${limit}`;\n" +
+    "};\n";
+  const files: Record<string, string> = { [FIXTURES + "fragments.ts"]: fragments };
+  const memory = (path: string) =>
+    files[path] === undefined ? load(path) : parseSource(path, files[path]);
+  const { queries, skipped } = scanSource("pieces.ts", FIXTURES + "pieces.ts", text, memory);
+  assert.deepEqual(queries.map((q) => [q.line, q.text]), [
+    [14, "select id from users where age > $1"],
+    [16, "select name from users where id = any($1) limit $2"],
+  ]);
+  assert.deepEqual(skipped.filter((s) => s.line > 6).map((s) => [s.line, s.reason]), [
+    [7, "order: a fragment chosen or built at run time"],
+    [8, "cols: sql(...): a dynamic identifier or helper"],
+    [9, "by(...) returns SQL: a fragment chosen or built at run time"],
+    [10, "f: a piece of SQL given at run time"],
+    [11, "f: a piece of SQL given at run time"],
+    [12, "active: SQL from another module (only fragments of the same file are inlined)"],
   ]);
 });
 
@@ -224,6 +280,18 @@ Deno.test("typegen write: the row and parameter types in place, fragments' value
   );
 });
 
+Deno.test("typegen write: a nullable json column is unknown, which holds null already; other types get | null", () => {
+  const columns = [
+    { name: "data", type: "unknown", nullable: true },
+    { name: "items", type: "unknown[]", nullable: true },
+    { name: "nick", type: "string", nullable: true },
+  ];
+  assert.equal(
+    rowType(columns),
+    "{ data: unknown; items: unknown[] | null; nick: string | null }[]",
+  );
+});
+
 Deno.test("typegen write: an annotation already right is left byte for byte, whatever its layout", () => {
   const { queries } = scan("typed_values.ts");
   const types = [
@@ -264,6 +332,11 @@ Deno.test("typegen files: folders, globs and files; .d.ts, node_modules and hidd
     "shared/uses_db.ts",
     "none.ts",
   ]);
+  // An argument that names no source file is an error, not a run over nothing.
+  assert.throws(() => names(["none.ts", "gone.ts"]), NoSourceFiles, "gone.ts: no such file");
+  assert.throws(() => names(["gone/**/*.ts"]), NoSourceFiles, "no such file or folder");
+  assert.throws(() => names(["**/*.jsx"]), /\*\*\/\*\.jsx: the pattern matches no source file/);
+  assert.throws(() => names(["project/migrations"]), /the folder holds no source file/);
   assert.ok(globToRegExp("src/**/*.{ts,tsx}").test("src/a/b/c.tsx"));
   assert.ok(!globToRegExp("src/*.ts").test("src/a/c.ts"));
 });
@@ -284,6 +357,20 @@ Deno.test("typegen errors: a server position maps to the source line and column 
     'misspelt.ts:4:14: error: column "nmae" does not exist [42703]',
     "  4 |   select id, nmae",
     "                   ^",
+  ]);
+  // An error about a parameter has no position: it points at that value's `${`.
+  const other = scan("untyped.ts", text.replace("id = ${1}", () => "${1} is null or '$22' = ${2}"));
+  const [untyped] = other.queries;
+  assert.equal(untyped.text, "\n  select id, nmae\n  from users where $1 is null or '$22' = $2");
+  const unknownType = failureReport(other, untyped, {
+    ok: false,
+    message: "could not determine data type of parameter $2",
+    code: "42P18",
+  });
+  assert.deepEqual(unknownType, [
+    "untyped.ts:5:44: error: could not determine data type of parameter $2 [42P18]",
+    "  5 |   from users where ${1} is null or '$22' = ${2}`;",
+    "                                                 ^",
   ]);
 });
 
@@ -545,6 +632,10 @@ Deno.test("typegen: with neither --migrations nor a database it says what to giv
   const noFiles = await typegen(FIXTURES, "--migrations", "m");
   assert.equal(noFiles.code, 2);
   assert.match(noFiles.output, /no files/);
+  // A glob that matches nothing (a folder moved, a typo) fails --check instead of passing.
+  const stale = await typegen(FIXTURES, "--migrations", "m", "--check", "src/**/*.ts");
+  assert.equal(stale.code, 2, stale.output);
+  assert.match(stale.output, /src\/\*\*\/\*\.ts: no such file or folder/);
   const unknown = await typegen(FIXTURES, "--migration", "m", "a.ts");
   assert.equal(unknown.code, 2, unknown.output);
   const help = await typegen(FIXTURES, "--help");

@@ -19,9 +19,9 @@ function propertyName(name: string): string {
   return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(name) ? name : JSON.stringify(name);
 }
 
-/** A column's type with `| null` when it can be null. */
+/** A column's type with `| null` when it can be null (`unknown`, a json value, holds null already). */
 function columnType(column: ColumnType): string {
-  return column.nullable ? `${column.type} | null` : column.type;
+  return column.nullable && column.type !== "unknown" ? `${column.type} | null` : column.type;
 }
 
 /**

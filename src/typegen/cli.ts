@@ -5,6 +5,7 @@
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
 import { nearestDenoConfig } from "./deno_config.ts";
+import { NoSourceFiles, sourceFiles } from "./files.ts";
 import type { Describer, SchemaSource, TypegenOptions } from "./model.ts";
 import { runTypegen } from "./run.ts";
 
@@ -37,7 +38,7 @@ The nearest deno.json may hold the defaults under "typegen":
   { "typegen": { "migrations": "migrations", "transform": "camel", "bigint": true } }
 
 Exit codes: 0 done (or up to date), 1 a query failed or (with --check) an annotation differs,
-2 bad usage.`;
+2 bad usage (a FILE that names no source file too).`;
 
 /** The `typegen` key of the nearest deno.json(c) from `cwd` upwards, with its folder. */
 function configFrom(cwd: string): { dir: string; values: Record<string, unknown> } | undefined {
@@ -121,7 +122,13 @@ export async function typegenMain(
     if (parsed.positionals.length === 0) {
       throw new UsageError("no files: give the files, folders or globs to scan");
     }
+    // Before the schema is opened: a path that names nothing is a mistake in the command.
+    sourceFiles(parsed.positionals, cwd);
   } catch (e) {
+    if (e instanceof NoSourceFiles) {
+      printError(`typegen: ${e.message}; see --help`);
+      return 2;
+    }
     if (!(e instanceof UsageError)) throw e;
     printError(`typegen: ${e.message}; see --help`);
     return 2;

@@ -16,7 +16,13 @@ import type { DescribedStatement } from "../query/query.ts";
 import { toCamel, toKebab, toPascal } from "../query/transform.ts";
 import { pglite } from "../../pglite.ts";
 import type { ColumnType, Describer, QueryTypes, SchemaSource, TypegenOptions } from "./model.ts";
-import { lineOfPosition, MigrationError, readMigrations } from "./migrations.ts";
+import {
+  lineOfPosition,
+  MigrationError,
+  type MigrationStatement,
+  readMigrations,
+} from "./migrations.ts";
+import { contribExtensionsOf, loadContribExtensions } from "./pglite_extensions.ts";
 import { NodeTreeError, parseNodeTree, type PgNode } from "./node_tree.ts";
 import { nonNullColumns, relationsOf, requiredParams, returnedNames } from "./nullability.ts";
 import {
@@ -365,7 +371,8 @@ class PgDescriber implements Describer {
     });
     const params = statement.types.map((oid, i) => {
       const type = paramType(oid, catalog);
-      return required.has(i + 1) ? type : `${type} | null`;
+      // `unknown` (a json value) holds null already.
+      return required.has(i + 1) || type === "unknown" ? type : `${type} | null`;
     });
     return { ok: true, columns, params };
   }
@@ -380,9 +387,9 @@ function clientOptions(notices: { on: (n: Notice) => void }): Options {
   };
 }
 
-/** Applies the migrations of `dir`, in order; the first failure throws a MigrationError. */
-async function migrate(sql: Sql, dir: string): Promise<void> {
-  for (const statement of await readMigrations(dir)) {
+/** Applies the migrations, in order; the first failure throws a MigrationError. */
+async function migrate(sql: Sql, statements: readonly MigrationStatement[]): Promise<void> {
+  for (const statement of statements) {
     try {
       await sql.unsafe(statement.text);
     } catch (e) {
@@ -421,9 +428,15 @@ export async function openDescriber(
   const notices = { on: (_: Notice): void => {} };
   let sql: Sql;
   if ("migrations" in source) {
-    sql = createSql(undefined, pglite(undefined, clientOptions(notices)));
+    const statements = await readMigrations(source.migrations);
+    // The contrib extensions the migrations create are given to PGlite as it starts.
+    const contrib = contribExtensionsOf(statements);
+    const start = contrib.length === 0
+      ? undefined
+      : { extensions: await loadContribExtensions(contrib) };
+    sql = createSql(undefined, pglite(start, clientOptions(notices)));
     try {
-      await migrate(sql, source.migrations);
+      await migrate(sql, statements);
     } catch (e) {
       await sql.end();
       throw e;

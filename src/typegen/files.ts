@@ -57,8 +57,21 @@ export interface SourcePath {
 }
 
 /**
+ * An argument that names no source file: a path that does not exist, a folder without source
+ * files, a glob that matches none. In CI, a stale path would otherwise make `--check` pass having
+ * checked nothing.
+ */
+export class NoSourceFiles extends Error {
+  constructor(readonly argument: string, reason: string) {
+    super(`${argument}: ${reason}`);
+    this.name = "NoSourceFiles";
+  }
+}
+
+/**
  * The files the arguments name, each once, in order: a file as it is (whatever its extension),
- * a folder's source files, a glob's matches (from its longest folder without a wildcard).
+ * a folder's source files, a glob's matches (from its longest folder without a wildcard). Throws
+ * {@link NoSourceFiles} for an argument that names none.
  */
 export function sourceFiles(args: readonly string[], cwd = Deno.cwd()): SourcePath[] {
   const out: SourcePath[] = [];
@@ -69,21 +82,32 @@ export function sourceFiles(args: readonly string[], cwd = Deno.cwd()): SourcePa
     const rel = relative(cwd, path);
     out.push({ path, display: rel.startsWith("..") ? path : rel });
   };
+  const statOf = (arg: string, path: string) => {
+    try {
+      return Deno.statSync(path);
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) throw new NoSourceFiles(arg, "no such file or folder");
+      throw e;
+    }
+  };
   for (const arg of args) {
+    let named: string[];
     if (/[*?{]/.test(arg)) {
       const parts = arg.split(/[\\/]/);
       const fixed = parts.findIndex((p) => /[*?{]/.test(p));
       const base = resolve(cwd, parts.slice(0, fixed).join("/") || ".");
       const pattern = globToRegExp(parts.slice(fixed).join("/"));
-      for (const file of walk(base)) {
-        if (pattern.test(relative(base, file).split(sep).join("/"))) add(file);
-      }
-      continue;
+      const exists = statOf(arg, base).isDirectory;
+      named = (exists ? walk(base) : []).filter((file) =>
+        pattern.test(relative(base, file).split(sep).join("/"))
+      );
+      if (named.length === 0) throw new NoSourceFiles(arg, "the pattern matches no source file");
+    } else {
+      const path = resolve(cwd, arg);
+      named = statOf(arg, path).isDirectory ? walk(path) : [path];
+      if (named.length === 0) throw new NoSourceFiles(arg, "the folder holds no source file");
     }
-    const path = resolve(cwd, arg);
-    const info = Deno.statSync(path);
-    if (info.isDirectory) walk(path).forEach(add);
-    else add(path);
+    named.forEach(add);
   }
   return out;
 }

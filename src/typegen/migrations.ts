@@ -1,8 +1,10 @@
 /**
  * A folder of SQL migrations, as the describer applies it to an in-process PGlite: the `.sql`
  * files directly in the folder, in name order (Drizzle Kit's `0000_name.sql`, `0001_...`, or any
- * other tool's numbered files; Drizzle's `meta/` folder and other files are ignored), each split
- * at Drizzle Kit's `--> statement-breakpoint` lines into statements run one after another.
+ * other tool's numbered files, numbers compared by value; Drizzle's `meta/` folder, other files
+ * and the `.down.sql` halves of reversible migrations are ignored) and Drizzle Kit 1's folders
+ * (`<timestamp>_name/migration.sql`), each split at Drizzle Kit's `--> statement-breakpoint`
+ * lines into statements run one after another.
  */
 import { join } from "node:path";
 
@@ -54,13 +56,47 @@ export class MigrationError extends Error {
   }
 }
 
-/** The names of the `.sql` files directly in `dir`, in name order (code unit order). */
-export async function migrationFiles(dir: string): Promise<string[]> {
-  const names: string[] = [];
-  for await (const entry of Deno.readDir(dir)) {
-    if (entry.isFile && entry.name.toLowerCase().endsWith(".sql")) names.push(entry.name);
+/** A reversible migration's undo half (sqlx, golang-migrate, node-pg-migrate's SQL files). */
+const DOWN = /\.down\.sql$/i;
+
+/** Drizzle Kit 1's layout: a folder per migration (`20250101120000_name/`) holding this file. */
+const FOLDER_MIGRATION = "migration.sql";
+
+/**
+ * Compares names with runs of digits by their value, so `V2__a.sql` comes before `V10__b.sql`
+ * (Flyway's numbering) while zero-padded names (`0002_`, timestamps) keep their plain order.
+ */
+export function byNumberedName(a: string, b: string): number {
+  const split = (s: string) => s.match(/\d+|\D+/g) ?? [];
+  const x = split(a);
+  const y = split(b);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    if (x[i] === y[i]) continue;
+    const digits = /^\d/.test(x[i]) && /^\d/.test(y[i]);
+    if (digits && BigInt(x[i]) !== BigInt(y[i])) return BigInt(x[i]) < BigInt(y[i]) ? -1 : 1;
+    return x[i] < y[i] ? -1 : 1;
   }
-  return names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return x.length - y.length;
+}
+
+/**
+ * The migrations of `dir`, as paths relative to it, in the order they are applied: the `.sql`
+ * files directly in it (an undo half, `.down.sql`, left out), and each folder's `migration.sql`
+ * (Drizzle Kit 1), ordered by name with numbers compared by value.
+ */
+export async function migrationFiles(dir: string): Promise<string[]> {
+  const names: { sortKey: string; path: string }[] = [];
+  for await (const entry of Deno.readDir(dir)) {
+    const name = entry.name;
+    if (entry.isFile && name.toLowerCase().endsWith(".sql") && !DOWN.test(name)) {
+      names.push({ sortKey: name, path: name });
+    } else if (entry.isDirectory) {
+      const inside = join(dir, name, FOLDER_MIGRATION);
+      const isFile = await Deno.stat(inside).then((i) => i.isFile, () => false);
+      if (isFile) names.push({ sortKey: name, path: join(name, FOLDER_MIGRATION) });
+    }
+  }
+  return names.sort((a, b) => byNumberedName(a.sortKey, b.sortKey)).map((n) => n.path);
 }
 
 /** Splits one file's text at Drizzle Kit's breakpoints; pieces with no SQL are left out. */

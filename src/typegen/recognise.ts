@@ -9,7 +9,8 @@
  * - `await <sql>.reserve()`, and `await <sql>.begin()` (a transaction for `await using`);
  * - a variable, parameter or class property typed as pgpipe's `Sql`, `TransactionSql`,
  *   `ReservedSql`, `Transaction` or `SqlTag` (or `postgres.Sql`, ...);
- * - a name imported from a relative module that exports one of these (followed across files).
+ * - a name imported from a relative module that exports one of these (followed across files,
+ *   through `export *` barrels too).
  */
 import ts from "typescript";
 import { dirname, resolve } from "node:path";
@@ -208,9 +209,72 @@ export class Recogniser {
     return source === undefined ? undefined : new Recogniser(source, this.#load, this.#others);
   }
 
-  /** Whether this file exports an `sql` under `name`. */
-  exportsSql(name: string): boolean {
+  /** Whether a type name (`Query`, `postgres.Query`) is one imported from pgpipe. */
+  isPgpipeTypeName(name: ts.EntityName): boolean {
+    if (ts.isQualifiedName(name)) {
+      return ts.isIdentifier(name.left) &&
+        ["factory", "namespace"].includes(this.#pgpipeName(name.left) ?? "");
+    }
+    const declaration = declarationOf(name);
+    if (declaration === undefined || !ts.isImportSpecifier(declaration)) return false;
+    const module = importOf(declaration);
+    return module !== undefined && this.#isPgpipe(module);
+  }
+
+  /** The recogniser of the relative module an imported name comes from. */
+  importedFrom(node: ts.ImportSpecifier | ts.ImportClause): Recogniser | undefined {
+    const specifier = importOf(node);
+    return specifier !== undefined && /^\.\.?\//.test(specifier)
+      ? this.#other(specifier)
+      : undefined;
+  }
+
+  /** The variable declaration this file exports under `name` (directly, or `export { a as b }`). */
+  exportedDeclaration(name: string): ts.Node | undefined {
     for (const statement of this.#source.statements) {
+      if (ts.isVariableStatement(statement) && exported(statement)) {
+        const d = statement.declarationList.declarations.find((d) =>
+          ts.isIdentifier(d.name) && d.name.text === name
+        );
+        if (d !== undefined) return d;
+      }
+      if (
+        ts.isExportDeclaration(statement) && statement.moduleSpecifier === undefined &&
+        statement.exportClause !== undefined && ts.isNamedExports(statement.exportClause)
+      ) {
+        const e = statement.exportClause.elements.find((e) => e.name.text === name);
+        if (e !== undefined) return findDeclaration(this.#source, (e.propertyName ?? e.name).text);
+      }
+    }
+    return undefined;
+  }
+
+  /** Whether this file exports an `sql` under `name` (through `export *` too: a barrel file). */
+  exportsSql(name: string): boolean {
+    // A circle of `export *` between modules exports nothing more the second time round.
+    if (this.#asked.has(name)) return false;
+    this.#asked.add(name);
+    try {
+      return this.#exportsSql(name);
+    } finally {
+      this.#asked.delete(name);
+    }
+  }
+
+  /** Names `exportsSql` is deciding now. */
+  readonly #asked = new Set<string>();
+
+  #exportsSql(name: string): boolean {
+    const stars: string[] = [];
+    for (const statement of this.#source.statements) {
+      if (
+        ts.isExportDeclaration(statement) && statement.exportClause === undefined &&
+        statement.moduleSpecifier !== undefined && ts.isStringLiteral(statement.moduleSpecifier) &&
+        /^\.\.?\//.test(statement.moduleSpecifier.text)
+      ) {
+        stars.push(statement.moduleSpecifier.text);
+        continue;
+      }
       if (ts.isExportAssignment(statement) && name === "default") {
         return this.#makesSql(statement.expression);
       }
@@ -234,7 +298,8 @@ export class Recogniser {
         }
       }
     }
-    return false;
+    // A name the module exports itself hides the same name from an `export *`.
+    return stars.some((from) => this.#other(from)?.exportsSql(name) ?? false);
   }
 }
 

@@ -63,8 +63,14 @@ export function failureReport(
   failure: Extract<QueryTypes, { ok: false }>,
 ): string[] {
   let offset = query.sourceOffsets[0] ?? 0;
+  // An error about a parameter ("could not determine data type of parameter $2") has no
+  // position: it points at the `${` of that value instead.
+  const param = failure.message.match(/\bparameter \$(\d+)\b/)?.[1];
+  const at = param === undefined ? -1 : query.text.search(new RegExp(`\\$${param}(?!\\d)`));
   if (failure.position !== undefined && query.sourceOffsets.length > 0) {
     offset = query.sourceOffsets[unitIndex(query.text, failure.position)];
+  } else if (at !== -1) {
+    offset = query.sourceOffsets[at];
   }
   const { line, column } = lineColumn(file.text, offset);
   const code = failure.code === undefined ? "" : ` [${failure.code}]`;

@@ -7,6 +7,7 @@
 import ts from "typescript";
 import type { FoundQuery } from "./model.ts";
 import { parseSource, Recogniser, type SourceLoader, unwrap } from "./recognise.ts";
+import { piecesOf } from "./sql_pieces.ts";
 import { cookInto, type MappedText } from "./template_text.ts";
 
 /** What one interpolated slot of a template holds: the parameter `$n` it became, or SQL. */
@@ -77,6 +78,8 @@ export function scanSource(
 ): ScannedFile {
   const source = parseSource(path, text);
   const recogniser = new Recogniser(source, load);
+  // What a slot holds when it is SQL built at run time, seen through names too.
+  const pieces = piecesOf(recogniser);
   const result: ScannedFile = { file: display, text, queries: [], skipped: [] };
   // Tagged templates already taken into another query (inlined, or inside a dynamic slot).
   const taken = new Set<ts.Node>();
@@ -88,25 +91,6 @@ export function scanSource(
   };
   const skip = (node: ts.Node, reason: string) =>
     result.skipped.push({ ...where(node), reason: reason });
-
-  /** Whether an expression uses a pgpipe `sql` anywhere inside (so it builds SQL at run time). */
-  const usesSql = (expr: ts.Node): string | undefined => {
-    let reason: string | undefined;
-    const visit = (node: ts.Node): void => {
-      if (reason !== undefined) return;
-      if (ts.isTaggedTemplateExpression(node) && recogniser.isSql(node.tag)) {
-        reason = "a fragment chosen or built at run time";
-      } else if (ts.isCallExpression(node) && recogniser.isRawCall(node)) {
-        reason = "sql.unsafe or sql.file text, known only at run time";
-      } else if (ts.isCallExpression(node) && recogniser.isSql(node.expression)) {
-        reason = "sql(...): a dynamic identifier or helper";
-      } else {
-        ts.forEachChild(node, visit);
-      }
-    };
-    visit(expr);
-    return reason;
-  };
 
   /** A static fragment a slot holds: a tagged template, or a const bound to one. */
   const staticFragment = (expr: ts.Expression): ts.TaggedTemplateExpression | undefined => {
@@ -169,7 +153,7 @@ export function scanSource(
           build(f, out, sites, params, depth + 1);
         });
       } else {
-        const reason = usesSql(expr);
+        const reason = pieces.reasonIn(expr);
         if (reason !== undefined) throw new Dynamic(reason);
         params.count++;
         site.slots.push({ param: params.count });

@@ -121,8 +121,9 @@ function builtinParam(oid: number): string {
       return "Date | string";
     case Oid.json:
     case Oid.jsonb:
-      // An object goes as its JSON text, a string as JSON text already, a number as itself.
-      return "string | number | object";
+      // Any value with a JSON form goes (a string as JSON text already); `unknown`, as a json
+      // column reads, so that a value read from one can be written back without a cast.
+      return "unknown";
     default:
       return "string";
   }
