@@ -622,6 +622,13 @@ Deno.test("typegen: with neither --migrations nor a database it says what to giv
   assert.match(stale.output, /src\/\*\*\/\*\.ts: no such file or folder/);
   const unknown = await typegen(FIXTURES, "--migration", "m", "a.ts");
   assert.equal(unknown.code, 2, unknown.output);
+  const transform = await typegen(FIXTURES, "--transform", "snake", "--migrations", "m", "a.ts");
+  assert.equal(transform.code, 2, transform.output);
+  assert.match(transform.output, /--transform takes camel, pascal or kebab, not snake/);
+  // The command is right but the schema cannot be read: exit 1, not a usage error.
+  const noSchema = await typegen(FIXTURES, "--migrations", "no_such_folder", "queries.ts");
+  assert.equal(noSchema.code, 1, noSchema.output);
+  assert.match(noSchema.output, /cannot open the schema: .*no_such_folder/);
   const help = await typegen(FIXTURES, "--help");
   assert.equal(help.code, 0);
   assert.match(help.output, /--check +write nothing/);
