@@ -126,6 +126,16 @@ async function described(d: Describer, text: string): Promise<ColumnType[]> {
   return r.columns;
 }
 
+/** Describes `text` against a describer opened on the migrations in `dir`, closed afterwards. */
+async function describedFrom(dir: string, text: string): Promise<ColumnType[]> {
+  const describer = await openDescriber({ migrations: dir }, {});
+  try {
+    return await described(describer, text);
+  } finally {
+    await describer.close();
+  }
+}
+
 /** Asserts every value of `rows` has the type its column was described with. */
 function assertRowsMatch(rows: readonly Record<string, unknown>[], columns: ColumnType[]) {
   assert.ok(rows.length > 0, "the check needs rows");
@@ -775,13 +785,8 @@ Deno.test({
         "create table t (a int, b int not null);\ninsert into t values (null, 1);\n" +
           "alter table t add constraint a_set not null a not valid;\n",
       );
-      const describer = await openDescriber({ migrations: dir }, {});
-      try {
-        const columns = await described(describer, "select a, b from t");
-        assert.deepEqual(columns.map((c) => [c.name, c.nullable]), [["a", true], ["b", false]]);
-      } finally {
-        await describer.close();
-      }
+      const columns = await describedFrom(dir, "select a, b from t");
+      assert.deepEqual(columns.map((c) => [c.name, c.nullable]), [["a", true], ["b", false]]);
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
@@ -815,17 +820,12 @@ Deno.test({
         "V10__age_not_null.sql",
         join("V20_name", "migration.sql"),
       ]);
-      const describer = await openDescriber({ migrations: dir }, {});
-      try {
-        const columns = await described(describer, "select id, age, name from users");
-        assert.deepEqual(columns.map((c) => [c.name, c.nullable]), [
-          ["id", false],
-          ["age", false],
-          ["name", false],
-        ]);
-      } finally {
-        await describer.close();
-      }
+      const columns = await describedFrom(dir, "select id, age, name from users");
+      assert.deepEqual(columns.map((c) => [c.name, c.nullable]), [
+        ["id", false],
+        ["age", false],
+        ["name", false],
+      ]);
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
@@ -851,20 +851,15 @@ Deno.test({
         "pgcrypto",
         "citext",
       ]);
-      const describer = await openDescriber({ migrations: dir }, {});
-      try {
-        const columns = await described(
-          describer,
-          "select id, email, digest(email::text, 'sha256') as hash from u",
-        );
-        assert.deepEqual(columns.map((c) => [c.name, c.type, c.nullable]), [
-          ["id", "string", false],
-          ["email", "string", false],
-          ["hash", "Buffer", true],
-        ]);
-      } finally {
-        await describer.close();
-      }
+      const columns = await describedFrom(
+        dir,
+        "select id, email, digest(email::text, 'sha256') as hash from u",
+      );
+      assert.deepEqual(columns.map((c) => [c.name, c.type, c.nullable]), [
+        ["id", "string", false],
+        ["email", "string", false],
+        ["hash", "Buffer", true],
+      ]);
     } finally {
       await Deno.remove(dir, { recursive: true });
     }

@@ -384,44 +384,28 @@ async function variant(fixture: string, edit: (text: string) => string) {
 Deno.test("typegen types: deno check fails when a value of the wrong type is interpolated, and passes with the right one", async () => {
   const right = await deno(["check", "--config", `${ROOT}deno.json`, FIXTURES + "typed_values.ts"]);
   assert.equal(right.code, 0, right.output);
-  // A string where the server wants an int4.
-  {
-    using wrong = await variant(
-      "typed_values.ts",
+  const wrongs: [string, (t: string) => string, RegExp][] = [
+    [
+      "a string where the server wants an int4",
       (t) => t.replace("(id: number) =>", "(id: string) =>"),
-    );
-    const out = await deno(["check", "--config", `${ROOT}deno.json`, wrong.path]);
-    assert.notEqual(out.code, 0);
-    assert.match(
-      out.output,
       /Type 'string' is not assignable to type 'number \| SqlPiece'\.[^~]*~+\n\s+at \S+variant\.ts:8:/,
-    );
-  }
-  // null where the column is NOT NULL.
-  {
-    using wrong = await variant(
-      "typed_values.ts",
+    ],
+    [
+      "null where the column is NOT NULL",
       (t) => t.replace("(name: string, age: number)", "(name: string | null, age: number)"),
-    );
-    const out = await deno(["check", "--config", `${ROOT}deno.json`, wrong.path]);
-    assert.notEqual(out.code, 0);
-    assert.match(
-      out.output,
       /Type 'null' is not assignable to type 'string \| SqlPiece'/,
-    );
-  }
-  // A value in a fragment's slot is checked too.
-  {
-    using wrong = await variant(
-      "typed_values.ts",
+    ],
+    [
+      "a value in a fragment's slot",
       (t) => t.replace("and age > ${age}", "and age > ${name}"),
-    );
-    const out = await deno(["check", "--config", `${ROOT}deno.json`, wrong.path]);
-    assert.notEqual(out.code, 0);
-    assert.match(
-      out.output,
       /Type 'string' is not assignable to type 'number \| SqlPiece'/,
-    );
+    ],
+  ];
+  for (const [what, edit, error] of wrongs) {
+    using wrong = await variant("typed_values.ts", edit);
+    const out = await deno(["check", "--config", `${ROOT}deno.json`, wrong.path]);
+    assert.notEqual(out.code, 0, what);
+    assert.match(out.output, error, what);
   }
 });
 
@@ -638,6 +622,13 @@ Deno.test("typegen: with neither --migrations nor a database it says what to giv
   assert.match(stale.output, /src\/\*\*\/\*\.ts: no such file or folder/);
   const unknown = await typegen(FIXTURES, "--migration", "m", "a.ts");
   assert.equal(unknown.code, 2, unknown.output);
+  const transform = await typegen(FIXTURES, "--transform", "snake", "--migrations", "m", "a.ts");
+  assert.equal(transform.code, 2, transform.output);
+  assert.match(transform.output, /--transform takes camel, pascal or kebab, not snake/);
+  // The command is right but the schema cannot be read: exit 1, not a usage error.
+  const noSchema = await typegen(FIXTURES, "--migrations", "no_such_folder", "queries.ts");
+  assert.equal(noSchema.code, 1, noSchema.output);
+  assert.match(noSchema.output, /cannot open the schema: .*no_such_folder/);
   const help = await typegen(FIXTURES, "--help");
   assert.equal(help.code, 0);
   assert.match(help.output, /--check +write nothing/);

@@ -125,11 +125,7 @@ export async function typegenMain(
     // Before the schema is opened: a path that names nothing is a mistake in the command.
     sourceFiles(parsed.positionals, cwd);
   } catch (e) {
-    if (e instanceof NoSourceFiles) {
-      printError(`typegen: ${e.message}; see --help`);
-      return 2;
-    }
-    if (!(e instanceof UsageError)) throw e;
+    if (!(e instanceof UsageError || e instanceof NoSourceFiles)) throw e;
     printError(`typegen: ${e.message}; see --help`);
     return 2;
   }

@@ -6,7 +6,7 @@
 import { dirname, extname } from "node:path";
 
 /** `text` as `deno fmt` lays it out with the configuration found from `path`'s folder; null if it cannot. */
-export async function denoFmt(path: string, text: string): Promise<string | null> {
+async function denoFmt(path: string, text: string): Promise<string | null> {
   const ext = extname(path).slice(1) || "ts";
   try {
     const child = new Deno.Command(Deno.execPath(), {

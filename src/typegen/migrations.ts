@@ -66,7 +66,7 @@ const FOLDER_MIGRATION = "migration.sql";
  * Compares names with runs of digits by their value, so `V2__a.sql` comes before `V10__b.sql`
  * (Flyway's numbering) while zero-padded names (`0002_`, timestamps) keep their plain order.
  */
-export function byNumberedName(a: string, b: string): number {
+function byNumberedName(a: string, b: string): number {
   const split = (s: string) => s.match(/\d+|\D+/g) ?? [];
   const x = split(a);
   const y = split(b);
@@ -84,7 +84,7 @@ export function byNumberedName(a: string, b: string): number {
  * files directly in it (an undo half, `.down.sql`, left out), and each folder's `migration.sql`
  * (Drizzle Kit 1), ordered by name with numbers compared by value.
  */
-export async function migrationFiles(dir: string): Promise<string[]> {
+async function migrationFiles(dir: string): Promise<string[]> {
   const names: { sortKey: string; path: string }[] = [];
   for await (const entry of Deno.readDir(dir)) {
     const name = entry.name;
@@ -100,7 +100,7 @@ export async function migrationFiles(dir: string): Promise<string[]> {
 }
 
 /** Splits one file's text at Drizzle Kit's breakpoints; pieces with no SQL are left out. */
-export function splitMigration(file: string, sqlText: string): MigrationStatement[] {
+function splitMigration(file: string, sqlText: string): MigrationStatement[] {
   const out: MigrationStatement[] = [];
   let line = 1;
   let index = 0;

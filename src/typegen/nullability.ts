@@ -30,6 +30,7 @@ import {
   type PgValue,
   text,
 } from "./node_tree.ts";
+import { FIRST_USER_OID } from "./type_map.ts";
 
 /** Whether column `attnum` of relation `relid` has a valid NOT NULL constraint. */
 export type NotNullLookup = (relid: number, attnum: number) => boolean;
@@ -54,13 +55,18 @@ const COERCE_IMPLICIT_CAST = 2;
 const EXISTS_SUBLINK = 0;
 const ARRAY_SUBLINK = 6;
 const PARAM_EXTERN = 0;
-/** Functions of the server's own catalog (casts among them) are below this OID. */
-const FIRST_USER_OID = 16384;
 
 /** count(any), count(*). */
 const COUNTS = new Set([2147, 2803]);
 /** count, row_number, rank, dense_rank, percent_rank, cume_dist as window functions. */
 const NON_NULL_WINDOW_FUNCTIONS = new Set([2147, 2803, 3100, 3101, 3102, 3103, 3104]);
+
+/** Whether a FUNCEXPR is a cast (written or implicit) by one of the server's own functions. */
+function isBuiltinCast(e: PgNode): boolean {
+  const format = int(e, "funcformat");
+  return (format === COERCE_EXPLICIT_CAST || format === COERCE_IMPLICIT_CAST) &&
+    int(e, "funcid") < FIRST_USER_OID;
+}
 
 /** A query and where it sits: its range table, the entries outer joins may null, its parent. */
 interface Scope {
@@ -324,12 +330,9 @@ function nonNull(value: PgValue | undefined, scope: Scope, notNull: NotNullLooku
     case "FUNCEXPR": {
       // A built-in cast of a value gives a value, except from json: PostgreSQL 17 made
       // `'null'::jsonb::int` a SQL null. The argument's type must be known, and not json.
-      const format = int(e, "funcformat");
       const args = field(e, "args");
       const from = Array.isArray(args) ? typeOf(args[0]) : undefined;
-      return (format === COERCE_EXPLICIT_CAST || format === COERCE_IMPLICIT_CAST) &&
-        int(e, "funcid") < FIRST_USER_OID && from !== undefined && !JSON_TYPES.has(from) &&
-        all("args");
+      return isBuiltinCast(e) && from !== undefined && !JSON_TYPES.has(from) && all("args");
     }
     case "NULLTEST":
     case "BOOLEANTEST":
@@ -398,13 +401,9 @@ function paramsOf(value: PgValue | undefined, rtable: PgNode[], out: Set<number>
     case "COLLATEEXPR":
       return paramsOf(field(e, "arg"), rtable, out);
     case "FUNCEXPR": {
-      const format = int(e, "funcformat");
       const args = field(e, "args");
       // A built-in cast is strict: a null in gives a null out. Its first argument is the value.
-      if (
-        (format === COERCE_EXPLICIT_CAST || format === COERCE_IMPLICIT_CAST) &&
-        int(e, "funcid") < FIRST_USER_OID && Array.isArray(args)
-      ) paramsOf(args[0], rtable, out);
+      if (isBuiltinCast(e) && Array.isArray(args)) paramsOf(args[0], rtable, out);
       return;
     }
     case "VAR": {

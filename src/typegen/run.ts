@@ -88,14 +88,24 @@ function isJavaScript(file: string): boolean {
   return /\.[cm]?jsx?$/.test(file);
 }
 
-/** Reads and parses a file the scanner follows an import to. */
-const load: SourceLoader = (path) => {
-  try {
-    return parseSource(path, Deno.readTextFileSync(path));
-  } catch {
-    return undefined;
-  }
-};
+/**
+ * Reads and parses the files the scanner follows imports to, each once per run: a module that
+ * many scanned files import (the one exporting the client) is not read and parsed again for each.
+ */
+function loaderOnce(): SourceLoader {
+  const parsed = new Map<string, ReturnType<SourceLoader>>();
+  return (path) => {
+    if (parsed.has(path)) return parsed.get(path);
+    let source: ReturnType<SourceLoader>;
+    try {
+      source = parseSource(path, Deno.readTextFileSync(path));
+    } catch {
+      source = undefined;
+    }
+    parsed.set(path, source);
+    return source;
+  };
+}
 
 /** How many files are laid out and written at once (each may run `deno fmt` twice). */
 const WRITERS = 8;
@@ -113,6 +123,7 @@ async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) =
 export async function runTypegen(options: RunOptions): Promise<RunReport> {
   const print = options.print ?? ((line: string) => console.log(line));
   const paths = sourceFiles(options.files, options.cwd);
+  const load = loaderOnce();
   const scanned = paths.map(({ path, display }) =>
     scanSource(display, path, Deno.readTextFileSync(path), load)
   );

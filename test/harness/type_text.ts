@@ -6,7 +6,7 @@
 import { Buffer } from "node:buffer";
 
 /** A parsed type text. */
-export type TypeText =
+type TypeText =
   | { kind: "union"; of: TypeText[] }
   | { kind: "name"; name: string }
   | { kind: "literal"; value: string }
@@ -48,7 +48,7 @@ function splitUnion(text: string): string[] {
 }
 
 /** Parses a type text; throws on anything outside the grammar (a test then fails loudly). */
-export function parseTypeText(text: string): TypeText {
+function parseTypeText(text: string): TypeText {
   const parts = splitUnion(text.trim());
   if (parts.length > 1) return { kind: "union", of: parts.map(parseTypeText) };
   let t = parts[0];
@@ -63,7 +63,7 @@ export function parseTypeText(text: string): TypeText {
 }
 
 /** Whether `value` is of the type `type` describes. */
-export function matches(value: unknown, type: TypeText): boolean {
+function matches(value: unknown, type: TypeText): boolean {
   switch (type.kind) {
     case "union":
       return type.of.some((t) => matches(value, t));
