@@ -8,9 +8,7 @@
 import type { QueryRequest } from "../connection/requests/query_request.ts";
 import { driverRowsRequest } from "../connection/requests/driver_queries.ts";
 import type { TypeHandlers } from "../query/type_handlers.ts";
-
-/** User-defined types start at this OID (FirstNormalObjectId). */
-const FIRST_USER_OID = 16384;
+import { FIRST_USER_OID } from "../types/oids.ts";
 
 // int8: OIDs are unsigned 32-bit, and int4 would turn those past 2^31 negative.
 const QUERY = "select t.oid::int8, t.typarray::int8, t.typdelim::text from pg_catalog.pg_type t " +

@@ -30,7 +30,7 @@ import {
   type PgValue,
   text,
 } from "./node_tree.ts";
-import { FIRST_USER_OID } from "./type_map.ts";
+import { FIRST_USER_OID } from "../types/oids.ts";
 
 /** Whether column `attnum` of relation `relid` has a valid NOT NULL constraint. */
 export type NotNullLookup = (relid: number, attnum: number) => boolean;

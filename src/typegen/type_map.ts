@@ -5,11 +5,8 @@
  * test/typegen_describe_test.ts runs a query of every type and checks each value against the
  * text written here, so the two cannot drift apart.
  */
-import { elementOf, Oid } from "../types/oids.ts";
+import { elementOf, FIRST_USER_OID, Oid } from "../types/oids.ts";
 import type { TypegenOptions } from "./model.ts";
-
-/** User-defined types (and extensions') start here; below it, pgpipe knows every type. */
-export const FIRST_USER_OID = 16384;
 
 /** What the describer read of a type from `pg_type` (and `pg_enum`). */
 export interface CatalogType {

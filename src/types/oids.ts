@@ -9,6 +9,12 @@
  */
 
 /**
+ * The first OID the server gives an object a user or an extension creates (`FirstNormalObjectId`):
+ * every type below it is built in.
+ */
+export const FIRST_USER_OID = 16384;
+
+/**
  * Type OIDs of the built-in PostgreSQL types, keyed by type name.
  *
  * Array types use the `<element>Array` key, e.g. `Oid.int4Array === 1007`.
