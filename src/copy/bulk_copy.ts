@@ -94,9 +94,10 @@ export function bulkCopy(env: CopyEnv): BulkCopy {
     copyFrom: (table, rows, options) =>
       import("./copy_from.ts").then((m) => m.copyFrom(env, table, rows, options)),
     copyTo: (source: unknown, options: CopyToOptions = {}) => {
-      copyToArguments(source, options, env.config.columnTo); // bad arguments throw at the call
+      // Bad arguments throw at the call; the load gets them checked.
+      const args = copyToArguments(source, options, env.config.columnTo);
       return lazyIterable(async () =>
-        (await import("./copy_to.ts")).copyTo(env, source, options)
+        (await import("./copy_to.ts")).copyTo(env, source, args)
       ) as AsyncIterable<any[]>;
     },
   };

@@ -37,7 +37,7 @@ import { Oid } from "../types/oids.ts";
 import type { DecodeOptions } from "../types/text_decoders.ts";
 import { type CopyColumn, describeColumns, pickColumns, tableColumns } from "./copy_columns.ts";
 import type { CopyEnv } from "./copy_from.ts";
-import { copyToArguments, tableName } from "./copy_arguments.ts";
+import { type CopyToArguments, tableName } from "./copy_arguments.ts";
 import { quoteIdentifier } from "../connection/requests/driver_queries.ts";
 
 /**
@@ -109,13 +109,15 @@ function asResultColumns(columns: readonly CopyColumn[], binary: boolean): Colum
   }));
 }
 
-/** Reads `source` through COPY; see CopyToOptions. */
+/**
+ * Reads `source` through COPY, with the options `sql.copyTo` checked at its call
+ * (copy_arguments.ts's copyToArguments; see CopyToOptions).
+ */
 export function copyTo(
   env: CopyEnv,
   source: unknown,
-  options: CopyToOptions = {},
+  { batch, columns, signal, values }: CopyToArguments,
 ): AsyncIterable<unknown[]> {
-  const { batch, columns, signal, values } = copyToArguments(source, options, env.config.columnTo);
   return {
     [Symbol.asyncIterator]: () => new CopyToIterator(env, source, columns, batch, values, signal),
   };
