@@ -136,6 +136,19 @@ const rejected = (o: PromiseSettledResult<unknown>): unknown => {
 
 const q = (sql: ReturnType<typeof fakeClient>) => sql`select ${"a"} as x`;
 
+/** Asserts a query fails with PROTOCOL_VIOLATION when the server's startup answer is `startup`. */
+async function refusedAtStartup(startup: Uint8Array): Promise<void> {
+  await withServer(rewriting((a) => a, THREE_ROWS, startup), async (server) => {
+    const sql = fakeClient(server.port, { fetch_types: false, max: 1 });
+    try {
+      const e = await q(sql).then(() => assert.fail("resolved"), (e) => e);
+      assert.ok(e instanceof ConnectionError && e.code === "PROTOCOL_VIOLATION", String(e));
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+}
+
 Deno.test("sequence: a correct answer with notices, parameters and notifications between every message resolves", async () => {
   const notice = message("N", cstr("SNOTICE"), cstr("C00000"), cstr("Mhello"), cstr(""));
   const notify = message("A", int32(7), cstr("chan"), cstr("payload"));
@@ -243,29 +256,13 @@ Deno.test("sequence: a ReadyForQuery with an unknown status byte rejects, in the
   const bad = (answer: Uint8Array[]) =>
     answer.map((m) => typeOf(m) === "Z" ? message("Z", encoder.encode("X")) : m);
   await violates(Promise.reject(rejected(await oneQuery(bad, q))));
-  const startup = concat(auth(0), backendKeyData(1, 2), message("Z", encoder.encode("X")));
-  await withServer(rewriting((a) => a, THREE_ROWS, startup), async (server) => {
-    const sql = fakeClient(server.port, { fetch_types: false, max: 1 });
-    try {
-      const e = await q(sql).then(() => assert.fail("resolved"), (e) => e);
-      assert.ok(e instanceof ConnectionError && e.code === "PROTOCOL_VIOLATION", String(e));
-    } finally {
-      await sql.end({ timeout: 1 });
-    }
-  });
+  await refusedAtStartup(concat(auth(0), backendKeyData(1, 2), message("Z", encoder.encode("X"))));
 });
 
 Deno.test("sequence: BackendKeyData sent twice at startup is refused", async () => {
-  const startup = concat(auth(0), backendKeyData(1, 2), backendKeyData(1, 2), readyForQuery());
-  await withServer(rewriting((a) => a, THREE_ROWS, startup), async (server) => {
-    const sql = fakeClient(server.port, { fetch_types: false, max: 1 });
-    try {
-      const e = await q(sql).then(() => assert.fail("resolved"), (e) => e);
-      assert.ok(e instanceof ConnectionError && e.code === "PROTOCOL_VIOLATION", String(e));
-    } finally {
-      await sql.end({ timeout: 1 });
-    }
-  });
+  await refusedAtStartup(
+    concat(auth(0), backendKeyData(1, 2), backendKeyData(1, 2), readyForQuery()),
+  );
 });
 
 Deno.test("sequence: a duplicated ReadyForQuery after startup never hands the type lookup's rows to the first query", async () => {
