@@ -309,6 +309,23 @@ Deno.test("sequence: a cursor's PortalSuspended after fewer rows than asked for 
   await violates(Promise.reject(rejected(o)));
 });
 
+Deno.test("sequence: a cursor's rows that come before it asked for the next batch reject", async () => {
+  // Two batches of two rows in one chunk: the first makes the cursor ask for the second, which
+  // it then holds for its consumer; a row and a completion follow that it never asked for.
+  const early = (answer: Uint8Array[]) => {
+    const [a, b, c] = answer.filter((m) => typeOf(m) === "D");
+    const head = answer.slice(0, answer.findIndex((m) => typeOf(m) === "D"));
+    return [...head, a, b, message("s"), a, b, message("s"), c, commandComplete("SELECT 1")];
+  };
+  const o = await oneQuery(early, async (sql) => {
+    for await (const _batch of sql`select ${"a"} as x`.cursor(2)) {
+      // the first batch may come; the second must not
+    }
+  });
+  const e = await violates(Promise.reject(rejected(o)));
+  assert.match(e.message, /before the cursor asked for more rows/);
+});
+
 Deno.test("sequence: a describe() answered with a BindComplete it never asked for rejects", async () => {
   const o = await oneQuery(
     (answer) => [answer[0], bindComplete(), ...answer.slice(1)],
