@@ -448,6 +448,15 @@ Deno.test("sequence: a duplicated CommandComplete of a one-statement simple Quer
   );
 });
 
+Deno.test("sequence: a two-statement simple Query answered as one (its ReadyForQuery comes early) rejects", async () => {
+  // The fake server answers any simple Query with one statement's result: the second is missing.
+  await violates(
+    Promise.reject(
+      rejected(await oneQuery((answer) => answer, (sql) => sql.unsafe("select 1; select 2"))),
+    ),
+  );
+});
+
 Deno.test("sequence: statementBounds counts a simple Query's statements, or only bounds them", () => {
   const cases: [string, [number, number]][] = [
     ["select 1", [1, 1]],
