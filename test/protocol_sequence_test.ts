@@ -136,6 +136,19 @@ const rejected = (o: PromiseSettledResult<unknown>): unknown => {
 
 const q = (sql: ReturnType<typeof fakeClient>) => sql`select ${"a"} as x`;
 
+/** Asserts a query fails with PROTOCOL_VIOLATION when the server's startup answer is `startup`. */
+async function refusedAtStartup(startup: Uint8Array): Promise<void> {
+  await withServer(rewriting((a) => a, THREE_ROWS, startup), async (server) => {
+    const sql = fakeClient(server.port, { fetch_types: false, max: 1 });
+    try {
+      const e = await q(sql).then(() => assert.fail("resolved"), (e) => e);
+      assert.ok(e instanceof ConnectionError && e.code === "PROTOCOL_VIOLATION", String(e));
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+}
+
 Deno.test("sequence: a correct answer with notices, parameters and notifications between every message resolves", async () => {
   const notice = message("N", cstr("SNOTICE"), cstr("C00000"), cstr("Mhello"), cstr(""));
   const notify = message("A", int32(7), cstr("chan"), cstr("payload"));
@@ -243,29 +256,13 @@ Deno.test("sequence: a ReadyForQuery with an unknown status byte rejects, in the
   const bad = (answer: Uint8Array[]) =>
     answer.map((m) => typeOf(m) === "Z" ? message("Z", encoder.encode("X")) : m);
   await violates(Promise.reject(rejected(await oneQuery(bad, q))));
-  const startup = concat(auth(0), backendKeyData(1, 2), message("Z", encoder.encode("X")));
-  await withServer(rewriting((a) => a, THREE_ROWS, startup), async (server) => {
-    const sql = fakeClient(server.port, { fetch_types: false, max: 1 });
-    try {
-      const e = await q(sql).then(() => assert.fail("resolved"), (e) => e);
-      assert.ok(e instanceof ConnectionError && e.code === "PROTOCOL_VIOLATION", String(e));
-    } finally {
-      await sql.end({ timeout: 1 });
-    }
-  });
+  await refusedAtStartup(concat(auth(0), backendKeyData(1, 2), message("Z", encoder.encode("X"))));
 });
 
 Deno.test("sequence: BackendKeyData sent twice at startup is refused", async () => {
-  const startup = concat(auth(0), backendKeyData(1, 2), backendKeyData(1, 2), readyForQuery());
-  await withServer(rewriting((a) => a, THREE_ROWS, startup), async (server) => {
-    const sql = fakeClient(server.port, { fetch_types: false, max: 1 });
-    try {
-      const e = await q(sql).then(() => assert.fail("resolved"), (e) => e);
-      assert.ok(e instanceof ConnectionError && e.code === "PROTOCOL_VIOLATION", String(e));
-    } finally {
-      await sql.end({ timeout: 1 });
-    }
-  });
+  await refusedAtStartup(
+    concat(auth(0), backendKeyData(1, 2), backendKeyData(1, 2), readyForQuery()),
+  );
 });
 
 Deno.test("sequence: a duplicated ReadyForQuery after startup never hands the type lookup's rows to the first query", async () => {
@@ -310,6 +307,23 @@ Deno.test("sequence: a cursor's PortalSuspended after fewer rows than asked for 
     }
   });
   await violates(Promise.reject(rejected(o)));
+});
+
+Deno.test("sequence: a cursor's rows that come before it asked for the next batch reject", async () => {
+  // Two batches of two rows in one chunk: the first makes the cursor ask for the second, which
+  // it then holds for its consumer; a row and a completion follow that it never asked for.
+  const early = (answer: Uint8Array[]) => {
+    const [a, b, c] = answer.filter((m) => typeOf(m) === "D");
+    const head = answer.slice(0, answer.findIndex((m) => typeOf(m) === "D"));
+    return [...head, a, b, message("s"), a, b, message("s"), c, commandComplete("SELECT 1")];
+  };
+  const o = await oneQuery(early, async (sql) => {
+    for await (const _batch of sql`select ${"a"} as x`.cursor(2)) {
+      // the first batch may come; the second must not
+    }
+  });
+  const e = await violates(Promise.reject(rejected(o)));
+  assert.match(e.message, /before the cursor asked for more rows/);
 });
 
 Deno.test("sequence: a describe() answered with a BindComplete it never asked for rejects", async () => {
@@ -431,6 +445,15 @@ Deno.test("sequence: real answers pass: cursor batches, a batch in a transaction
 Deno.test("sequence: a duplicated CommandComplete of a one-statement simple Query rejects", async () => {
   await violates(
     Promise.reject(rejected(await oneQuery(twice("C"), (sql) => sql.unsafe("select 'a' as x")))),
+  );
+});
+
+Deno.test("sequence: a two-statement simple Query answered as one (its ReadyForQuery comes early) rejects", async () => {
+  // The fake server answers any simple Query with one statement's result: the second is missing.
+  await violates(
+    Promise.reject(
+      rejected(await oneQuery((answer) => answer, (sql) => sql.unsafe("select 1; select 2"))),
+    ),
   );
 });
 

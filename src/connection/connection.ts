@@ -15,6 +15,7 @@ import {
   fields,
   parameterDescription,
   ProtocolViolation,
+  readyStatus,
   rowDescription,
 } from "../protocol/backend.ts";
 import { timersModule } from "../builtins.ts";
@@ -571,14 +572,11 @@ export class Connection implements EncodeContext {
         return;
       }
       case Backend.ReadyForQuery: {
-        const status = buf[start];
-        if (end - start !== 1 || (status !== 0x49 && status !== 0x54 && status !== 0x45)) {
-          throw new ProtocolViolation("ReadyForQuery must carry one status byte: I, T or E");
-        }
+        const status = readyStatus(buf, start, end);
         if (req === undefined) throw seq.unexpected(type);
         seq.ready(req, this.#aborted !== null, fifo.synced[fifo.head]);
         const before = this.status;
-        this.status = buf[start];
+        this.status = status;
         if (this.#aborted !== null || !fifo.synced[fifo.head]) return this.#skipBatch(req);
         this.#shift(req);
         if (req === this.#resend) {

@@ -12,7 +12,10 @@
  */
 import { Backend, ProtocolViolation } from "../protocol/backend.ts";
 
-/** A request's plan: the extended-protocol messages it sent (a simple-protocol Query: 0). */
+/**
+ * A request's plan: the extended-protocol messages it sent (a simple-protocol Query: 0; every
+ * extended plan has PARSE or BIND).
+ */
 export const Plan = {
   /** Sent Parse: a ParseComplete comes first (after any CloseComplete). */
   PARSE: 1,
@@ -24,8 +27,6 @@ export const Plan = {
   DESCRIBE_PORTAL: 8,
   /** Bound a cached statement whose description has columns: its rows must match the tag. */
   RETURNS_ROWS: 16,
-  /** Any extended-protocol plan has this bit (0 alone is a simple Query). */
-  EXTENDED: 32,
   /** Close messages sent before the rest are counted from this bit up (`closes * CLOSE`). */
   CLOSE: 64,
 } as const;

@@ -6,7 +6,7 @@
  * Queries need not wait for ReadyForQuery: the server reads them only after it, so they may ride
  * in the same write as the last authentication message (`AuthIO.ride`).
  */
-import { Auth, Backend, cstrEnd, fields, i32, utf8 } from "../protocol/backend.ts";
+import { Auth, Backend, cstrEnd, fields, i32, readyStatus, utf8 } from "../protocol/backend.ts";
 import * as fe from "../protocol/frontend.ts";
 import { ConnectionError, PostgresError } from "../errors.ts";
 import {
@@ -170,10 +170,7 @@ export async function startup(
         break;
       case Backend.ReadyForQuery: {
         if (!authenticated) throw violation("ReadyForQuery before authentication");
-        const status = buf[start];
-        if (end - start !== 1 || (status !== 0x49 && status !== 0x54 && status !== 0x45)) {
-          throw violation("ReadyForQuery must carry one status byte: I, T or E");
-        }
+        readyStatus(buf, start, end);
         return result;
       }
       default:

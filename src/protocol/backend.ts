@@ -347,3 +347,15 @@ export function notification(buf: Uint8Array, start: number, end: number): Notif
   const [channel, payload] = cstrPair(buf, start + 4, end);
   return { pid: i32(buf, start), channel, payload };
 }
+
+/**
+ * Decodes a ReadyForQuery body: its transaction status, `I` (idle), `T` (in a transaction
+ * block) or `E` (in a failed one); anything else is a violation.
+ */
+export function readyStatus(buf: Uint8Array, start: number, end: number): number {
+  const status = buf[start];
+  if (end - start !== 1 || (status !== 0x49 && status !== 0x54 && status !== 0x45)) {
+    throw new ProtocolViolation("ReadyForQuery must carry one status byte: I, T or E");
+  }
+  return status;
+}

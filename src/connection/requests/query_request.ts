@@ -247,7 +247,7 @@ export class QueryRequest implements PipelineRequest {
       fe.parse(w, "", spec.text, spec.types);
       fe.describe(w, "S", "");
       fe.sync(w);
-      this.plan = Plan.EXTENDED | Plan.PARSE | Plan.DESCRIBE_STATEMENT;
+      this.plan = Plan.PARSE | Plan.DESCRIBE_STATEMENT;
       return;
     }
     if (spec.simple) {
@@ -264,13 +264,13 @@ export class QueryRequest implements PipelineRequest {
       fe.parse(w, "", spec.text, spec.types);
       fe.bind(w, "", spec.params, []);
       fe.describe(w, "P", "");
-      this.plan = Plan.EXTENDED | Plan.PARSE | Plan.BIND | Plan.DESCRIBE_PORTAL;
+      this.plan = Plan.PARSE | Plan.BIND | Plan.DESCRIBE_PORTAL;
     } else {
       const key = StatementCache.key(spec.text, spec.types);
       let st = cache.get(key);
       this.#key = key;
       this.#cache = cache;
-      let plan = Plan.EXTENDED | Plan.BIND;
+      let plan = Plan.BIND;
       if (st === undefined) {
         st = cache.create(key, spec.text, spec.types);
         this.#owner = true;
