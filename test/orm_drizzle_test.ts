@@ -275,3 +275,51 @@ Deno.test("drizzle: drizzle(url), drizzle({ connection }) and drizzle({ client }
   const session = (withDefaultLogger as unknown as { session: { logger: unknown } }).session;
   assert.ok(session.logger instanceof DefaultLogger);
 });
+
+/** Keeps this thread busy for `ms`: nothing else of this process runs meanwhile. */
+function spin(ms: number): void {
+  const end = Date.now() + ms;
+  while (Date.now() < end) { /* busy */ }
+}
+
+/**
+ * 100 statements built in one Promise.all, then a busy step in that same tick (a thenable in
+ * the list, called after the builders): when did the server run the first, against when did the
+ * tick end?
+ */
+async function firstRunDuringBuild(db: ReturnType<typeof drizzle>): Promise<boolean> {
+  const pad = "x".repeat(200);
+  let tickEnded = 0;
+  const busy = {
+    then(resolve: (v: null) => void) {
+      spin(500);
+      tickEnded = Date.now();
+      resolve(null);
+    },
+  };
+  const results = await Promise.all([
+    ...Array.from(
+      { length: 100 },
+      () => db.execute<{ at: Date }>(drizzleSql`select clock_timestamp() as at, ${pad} as pad`),
+    ),
+    busy,
+  ]);
+  const first = results[0] as unknown as { at: string }[];
+  assert.equal(results.length, 101);
+  return new Date(first[0].at).getTime() < tickEnded;
+}
+
+Deno.test("drizzle: @pgpipe/pgpipe/drizzle sends each statement as Drizzle builds it; Drizzle's own driver, only once awaited", async () => {
+  await using ours = postgres(url, { max: 1, ...quiet });
+  await using theirs = postgres(url, { max: 1, ...quiet });
+  await ours`select 1`;
+  await theirs`select 1`;
+  // pgpipe's entry: the server starts while the tick that builds the batch still runs.
+  assert.equal(await firstRunDuringBuild(drizzle(ours)), true);
+  // Drizzle's postgres-js driver awaits each lazy query after the last builder: nothing is
+  // sent before the tick ends (the check above can fail).
+  const reference = ormDrizzle(theirs as unknown as PostgresJsSql) as unknown as ReturnType<
+    typeof drizzle
+  >;
+  assert.equal(await firstRunDuringBuild(reference), false);
+});

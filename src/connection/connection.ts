@@ -103,6 +103,15 @@ export interface ConnectionOptions extends ServerHooks {
 
 const IDLE = 0x49; // ReadyForQuery status outside a transaction block
 
+/**
+ * A tick that has encoded half of what the tick before it encoded, within these bounds, writes
+ * what it has before it ends (see #enqueue). Measured with Drizzle's 50 selects and 200 inserts
+ * through `@pgpipe/pgpipe/drizzle`: a fixed 1 to 8 KB, and a share of 0.3, 0.5 and 0.7.
+ */
+const EARLY_WRITE_SHARE = 0.5;
+const EARLY_WRITE_MIN = 2048;
+const EARLY_WRITE_MAX = 16384;
+
 /** A live, authenticated connection with a pipeline of requests. */
 export class Connection implements EncodeContext {
   readonly statements: StatementCache;
@@ -158,6 +167,9 @@ export class Connection implements EncodeContext {
   #paused: (() => void) | null = null; // resolves a paused read loop
   #pausing = false;
   #flushWaiters: (() => void)[] = [];
+  /** Bytes encoded in this tick so far, and how many make it worth an early write (#enqueue). */
+  #tickBytes = 0;
+  #earlyAt = EARLY_WRITE_MIN;
   #readGate: (() => void) | null = null; // resolves an idle read loop held back (#idleRead)
   #io: RequestIO = {
     write: (encode) => {
@@ -439,10 +451,22 @@ export class Connection implements EncodeContext {
     if (this.#batchOpen && !batchable) this.#closeBatch();
     const before = this.#writer.length;
     req.encode(this.#writer, this);
-    this.#fifo.push(req, this.#writer.length - before, !batchable);
+    const size = this.#writer.length - before;
+    this.#fifo.push(req, size, !batchable);
     this.#batchOpen = batchable;
     req.attach?.(this.#io);
     this.#scheduleFlush();
+    // A batch built in one tick leaves in two parts once the first is worth it: the server starts
+    // on the first queries while the caller still builds the rest (an ORM's Promise.all), instead
+    // of the two adding up. Only one write is under way at a time (a second one could go out
+    // while the first is cut short), so the tick gets one early write: at about half of what the
+    // tick before it encoded, the size a repeated workload's tick will likely reach again.
+    // A transaction's open batch waits for its Sync.
+    this.#tickBytes += size;
+    if (
+      this.#tickBytes >= this.#earlyAt && !this.#writing && !this.#batchOpen &&
+      this.#closed === null
+    ) void this.#write();
   }
 
   /** Ends the open batch: its Sync belongs to the last request encoded. */
@@ -456,7 +480,9 @@ export class Connection implements EncodeContext {
     // Everything issued in this tick leaves in one write. Nothing is held back for answers to
     // arrive: on a far link that would cost a whole round trip (bench/suites/latency.ts, "1 query
     // behind 100"), and on loopback batching writes that way gained nothing measurable.
-    if (this.#flushQueued || this.#writing) return;
+    // Queued even while a write is under way: until it runs, the tick is still building, and
+    // the write loop sends only parts worth a write (see #write).
+    if (this.#flushQueued) return;
     this.#flushQueued = true;
     // Where the transport gathers writes (native TLS) while others are in flight: one turn of the
     // event loop later (about a µs), after the answers that already arrived were read, so the
@@ -472,12 +498,33 @@ export class Connection implements EncodeContext {
     } else queueMicrotask(this.#flush);
   }
 
-  #flush = async (): Promise<void> => {
+  /** The end of a tick: everything encoded leaves (a write under way takes it when it is done). */
+  #flush = (): Promise<void> => {
     this.#flushQueued = false;
+    this.#earlyAt = Math.min(
+      EARLY_WRITE_MAX,
+      Math.max(EARLY_WRITE_MIN, this.#tickBytes * EARLY_WRITE_SHARE),
+    );
+    this.#tickBytes = 0;
+    return this.#write();
+  };
+
+  /** Whether the write loop sends what is encoded now, or leaves it to the tick's flush. */
+  #worthWriting(): boolean {
+    const n = this.#writer.length;
+    return n > 0 &&
+      (!this.#flushQueued || (n >= this.#earlyAt && !this.#batchOpen));
+  }
+
+  /**
+   * Writes what is encoded, and what is encoded meanwhile, until nothing is left; while the tick
+   * that encodes it still runs (its flush queued), only parts worth an early write.
+   */
+  async #write(): Promise<void> {
     if (this.#writing || this.#closed !== null) return;
     this.#writing = true;
     try {
-      while (this.#writer.length > 0) {
+      while (this.#worthWriting()) {
         if (this.#batchOpen) this.#closeBatch();
         // Swap buffers so requests sent during this write accumulate for the next one.
         const out = this.#writer;
@@ -498,11 +545,14 @@ export class Connection implements EncodeContext {
       this.#fail(this.#lost(e));
     } finally {
       this.#writing = false;
-      const waiters = this.#flushWaiters;
-      this.#flushWaiters = [];
-      for (const wake of waiters) wake();
+      // A part left to the tick's flush is not written yet: its waiters wait for that flush.
+      if (this.#writer.length === 0 || this.#closed !== null) {
+        const waiters = this.#flushWaiters;
+        this.#flushWaiters = [];
+        for (const wake of waiters) wake();
+      }
     }
-  };
+  }
 
   /**
    * Where an idle read costs (native TLS), with nothing in flight, the read loop waits until the

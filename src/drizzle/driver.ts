@@ -18,8 +18,9 @@ import {
   type TablesRelationalConfig,
 } from "npm:drizzle-orm@^0.45";
 import { PgDatabase, PgDialect } from "npm:drizzle-orm@^0.45/pg-core";
-import { PostgresJsSession } from "npm:drizzle-orm@^0.45/postgres-js/session";
+import type { PostgresJsSession } from "npm:drizzle-orm@^0.45/postgres-js/session";
 import { createSql, type Sql } from "../client/client.ts";
+import { SendingSession } from "./session.ts";
 import type { Options } from "../config/options.ts";
 import type {
   DrizzleConfig,
@@ -144,7 +145,7 @@ function construct<TSchema extends Record<string, unknown>>(
   }
   // The session's parameter is postgres.js's client type; pgpipe's client has its API.
   type SessionClient = ConstructorParameters<typeof PostgresJsSession>[0];
-  const session = new PostgresJsSession(client as unknown as SessionClient, dialect, schema, {
+  const session = new SendingSession(client as unknown as SessionClient, dialect, schema, {
     logger,
     cache: config.cache,
   });
