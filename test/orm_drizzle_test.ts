@@ -323,3 +323,30 @@ Deno.test("drizzle: @pgpipe/pgpipe/drizzle sends each statement as Drizzle build
   >;
   assert.equal(await firstRunDuringBuild(reference), false);
 });
+
+/** A catalog every database has, as a Drizzle table. */
+const namespaces = pgTable("pg_namespace", { name: text("nspname") });
+
+Deno.test("drizzle: @pgpipe/pgpipe/drizzle prepares Drizzle's statements as the client's prepare option says", async () => {
+  /** The named statements this session holds whose text is the one Drizzle built. */
+  const prepared = async (client: Sql, text: string) => {
+    const rows = await client`
+      select count(*)::int as n from pg_prepared_statements where statement = ${text}`;
+    return rows[0].n as number;
+  };
+  const probe = (db: ReturnType<typeof drizzle>) =>
+    db.select({ one: drizzleSql<number>`1` }).from(namespaces).limit(1);
+  for (const [prepare, want] of [[true, 1], [false, 0]] as const) {
+    await using client = postgres(url, { max: 1, prepare, ...quiet });
+    const db = drizzle(client);
+    await probe(db);
+    assert.equal(await prepared(client, probe(db).toSQL().sql), want, `prepare: ${prepare}`);
+  }
+  // Drizzle's own driver asks for the unnamed statement: nothing is kept (the check can fail).
+  await using theirs = postgres(url, { max: 1, ...quiet });
+  const reference = ormDrizzle(theirs as unknown as PostgresJsSql);
+  await reference.select({ one: drizzleSql<number>`1` }).from(namespaces).limit(1);
+  const text =
+    reference.select({ one: drizzleSql<number>`1` }).from(namespaces).limit(1).toSQL().sql;
+  assert.equal(await prepared(theirs, text), 0);
+});

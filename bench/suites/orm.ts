@@ -380,7 +380,8 @@ try {
   report.note(
     `Stacks: Drizzle ${PG} is drizzle-orm/postgres-js over ${POSTGRES_JS}; "${FORCED}" the ` +
       `same over pgpipe with force_prepare: true; "${SUBPATH}" is pgpipe's own Drizzle entry ` +
-      `(Drizzle's postgres-js session over pgpipe, no postgres.js). Kysely's stacks: ` +
+      `(Drizzle's postgres-js session over pgpipe, no postgres.js: statements prepared as the ` +
+      `client's prepare option says, each sent as Drizzle builds it). Kysely's stacks: ` +
       `kysely-postgres-js 3.0.0 over each client (it reserves a connection per query), and ` +
       `pgpipe's own dialect ` +
       `(@pgpipe/pgpipe/kysely, statements prepared as the client's prepare option says).`,

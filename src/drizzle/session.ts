@@ -2,8 +2,10 @@
 // an import map, so the package's configuration names no npm package.
 // deno-lint-ignore-file no-import-prefix
 /**
- * Drizzle's postgres-js session over a pgpipe client, with one change: each statement is sent
- * the moment Drizzle builds it. Drizzle's own prepared query calls `client.unsafe(...)` (then
+ * Drizzle's postgres-js session over a pgpipe client, with two changes. Statements are prepared as
+ * the client's `prepare` option says (Drizzle's driver asks for the unnamed statement for every
+ * query it was not given a name for, so the server would parse and plan each at every run). And
+ * each statement is sent the moment Drizzle builds it. Drizzle's own prepared query calls `client.unsafe(...)` (then
  * `.values()` for rows it maps) and awaits it; a pgpipe query, like postgres.js's, is sent only
  * when awaited, and in a `Promise.all` of builders every `await` runs after the last builder, so
  * the server would start only once Drizzle had built them all. Started at once instead, the
@@ -22,16 +24,21 @@ import type { Sql } from "../client/client.ts";
 /** Drizzle's session constructor's parameters. */
 type SessionArgs = ConstructorParameters<typeof PostgresJsSession>;
 
-/**
- * The client a prepared query calls: `unsafe` starts the query at once, in the row shape
- * Drizzle asks for next (`.values()` when it maps rows itself; calling it again is harmless).
- */
 /** `unsafe`'s options (its last overload's second parameter). */
 type UnsafeOptions = Parameters<Sql["unsafe"]>[1];
 
+/**
+ * The client a prepared query calls: `unsafe` starts the query at once, in the row shape
+ * Drizzle asks for next (`.values()` when it maps rows itself; calling it again is harmless).
+ * Drizzle asks for the unnamed statement (`prepare: false`) for every query it was not given a
+ * name for; here such a query is prepared as the client's `prepare` option says, as every other
+ * query of the client is (Drizzle sends the same text for the same query shape).
+ */
 function sendingAtOnce(client: Sql, arrays: boolean): Sql {
+  const prepare = client.options.prepare;
   const unsafe = (text: string, params?: readonly unknown[], options?: UnsafeOptions) => {
-    const query = client.unsafe(text, params, options);
+    const own = options?.prepare === false ? { ...options, prepare } : options;
+    const query = client.unsafe(text, params, own);
     return (arrays ? query.values() : query).execute();
   };
   // Drizzle's prepared query calls nothing of its client but `unsafe`.
