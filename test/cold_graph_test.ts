@@ -91,7 +91,7 @@ Deno.test("cold graph: the import reader tells imports that load code from type-
 // A fresh process of its own: the test runner has loaded Node's layer long ago.
 serverTest(
   NETWORK,
-  "cold graph: plain queries and the end reach no Node built-in; the first bytea loads Buffer",
+  "cold graph: plain queries and the end reach no Node built-in nor Deno.telemetry; the first bytea loads Buffer",
   async () => {
     const fixture = fileURLToPath(new URL("./fixtures/cold_first_query.ts", import.meta.url));
     // Plaintext: a first connection over TLS may take node:tls (see src/connection/transport).
@@ -112,5 +112,7 @@ serverTest(
     // No timer either (Deno's own load the layer's timers): the connect timeout is unreferenced
     // (AbortSignal.timeout), and ending clears only timers that exist.
     assert.equal(report.timersFirstTouched, undefined);
+    // Deno's telemetry is off here (no OTEL_DENO): pgpipe sees so without loading its code.
+    assert.equal(report.telemetryFirstTouched, undefined);
   },
 );
