@@ -57,6 +57,7 @@ const LAZY = [
   "src/connection/transport/node_tls.ts", // TLS through node:tls
   "src/protocol/scram.ts", // SCRAM, imported when a server first asks for SASL
   "src/protocol/channel_binding.ts", // SCRAM's channel binding over TLS
+  "src/config/pgpass.ts", // the password file, read when a server asks for a password
 ];
 
 Deno.test("cold graph: importing mod.ts loads no Node built-in and none of the features a first query never uses", () => {

@@ -30,7 +30,6 @@ import {
   type Settings,
 } from "./keywords.ts";
 import type { Options, ResolvedOptions } from "./options.ts";
-import { readPgpass } from "./pgpass.ts";
 import { readService } from "./service.ts";
 import { isConninfo, parseConninfo } from "./conninfo.ts";
 import { tlsSettings } from "./tls.ts";
@@ -74,9 +73,13 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     host,
     port,
     ...(address !== undefined ? { address } : {}),
-    // Read only if the server asks for a password, as libpq does; per host, as libpq does.
+    // Read only if the server asks for a password, as libpq does; per host, as libpq does. The
+    // reader loads then too: most clients never ask for it.
     password: password ??
-      (() => readPgpass({ host, port, database, user }, passfile) as Promise<string>),
+      (() =>
+        import("./pgpass.ts").then((m) =>
+          m.readPgpass({ host, port, database, user }, passfile) as Promise<string>
+        )),
   }));
   // An embedded server is not on a network: no TLS, so no certificate or key file is read (a mode
   // that demands TLS is refused by embeddedOptions, from the mode asked for).
