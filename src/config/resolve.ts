@@ -24,9 +24,9 @@ import {
 import {
   HOST_KEYWORDS,
   isKeyword,
+  isLibpqKeyword,
   type Keyword,
   KEYWORDS,
-  LIBPQ_KEYWORDS,
   type Settings,
 } from "./keywords.ts";
 import type { Options, ResolvedOptions } from "./options.ts";
@@ -177,7 +177,7 @@ function service(
   if (name === undefined || name === "") return undefined;
   const file = co.optional(options.servicefile) ?? urlText(url, "servicefile") ??
     fromEnv(KEYWORDS.servicefile.env);
-  return readService(name, file, (key) => LIBPQ_KEYWORDS.has(key));
+  return readService(name, file, isLibpqKeyword);
 }
 
 /** The sslmode the sources ask for (libpq's default: prefer). */
