@@ -57,6 +57,7 @@ const LAZY = [
   "src/connection/transport/node_tls.ts", // TLS through node:tls
   "src/protocol/scram.ts", // SCRAM, imported when a server first asks for SASL
   "src/protocol/channel_binding.ts", // SCRAM's channel binding over TLS
+  "src/config/pgpass.ts", // the password file, read when a server asks for a password
 ];
 
 Deno.test("cold graph: importing mod.ts loads no Node built-in and none of the features a first query never uses", () => {
@@ -91,7 +92,7 @@ Deno.test("cold graph: the import reader tells imports that load code from type-
 // A fresh process of its own: the test runner has loaded Node's layer long ago.
 serverTest(
   NETWORK,
-  "cold graph: plain queries and the end reach no Node built-in; the first bytea loads Buffer",
+  "cold graph: plain queries and the end reach no Node built-in nor Deno.telemetry; the first bytea loads Buffer",
   async () => {
     const fixture = fileURLToPath(new URL("./fixtures/cold_first_query.ts", import.meta.url));
     // Plaintext: a first connection over TLS may take node:tls (see src/connection/transport).
@@ -112,5 +113,7 @@ serverTest(
     // No timer either (Deno's own load the layer's timers): the connect timeout is unreferenced
     // (AbortSignal.timeout), and ending clears only timers that exist.
     assert.equal(report.timersFirstTouched, undefined);
+    // Deno's telemetry is off here (no OTEL_DENO): pgpipe sees so without loading its code.
+    assert.equal(report.telemetryFirstTouched, undefined);
   },
 );

@@ -19,7 +19,12 @@ import { beginTransaction } from "./begin.ts";
 import { type EmbeddedParts, embeddedParts, withEmbedded } from "./embedded.ts";
 import { arrayTypesRequest } from "./fetch_types.ts";
 import { Pool } from "./pool.ts";
-import { boundSocket, type PublicOptions, publicOptions } from "./public_options.ts";
+import {
+  boundSocket,
+  type PublicOptions,
+  publicOptions,
+  type ShownAsGiven,
+} from "./public_options.ts";
 import { reserveConnection, type ReservedSql } from "./reserve.ts";
 import type { ClientSettings } from "./runner.ts";
 import { makeTag, type SqlTag } from "./sql.ts";
@@ -315,6 +320,12 @@ export function createSql(url?: string, options?: Options): Sql {
     beginTransaction(pool, settings, a, b);
   const reserve = () => reserveConnection(pool, settings);
   sessions.set(sql, (at) => reserveConnection(pool, settings, at));
+  // `sql.options` is built when first read (a first query never reads it); what it shows of the
+  // caller's own options object is taken now, so a later change to that object does not show.
+  const given: ShownAsGiven | undefined = options === undefined
+    ? undefined
+    : { connect_timeout: options.connect_timeout, types: options.types };
+  let shown: PublicOptions | undefined;
   const end = async (o?: { timeout?: number }): Promise<void> => {
     telemetry?.close();
     await Promise.all([pool.end(o?.timeout), listener.end(), subscriber.end()]);
@@ -322,7 +333,7 @@ export function createSql(url?: string, options?: Options): Sql {
   };
   Object.defineProperties(sql, {
     options: {
-      value: publicOptions(resolved, options, pool.parameters, config, statements),
+      get: () => shown ??= publicOptions(resolved, given, pool.parameters, config, statements),
       enumerable: true,
     },
     parameters: { value: pool.parameters, enumerable: true },

@@ -105,6 +105,9 @@ export interface PublicOptions {
   serializers: SerializerTable;
 }
 
+/** The options `sql.options` shows as the caller gave them. */
+export type ShownAsGiven = Pick<Options, "connect_timeout" | "types">;
+
 /** Where the client connects, in postgres.js's view: every host and port as arrays. */
 function whereShown(resolved: ResolvedOptions) {
   const first = resolved.hosts[0];
@@ -132,14 +135,14 @@ export function boundSocket(
 }
 
 /**
- * The options shown on `sql.options`: `given` is what the caller passed (an object for
- * `connect_timeout` is shown as given); `parameters` is the pool's live server parameters;
+ * The options shown on `sql.options`: `given` is what the caller passed for `connect_timeout` (an
+ * object is shown as given) and `types`; `parameters` is the pool's live server parameters;
  * `config` holds the live handler tables; `statements` is the policy whose
  * `force_prepare` state `sql.options.force_prepare` shows.
  */
 export function publicOptions(
   resolved: ResolvedOptions,
-  given: Options | undefined,
+  given: ShownAsGiven | undefined,
   parameters: Readonly<Record<string, string>>,
   config: QueryConfig,
   statements: StatementPolicy,

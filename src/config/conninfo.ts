@@ -9,7 +9,8 @@ import type { ParsedUrl } from "./url.ts";
 
 /** Whether `text` is a keyword/value connection string rather than a URL. */
 export function isConninfo(text: string): boolean {
-  return !/^[a-z][a-z0-9+.-]*:\/\//i.test(text.trimStart()) && /^\s*[A-Za-z_]+\s*=/.test(text);
+  // Letters spelled in both cases: a process's first case-insensitive regex costs ~0.2 ms.
+  return !/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(text.trimStart()) && /^\s*[A-Za-z_]+\s*=/.test(text);
 }
 
 /** Reads one value starting at `at`: quoted, or up to the next whitespace. */

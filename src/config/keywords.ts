@@ -292,12 +292,17 @@ export const KEYWORDS = {
   publications: { default: "alltables", parse: publications },
 } satisfies Record<string, Keyword<unknown>>;
 
-/** libpq's own keywords (a service file may give only these). */
-export const LIBPQ_KEYWORDS: ReadonlySet<string> = new Set([
-  "host",
-  "port",
-  ...Object.keys(KEYWORDS).slice(0, Object.keys(KEYWORDS).indexOf("max")),
-]);
+/** libpq's own keywords, made when a service file is first read (no other client needs them). */
+let libpqKeywords: ReadonlySet<string> | undefined;
+
+/** Whether `key` is one of libpq's own keywords (a service file may give only these). */
+export function isLibpqKeyword(key: string): boolean {
+  if (libpqKeywords === undefined) {
+    const names = Object.keys(KEYWORDS); // libpq's come first, up to postgres.js's `max`
+    libpqKeywords = new Set(["host", "port", ...names.slice(0, names.indexOf("max"))]);
+  }
+  return libpqKeywords.has(key);
+}
 
 /** Each keyword's value once read: undefined only for those without a default. */
 export type Settings = {

@@ -3,11 +3,18 @@
  */
 
 /**
+ * One name that reads as itself: unquoted, already lower-case, nothing around it (the default,
+ * `alltables`, which every client reads, so it skips the reader below).
+ */
+const PLAIN_NAME = /^[a-z_][a-z0-9_$]*$/;
+
+/**
  * The names in a comma-separated publication list, read the way the server
  * reads `publication_names`: blanks around names are ignored, unquoted names
  * are lower-cased, and `"quoted"` names keep their case (`""` is a quote).
  */
 export function parsePublications(text: string): string[] {
+  if (PLAIN_NAME.test(text)) return [text];
   const names: string[] = [];
   const blank = (c: string) => c === " " || c === "\t" || c === "\n" || c === "\r";
   let i = 0;

@@ -24,13 +24,12 @@ import {
 import {
   HOST_KEYWORDS,
   isKeyword,
+  isLibpqKeyword,
   type Keyword,
   KEYWORDS,
-  LIBPQ_KEYWORDS,
   type Settings,
 } from "./keywords.ts";
 import type { Options, ResolvedOptions } from "./options.ts";
-import { readPgpass } from "./pgpass.ts";
 import { readService } from "./service.ts";
 import { isConninfo, parseConninfo } from "./conninfo.ts";
 import { tlsSettings } from "./tls.ts";
@@ -74,9 +73,13 @@ export function resolveOptions(url: string | undefined, options: Options = {}): 
     host,
     port,
     ...(address !== undefined ? { address } : {}),
-    // Read only if the server asks for a password, as libpq does; per host, as libpq does.
+    // Read only if the server asks for a password, as libpq does; per host, as libpq does. The
+    // reader loads then too: most clients never ask for it.
     password: password ??
-      (() => readPgpass({ host, port, database, user }, passfile) as Promise<string>),
+      (() =>
+        import("./pgpass.ts").then((m) =>
+          m.readPgpass({ host, port, database, user }, passfile) as Promise<string>
+        )),
   }));
   // An embedded server is not on a network: no TLS, so no certificate or key file is read (a mode
   // that demands TLS is refused by embeddedOptions, from the mode asked for).
@@ -174,7 +177,7 @@ function service(
   if (name === undefined || name === "") return undefined;
   const file = co.optional(options.servicefile) ?? urlText(url, "servicefile") ??
     fromEnv(KEYWORDS.servicefile.env);
-  return readService(name, file, (key) => LIBPQ_KEYWORDS.has(key));
+  return readService(name, file, isLibpqKeyword);
 }
 
 /** The sslmode the sources ask for (libpq's default: prefer). */
@@ -207,7 +210,12 @@ function checkCombinations(k: Settings, sslmode: string): void {
  */
 function readKeywords(options: Options, sources: TextSources, coercion: Coercion): Settings {
   const out: Record<string, unknown> = {};
-  for (const [keyword, row] of Object.entries(KEYWORDS) as [string, Keyword<unknown>][]) {
+  // for...in, not for...of over Object.entries: this loop runs once per client, in the
+  // interpreter, where taking each [key, row] pair apart through the iterator protocol made the
+  // first resolveOptions() of a process ~1 ms slower (median of 15: 2.8 ms against 1.8). The
+  // keys come in the same order.
+  for (const keyword in KEYWORDS) {
+    const row: Keyword<unknown> = KEYWORDS[keyword as keyof typeof KEYWORDS];
     const option = fromOptions(options, keyword, row);
     if (option !== undefined && option !== null) {
       out[keyword] = row.parse(option, { keyword, text: false, coercion });

@@ -103,7 +103,12 @@ function optionalString(value: unknown, key: string): string | undefined {
  * object. A key pgpipe cannot honour (`ciphers`, `checkServerIdentity`, ...) is refused.
  */
 export function sslObject(value: unknown): SslObject | undefined {
-  if (typeof value !== "object" || value === null) return undefined;
+  // Five keywords ask this of every client: the checks below are compiled only for an object.
+  return typeof value === "object" && value !== null ? checkedSslObject(value) : undefined;
+}
+
+/** The `ssl` option's object with its values checked (see {@link sslObject}). */
+function checkedSslObject(value: object): SslObject {
   for (const key of Object.keys(value)) {
     if (!SSL_KEYS.has(key)) {
       throw new TypeError(

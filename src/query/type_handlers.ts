@@ -133,14 +133,16 @@ function liveTable<T extends object>(name: string, target: T, changed: () => voi
   });
 }
 
-/** A client's two live tables and what they compile to. */
+/**
+ * A client's two live tables and what they compile to. The tables are filled on first use (a read
+ * of `sql.options.parsers` or `serializers`, the `types` option, array types `fetch_types` found):
+ * untouched, they compile to nothing, so a client that never looks at them never builds them.
+ */
 export class TypeHandlers {
-  /** `sql.options.parsers`. */
-  readonly parsers: ParserTable;
-  /** `sql.options.serializers`. */
-  readonly serializers: SerializerTable;
   #parserTarget: ParserTable = {};
   #serializerTarget: SerializerTable = {};
+  /** The two tables behind their Proxies, once filled. */
+  #live: { parsers: ParserTable; serializers: SerializerTable } | null = null;
   /** pgpipe's own parser of each OID it decodes by itself: skipped when compiling. */
   #ownParsers = new Map<number, TextDecoderFn>();
   #ownSerializers = new Map<number, Serializer>();
@@ -159,14 +161,44 @@ export class TypeHandlers {
   ) {
     this.#sink = sink;
     this.#bigint = options.bigint;
-    const decode = { bigint: options.bigint };
+    if ((options.parsers?.size ?? 0) > 0 || (options.serializers?.size ?? 0) > 0) {
+      this.#fill();
+      for (const [oid, fn] of options.parsers ?? []) this.#parserTarget[oid] = fn;
+      for (const [oid, fn] of options.serializers ?? []) this.#serializerTarget[oid] = fn;
+      this.#compileParsers();
+      this.#compileSerializers();
+    } else {
+      // What the untouched tables compile to: no parser or serializer differs from pgpipe's own.
+      sink.parsers(undefined);
+      sink.serializers(null);
+    }
+  }
+
+  /** `sql.options.parsers`. */
+  get parsers(): ParserTable {
+    return this.#fill().parsers;
+  }
+
+  /** `sql.options.serializers`. */
+  get serializers(): SerializerTable {
+    return this.#fill().serializers;
+  }
+
+  /**
+   * The tables, filled the first time they are needed: pgpipe's own handler for every OID it
+   * decodes or serialises by itself (postgres.js's default OIDs, every built-in array type,
+   * `int8` with `bigint`). Filling changes no compiled map: pgpipe's own entries compile to none.
+   */
+  #fill(): { parsers: ParserTable; serializers: SerializerTable } {
+    if (this.#live !== null) return this.#live;
+    const decode = { bigint: this.#bigint };
     for (const oid of [Oid.bool, Oid.bytea, Oid.int2, Oid.int4, Oid.oid, Oid.float4, Oid.float8]) {
       this.#ownParser(oid, decoderFor(oid, decode)!);
     }
     for (const oid of [Oid.json, Oid.jsonb, Oid.date, Oid.timestamp, Oid.timestamptz]) {
       this.#ownParser(oid, decoderFor(oid, decode)!);
     }
-    if (options.bigint) this.#ownParser(Oid.int8, decoderFor(Oid.int8, decode)!);
+    if (this.#bigint) this.#ownParser(Oid.int8, decoderFor(Oid.int8, decode)!);
     for (const oid of SERIALIZED) {
       const fn = oid === Oid.json || oid === Oid.jsonb ? serializeJson : serializeValue;
       this.#ownSerializers.set(oid, fn);
@@ -184,16 +216,14 @@ export class TypeHandlers {
       this.#ownSerializers.set(array, serializeValue);
       this.#serializerTarget[array] = serializeValue;
     }
-    for (const [oid, fn] of options.parsers ?? []) this.#parserTarget[oid] = fn;
-    for (const [oid, fn] of options.serializers ?? []) this.#serializerTarget[oid] = fn;
-    this.parsers = liveTable("parsers", this.#parserTarget, () => this.#compileParsers());
-    this.serializers = liveTable(
-      "serializers",
-      this.#serializerTarget,
-      () => this.#compileSerializers(),
-    );
-    this.#compileParsers();
-    this.#compileSerializers();
+    return this.#live = {
+      parsers: liveTable("parsers", this.#parserTarget, () => this.#compileParsers()),
+      serializers: liveTable(
+        "serializers",
+        this.#serializerTarget,
+        () => this.#compileSerializers(),
+      ),
+    };
   }
 
   #ownParser(oid: number, fn: TextDecoderFn): void {
@@ -211,6 +241,7 @@ export class TypeHandlers {
     }
     const own = Object.entries(entries);
     for (const [key, value] of own) checkEntry(table, key, value);
+    this.#fill();
     const target: Record<string, unknown> = table === "parsers"
       ? this.#parserTarget
       : this.#serializerTarget;
@@ -225,6 +256,8 @@ export class TypeHandlers {
    * unless the table already has an entry for the array (the user's own wins).
    */
   addArrayTypes(rows: readonly { element: number; array: number; delimiter: string }[]): void {
+    if (rows.length === 0) return;
+    this.#fill();
     let added = false;
     for (const { element, array, delimiter } of rows) {
       if (this.#parserTarget[array] !== undefined) continue;

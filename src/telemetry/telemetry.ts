@@ -47,6 +47,13 @@ interface DenoProviders {
 
 let denoProviders: DenoProviders | null | undefined;
 
+/**
+ * Where OpenTelemetry's JS API keeps the providers registered in this realm. Deno's runtime, when
+ * it starts with its tracing or metrics on (`OTEL_DENO=true`, Deploy), registers its own there
+ * before any program code runs.
+ */
+const OTEL_API = Symbol.for("opentelemetry.js.api.1");
+
 /** A provider given in the options must have its methods: checked in `postgres()`, not later. */
 function checkProvider(value: unknown, name: string, ...methods: string[]): void {
   if (value === undefined) return;
@@ -60,11 +67,14 @@ function checkProvider(value: unknown, name: string, ...methods: string[]): void
 /**
  * Deno's providers when its telemetry is on, else null; looked for once. With
  * telemetry off, `getMeter` throws ("otel not initialized"): that is the test,
- * and it exports nothing.
+ * and it exports nothing. `Deno.telemetry` is only asked when OpenTelemetry's
+ * global is there: the first read of it loads Deno's telemetry code (over a
+ * millisecond of a cold start), which, with its telemetry on, ran at startup.
  */
 function deno(): DenoProviders | null {
   if (denoProviders !== undefined) return denoProviders;
   denoProviders = null;
+  if (!(OTEL_API in globalThis)) return null; // Deno's telemetry is off
   try {
     const t = (globalThis as { Deno?: { telemetry?: DenoProviders } }).Deno?.telemetry;
     if (t !== undefined) {

@@ -299,23 +299,28 @@ function scalarDecoder(oid: number, bigint: boolean): TextDecoderFn | null {
 }
 
 /**
- * Array decoders are closures over their element decoder; build them once per option
- * set so `decoderFor` never allocates. Index 0: `bigint: false`, index 1: `bigint: true`.
+ * Array decoders are closures over their element decoder: each is built the first time its type
+ * is asked for (a cold start pays for none it does not decode) and kept per option set, so
+ * `decoderFor` allocates once per array type at most. Index 0: `bigint: false`, 1: `bigint: true`.
  */
 const arrayDecoders: [Map<number, TextDecoderFn>, Map<number, TextDecoderFn>] = [
   new Map(),
   new Map(),
 ];
-for (const [arrayOid, elementOid] of Object.entries(elementOf)) {
+
+/** The decoder of the built-in array type `oid`, or null when `oid` is none. */
+function arrayDecoder(oid: number, bigint: boolean): TextDecoderFn | null {
+  const built = arrayDecoders[bigint ? 1 : 0];
+  let decode = built.get(oid);
+  if (decode !== undefined) return decode;
+  const elementOid = elementOf[oid];
+  if (elementOid === undefined) return null;
+  const element = scalarDecoder(elementOid, bigint);
   // box is the only built-in type whose array delimiter is not a comma.
   const delimiter = elementOid === Oid.box ? ";" : ",";
-  for (let b = 0; b < 2; b++) {
-    const element = scalarDecoder(elementOid, b === 1);
-    arrayDecoders[b].set(
-      Number(arrayOid),
-      (text) => parseArrayLiteral(text, element, delimiter),
-    );
-  }
+  decode = (text) => parseArrayLiteral(text, element, delimiter);
+  built.set(oid, decode);
+  return decode;
 }
 
 /**
@@ -338,5 +343,5 @@ for (const [arrayOid, elementOid] of Object.entries(elementOf)) {
  * `infinity` / `-infinity` dates become `new Date(8.64e15)` / `new Date(-8.64e15)`.
  */
 export function decoderFor(oid: number, opts: DecodeOptions): TextDecoderFn | null {
-  return scalarDecoder(oid, opts.bigint) ?? arrayDecoders[opts.bigint ? 1 : 0].get(oid) ?? null;
+  return scalarDecoder(oid, opts.bigint) ?? arrayDecoder(oid, opts.bigint);
 }
