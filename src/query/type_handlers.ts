@@ -257,7 +257,8 @@ export class TypeHandlers {
    */
   addArrayTypes(rows: readonly { element: number; array: number; delimiter: string }[]): void {
     if (rows.length === 0) return;
-    this.#fill();
+    // No need to fill the tables first: a user type's array OID is none of pgpipe's own, and the
+    // entries compile the same either way (filling later keeps them).
     let added = false;
     for (const { element, array, delimiter } of rows) {
       if (this.#parserTarget[array] !== undefined) continue;
