@@ -402,6 +402,62 @@ Deno.test("fetch_types: arrays of user-defined types decode into arrays", async 
   }
 });
 
+Deno.test("fetch_types: the first queries of a new connection, sent ahead of the catalog query, still decode its arrays", async () => {
+  await admin((a) => a`drop type if exists pgpipe_tone cascade`);
+  await admin((a) => a`create type pgpipe_tone as enum ('low', 'mid', 'high')`);
+  const tones = "array['low', 'high']::pgpipe_tone[]";
+  try {
+    // Extended protocol: written before the catalog query, their rows wait for its types. Two
+    // runs of one text (the second binds the first's statement), beside binary-decoded columns.
+    {
+      await using sql = postgres(url, { max: 1, ...quiet });
+      const query = () =>
+        sql.unsafe(`select ${tones} as t, 7::int4 as n, now() as at where $1::int = 1`, [1]);
+      const [a, b, c] = await Promise.all([query(), query(), sql`select 1::int as one`]);
+      for (const rows of [a, b]) {
+        assert.deepEqual(rows[0].t, ["low", "high"]);
+        assert.equal(rows[0].n, 7);
+        assert.ok(rows[0].at instanceof Date);
+      }
+      assert.equal(c[0].one, 1);
+      assert.equal(
+        sql.options.parsers[(await sql`select 'pgpipe_tone[]'::regtype::oid::int as o`)[0].o] !==
+          undefined,
+        true,
+      );
+    }
+    // A query issued once a first answer is in, while the catalog query may still be pending,
+    // binding the statement a first query described before the types were known.
+    {
+      await using sql = postgres(url, { max: 1, ...quiet });
+      const query = () => sql`select ${sql.unsafe(tones)} as t where ${1}::int = 1`;
+      const first = query().execute();
+      await sql`select 1 as one`;
+      const [[late], [early]] = await Promise.all([query(), first]);
+      assert.deepEqual(late.t, ["low", "high"]);
+      assert.deepEqual(early.t, ["low", "high"]);
+    }
+    // A simple-protocol text or a cursor cannot wait: the catalog query goes first for them.
+    {
+      await using sql = postgres(url, { max: 1, ...quiet });
+      const [[{ t }]] = await Promise.all([sql.unsafe(`select ${tones} as t`)]);
+      assert.deepEqual(t, ["low", "high"]);
+    }
+    {
+      await using sql = postgres(url, { max: 1, ...quiet });
+      for await (
+        const batch of sql.unsafe(`select ${tones} as t from generate_series(1, 3)`, [], {
+          prepare: false,
+        }).cursor(2)
+      ) {
+        for (const row of batch) assert.deepEqual(row.t, ["low", "high"]);
+      }
+    }
+  } finally {
+    await admin((a) => a`drop type pgpipe_tone`);
+  }
+});
+
 Deno.test("debug sees each query as it is sent; close() is end()", async () => {
   const seen: [number, string, readonly unknown[]][] = [];
   const sql = postgres(url, { max: 1, debug: (c, q, p) => seen.push([c, q, p]), ...quiet });

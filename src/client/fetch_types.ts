@@ -1,8 +1,8 @@
 /**
  * `fetch_types`: user-defined types (enums, domains, composites) have array types the driver
- * cannot know in advance. One catalog query, sent ahead of the first queries of each of a
- * client's connections (in the same write, behind authentication, as postgres.js sends its own
- * per connection), registers an array decoder for each in `sql.options.parsers`, so `my_enum[]`
+ * cannot know in advance. One catalog query, sent in the first write of each of a client's
+ * connections behind the queries that waited for it (the server answers them first: on a fresh
+ * backend the catalog query costs it a millisecond), registers an array decoder for each in `sql.options.parsers`, so `my_enum[]`
  * arrives as an array instead of its text literal.
  */
 import type { QueryRequest } from "../connection/requests/query_request.ts";
@@ -26,11 +26,14 @@ function register(rows: unknown[][], handlers: TypeHandlers): void {
 /**
  * The catalog query as a request. Its decoders are registered the moment its answer is
  * complete, before the read loop reads on: a query written behind it on the same connection
- * already decodes with them. A failure leaves the types to the next connection; the queries
- * behind it run as they would without them.
+ * already decodes with them, and one written before it that returns a user-defined type keeps
+ * its rows until then (`typesDone`, see QueryRequest). A failure leaves the types to the next
+ * connection; the queries around it run as they would without them.
  */
 export function arrayTypesRequest(handlers: TypeHandlers): QueryRequest {
-  return driverRowsRequest(QUERY, [], {
+  let done!: () => void;
+  const typesDone = new Promise<void>((resolve) => done = resolve);
+  const req = driverRowsRequest(QUERY, [], {
     resolve: (rows) => {
       // Registering recompiles the tables, which reads the user's parsers (their `array` flag):
       // this runs in the read loop, so what a parser throws is reported, not let through.
@@ -39,7 +42,10 @@ export function arrayTypesRequest(handlers: TypeHandlers): QueryRequest {
       } catch (e) {
         console.error("pgpipe: fetch_types could not register array types:", e);
       }
+      done();
     },
-    reject: () => {},
+    reject: () => done(),
   });
+  req.typesDone = typesDone;
+  return req;
 }

@@ -180,7 +180,7 @@ export class Pool {
         if (c.inFlight === 0) this.#retire(c);
         continue;
       }
-      if (best === null || c.inFlight < best.inFlight) best = c;
+      if (best === null || c.busy < best.busy) best = c;
     }
     return best;
   }
@@ -228,7 +228,7 @@ export class Pool {
       return;
     }
     const best = this.#leastBusy();
-    if (best !== null && (best.inFlight === 0 || !this.#canOpen())) return this.#route(best, req);
+    if (best !== null && (best.busy === 0 || !this.#canOpen())) return this.#route(best, req);
     if (this.#canOpen()) this.#connect();
     if (best !== null) return this.#route(best, req);
     const blocked = this.#copyBlocked();
@@ -292,7 +292,7 @@ export class Pool {
     if (this.#ended !== null) return Promise.reject(this.#endedError());
     return new Promise((resolve, reject) => {
       const best = this.#leastBusy();
-      if (best !== null && (best.inFlight === 0 || !this.#canOpen())) {
+      if (best !== null && (best.busy === 0 || !this.#canOpen())) {
         this.#reserved.add(best);
         return resolve(best);
       }
@@ -417,18 +417,28 @@ export class Pool {
 
   /**
    * A connection about to finish authenticating takes its share of the waiting requests, so
-   * they ride in its last authentication write; the catalog query of `fetch_types` goes
-   * first. A waiting reserver gets the connection instead (its queries come after).
+   * they ride in its last authentication write; the catalog query of `fetch_types` goes right
+   * behind them (on a fresh backend it costs the server a millisecond, which the first answers
+   * need not wait for: a query before it that returns a user-defined type keeps its rows until
+   * the catalog's answer is registered). A waiting reserver gets the connection instead (its
+   * queries come after the catalog query).
    */
   #claim(c: Connection): void {
     if (!this.#ids.has(c)) this.#ids.set(c, this.#nextId++);
-    const types = this.#pool.arrayTypes?.();
-    if (types) c.send(types);
     for (const req of this.#pool.sessionStart?.() ?? []) c.send(req);
-    if (this.#reservers.length > 0 || this.#destroyed) return;
+    let types = this.#pool.arrayTypes?.();
+    if (this.#reservers.length > 0 || this.#destroyed) {
+      if (types) c.send(types);
+      return;
+    }
     const share = Math.ceil(this.#waiting.length / Math.max(1, this.#opening));
     const since = this.#waitingSince.slice(0, share);
     const taken = this.#takeWaiting(share);
+    // Queries whose rows could not wait for the catalog's types go behind it, as before.
+    if (types && !taken.every((req) => req.mayPrecedeTypes === true)) {
+      c.send(types);
+      types = undefined;
+    }
     for (let i = 0; i < taken.length; i++) {
       const req = taken[i];
       if (!this.#claimedAt.has(req)) {
@@ -436,6 +446,7 @@ export class Pool {
       }
       this.#route(c, req);
     }
+    if (types) c.send(types);
   }
 
   /**

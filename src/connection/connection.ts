@@ -167,6 +167,8 @@ export class Connection implements EncodeContext {
   #paused: (() => void) | null = null; // resolves a paused read loop
   #pausing = false;
   #flushWaiters: (() => void)[] = [];
+  /** See EncodeContext.typesPending. */
+  typesPending: Promise<void> | null = null;
   /** Bytes encoded in this tick so far, and how many make it worth an early write (#enqueue). */
   #tickBytes = 0;
   #earlyAt = EARLY_WRITE_MIN;
@@ -392,6 +394,15 @@ export class Connection implements EncodeContext {
     return this.#fifo.size + this.#backlog.size;
   }
 
+  /**
+   * What a new query would wait behind, for the pool's choice of connection: fetch_types'
+   * catalog query, which a new connection sends behind its first queries, does not count
+   * (another connection opened for it would cost more than the millisecond it takes).
+   */
+  get busy(): number {
+    return Math.max(0, this.inFlight - (this.typesPending !== null ? 1 : 0));
+  }
+
   /** Why the connection closed, once it has. */
   get closedReason(): ConnectionError | null {
     return this.#closed;
@@ -449,6 +460,13 @@ export class Connection implements EncodeContext {
     // ends each run of them written together, before anything else and at the flush.
     const batchable = req.batchable === true;
     if (this.#batchOpen && !batchable) this.#closeBatch();
+    const types = req.typesDone;
+    if (types !== undefined) {
+      this.typesPending = types;
+      types.then(() => {
+        if (this.typesPending === types) this.typesPending = null;
+      });
+    }
     const before = this.#writer.length;
     req.encode(this.#writer, this);
     const size = this.#writer.length - before;

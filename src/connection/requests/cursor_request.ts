@@ -93,6 +93,11 @@ export class CursorRequest extends QueryRequest {
     }
   }
 
+  /** Each batch is handed out as it ends: its rows cannot wait for fetch_types' catalog. */
+  protected override mayKeepRows(): boolean {
+    return false;
+  }
+
   override dataRow(buf: Uint8Array, start: number, end: number): void {
     this.#asked("a DataRow");
     super.dataRow(buf, start, end);

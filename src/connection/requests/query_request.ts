@@ -12,6 +12,7 @@ import type { DecodeOptions } from "../../types/text_decoders.ts";
 import { Statement, StatementCache } from "../statement.ts";
 import type { StatementPolicy } from "../statement_policy.ts";
 import { Plan, statementBounds } from "../sequence.ts";
+import { FIRST_USER_OID } from "../../types/oids.ts";
 
 /** Values of the row being decoded, before the statement's row constructor copies them. */
 const scratch: unknown[] = [];
@@ -120,6 +121,13 @@ export class QueryRequest implements PipelineRequest {
   // statement's when rows come, as a statement described meanwhile was bound in text).
   #decoders: Statement["decoders"] | null = null;
   #bytes: Statement["byteDecoders"] | null = null;
+  #binary = false; // bound with binary result formats
+  // Rows kept as bytes until fetch_types' catalog query has registered its types (#checkHold).
+  #held: Uint8Array[] | null = null;
+  #heldFor: Promise<void> | null = null;
+  #holdChecked = false;
+  /** `fetch_types`' catalog query: settles when it has registered its types, or failed. */
+  typesDone?: Promise<void>;
   /** The first error of this request (server, decoding); settles it as a rejection. */
   protected failure: Error | null = null;
   #targets: ResultTarget[] | null = null; // simple protocol: one result per statement
@@ -237,6 +245,10 @@ export class QueryRequest implements PipelineRequest {
     this.#cache = null;
     this.#decoders = null;
     this.#bytes = null;
+    this.#binary = false;
+    this.#held = null;
+    this.#heldFor = null;
+    this.#holdChecked = false;
     this.#closes = null;
     this.#completed = false;
     const spec = this.spec;
@@ -293,9 +305,13 @@ export class QueryRequest implements PipelineRequest {
         if (st.describedWith !== decode.parsers) st.pickDecoders(st.columns, decode);
       }
       // Binary results only once the columns are known (not for the query that prepares the
-      // statement) and never for raw(), which hands out the server's text bytes.
-      const binary = st.formats.length > 0 && spec.mode !== "raw";
-      if (st.columns !== null) {
+      // statement) and never for raw(), which hands out the server's text bytes. While the
+      // connection's fetch_types catalog query is pending, its types may change the decoders
+      // before the rows come: text, and the statement's decoders as they are then.
+      const settled = ctx.typesPending === null;
+      const binary = settled && st.formats.length > 0 && spec.mode !== "raw";
+      this.#binary = binary;
+      if (st.columns !== null && settled) {
         this.#decoders = st.decoders;
         this.#bytes = binary ? st.binaryDecoders : st.byteDecoders;
       }
@@ -336,6 +352,11 @@ export class QueryRequest implements PipelineRequest {
 
   dataRow(buf: Uint8Array, start: number, end: number): void {
     if (this.failure !== null) return;
+    if (!this.#holdChecked) this.#checkHold();
+    if (this.#held !== null) {
+      this.#held.push(buf.slice(start, end));
+      return;
+    }
     try {
       const row = this.#decode(buf, start, end);
       const transform = this.#statement!.rowTransform;
@@ -348,6 +369,73 @@ export class QueryRequest implements PipelineRequest {
         this.failure = err;
       } else this.failure = e as Error;
     }
+  }
+
+  /**
+   * A query written before `fetch_types`' catalog query on a new connection that returns a
+   * user-defined type with no decoder yet (its array type may be one the catalog query is about
+   * to register) keeps its rows as bytes, and decodes them once the catalog's answer is in.
+   */
+  #checkHold(): void {
+    this.#holdChecked = true;
+    const ctx = this.#ctx;
+    const st = this.#statement;
+    // Bound in text with the statement's decoders as they are now: if fetch_types' types (or
+    // the user's table) changed them since they were picked, pick them again.
+    if (this.#decoders === null && st?.columns && ctx !== null && this.spec.decode === undefined) {
+      if (st.describedWith !== ctx.decode.parsers) st.pickDecoders(st.columns, ctx.decode);
+    }
+    const pending = ctx?.typesPending ?? null;
+    // Driver queries (their own decode options), simple multi-statement texts and raw rows
+    // decode as they come.
+    if (
+      pending === null || this.spec.decode !== undefined || this.#targets !== null ||
+      this.spec.mode === "raw" || !this.mayKeepRows()
+    ) return;
+    const columns = st?.columns;
+    if (!columns) return;
+    const parsers = ctx!.decode.parsers;
+    for (const c of columns) {
+      if (c.type >= FIRST_USER_OID && parsers?.get(c.type) === undefined) {
+        this.#held = [];
+        this.#heldFor = pending;
+        return;
+      }
+    }
+  }
+
+  /**
+   * Whether it may be written before `fetch_types`' catalog query: its rows can wait for the
+   * catalog's types (not a simple-protocol text, whose results are one per statement, nor a
+   * cursor).
+   */
+  get mayPrecedeTypes(): boolean {
+    return this.#makeTarget === null && this.mayKeepRows();
+  }
+
+  /** Whether rows may wait for the catalog's types (a cursor hands each batch out at once). */
+  protected mayKeepRows(): boolean {
+    return true;
+  }
+
+  /** Decodes the rows kept for the catalog's types (#checkHold), then settles. */
+  #release(held: Uint8Array[]): void {
+    try {
+      const st = this.#statement!;
+      const decode = this.#ctx!.decode;
+      if (st.columns !== null && st.describedWith !== decode.parsers) {
+        st.pickDecoders(st.columns, decode);
+        if (this.#decoders !== null) {
+          this.#decoders = st.decoders;
+          this.#bytes = this.#binary ? st.binaryDecoders : st.byteDecoders;
+        }
+      }
+      for (const row of held) this.dataRow(row, 0, row.length);
+    } catch (e) {
+      this.failure ??= e as Error;
+    }
+    if (this.failure !== null) return this.settle.reject(this.failure);
+    this.#resolve();
   }
 
   #decode(buf: Uint8Array, start: number, end: number): unknown {
@@ -441,6 +529,18 @@ export class QueryRequest implements PipelineRequest {
       this.#cache.forget(this.#key, st);
     }
     if (this.failure !== null) return this.settle.reject(this.failure);
+    const held = this.#held;
+    if (held !== null) {
+      this.#held = null;
+      void this.#heldFor!.then(() => this.#release(held));
+      return;
+    }
+    this.#resolve();
+  }
+
+  /** Settles with the result (or one per statement). */
+  #resolve(): void {
+    const st = this.#statement;
     const state = this.#ctx?.state;
     const targets = this.#targets;
     if (targets !== null && targets.length > 1) {

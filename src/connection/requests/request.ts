@@ -36,6 +36,12 @@ export interface EncodeContext {
   readonly status: number;
   /** pid, secret and status as results report them (one frozen object per status). */
   readonly state: ConnectionState;
+  /**
+   * While `fetch_types`' catalog query is in this connection's pipeline: settles once its answer
+   * is registered (or it failed). A query written before it that returns a user-defined type
+   * keeps its rows until then, to decode them with the types it registers.
+   */
+  readonly typesPending: Promise<void> | null;
 }
 
 /**
@@ -63,6 +69,13 @@ export interface RequestIO {
 
 /** One Sync-terminated segment in the pipeline. */
 export interface PipelineRequest {
+  /** `fetch_types`' catalog query: settles when it has registered its types, or failed. */
+  readonly typesDone?: Promise<void>;
+  /**
+   * Whether it may be written before `fetch_types`' catalog query on a new connection: its rows
+   * wait for the catalog's types when they need them (see EncodeContext.typesPending).
+   */
+  readonly mayPrecedeTypes?: boolean;
   /** Sent as a simple-protocol Query (no Sync of its own). */
   readonly simpleProtocol?: boolean;
   /**
