@@ -439,6 +439,15 @@ export class Connection implements EncodeContext {
       req.fail(Object.assign(copyError(err), { outcome: "not-sent" as const }));
       return;
     }
+    // Pending from the moment it is accepted, not encoded: when the first queries fill the
+    // pipeline it waits in the backlog, and the rows of those ahead of it must still wait for it.
+    const types = req.typesDone;
+    if (types !== undefined) {
+      this.typesPending = types;
+      types.then(() => {
+        if (this.typesPending === types) this.typesPending = null;
+      });
+    }
     if (this.#backlog.size > 0 || !this.#hasRoom()) {
       this.#backlog.push(req);
       return;
@@ -460,13 +469,6 @@ export class Connection implements EncodeContext {
     // ends each run of them written together, before anything else and at the flush.
     const batchable = req.batchable === true;
     if (this.#batchOpen && !batchable) this.#closeBatch();
-    const types = req.typesDone;
-    if (types !== undefined) {
-      this.typesPending = types;
-      types.then(() => {
-        if (this.typesPending === types) this.typesPending = null;
-      });
-    }
     const before = this.#writer.length;
     req.encode(this.#writer, this);
     const size = this.#writer.length - before;
