@@ -2,8 +2,8 @@
  * `fetch_types`: user-defined types (enums, domains, composites) have array types the driver
  * cannot know in advance. One catalog query, sent in the first write of each of a client's
  * connections behind the queries that waited for it (the server answers them first: on a fresh
- * backend the catalog query costs it a millisecond), registers an array decoder for each in `sql.options.parsers`, so `my_enum[]`
- * arrives as an array instead of its text literal.
+ * backend the catalog query costs it a millisecond), registers an array decoder for each in
+ * `sql.options.parsers`, so `my_enum[]` arrives as an array instead of its text literal.
  */
 import type { QueryRequest } from "../connection/requests/query_request.ts";
 import { driverRowsRequest } from "../connection/requests/driver_queries.ts";

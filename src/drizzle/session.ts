@@ -5,12 +5,13 @@
  * Drizzle's postgres-js session over a pgpipe client, with two changes. Statements are prepared as
  * the client's `prepare` option says (Drizzle's driver asks for the unnamed statement for every
  * query it was not given a name for, so the server would parse and plan each at every run). And
- * each statement is sent the moment Drizzle builds it. Drizzle's own prepared query calls `client.unsafe(...)` (then
- * `.values()` for rows it maps) and awaits it; a pgpipe query, like postgres.js's, is sent only
- * when awaited, and in a `Promise.all` of builders every `await` runs after the last builder, so
- * the server would start only once Drizzle had built them all. Started at once instead, the
- * queries reach the connection while Drizzle builds the rest, and the connection writes a part of
- * the batch early (see `Connection.#enqueue`): the server's work overlaps Drizzle's.
+ * each statement is sent the moment Drizzle builds it. Drizzle's own prepared query calls
+ * `client.unsafe(...)` (then `.values()` for rows it maps) and awaits it; a pgpipe query, like
+ * postgres.js's, is sent only when awaited, and in a `Promise.all` of builders every `await` runs
+ * after the last builder, so the server would start only once Drizzle had built them all. Started
+ * at once instead, the queries reach the connection while Drizzle builds the rest, and the
+ * connection writes a part of the batch early (see `Connection.#enqueue`): the server's work
+ * overlaps Drizzle's.
  */
 import type { Query as DrizzleQuery } from "npm:drizzle-orm@^0.45";
 import type {

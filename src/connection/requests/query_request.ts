@@ -121,7 +121,6 @@ export class QueryRequest implements PipelineRequest {
   // statement's when rows come, as a statement described meanwhile was bound in text).
   #decoders: Statement["decoders"] | null = null;
   #bytes: Statement["byteDecoders"] | null = null;
-  #binary = false; // bound with binary result formats
   // Rows kept as bytes until fetch_types' catalog query has registered its types (#checkHold).
   #held: Uint8Array[] | null = null;
   #heldFor: Promise<void> | null = null;
@@ -245,7 +244,6 @@ export class QueryRequest implements PipelineRequest {
     this.#cache = null;
     this.#decoders = null;
     this.#bytes = null;
-    this.#binary = false;
     this.#held = null;
     this.#heldFor = null;
     this.#holdChecked = false;
@@ -310,7 +308,6 @@ export class QueryRequest implements PipelineRequest {
       // before the rows come: text, and the statement's decoders as they are then.
       const settled = ctx.typesPending === null;
       const binary = settled && st.formats.length > 0 && spec.mode !== "raw";
-      this.#binary = binary;
       if (st.columns !== null && settled) {
         this.#decoders = st.decoders;
         this.#bytes = binary ? st.binaryDecoders : st.byteDecoders;
@@ -380,11 +377,7 @@ export class QueryRequest implements PipelineRequest {
     this.#holdChecked = true;
     const ctx = this.#ctx;
     const st = this.#statement;
-    // Bound in text with the statement's decoders as they are now: if fetch_types' types (or
-    // the user's table) changed them since they were picked, pick them again.
-    if (this.#decoders === null && st?.columns && ctx !== null && this.spec.decode === undefined) {
-      if (st.describedWith !== ctx.decode.parsers) st.pickDecoders(st.columns, ctx.decode);
-    }
+    this.#repickDecoders();
     const pending = ctx?.typesPending ?? null;
     // Driver queries (their own decode options), simple multi-statement texts and raw rows
     // decode as they come.
@@ -418,18 +411,26 @@ export class QueryRequest implements PipelineRequest {
     return true;
   }
 
-  /** Decodes the rows kept for the catalog's types (#checkHold), then settles. */
+  /**
+   * Bound in text with the statement's decoders as they are when rows come (#decoders null): if
+   * fetch_types' types (or the user's table) changed them since they were picked, picks them again.
+   */
+  #repickDecoders(): void {
+    const st = this.#statement;
+    const ctx = this.#ctx;
+    if (this.#decoders !== null || !st?.columns || ctx === null) return;
+    if (this.spec.decode === undefined && st.describedWith !== ctx.decode.parsers) {
+      st.pickDecoders(st.columns, ctx.decode);
+    }
+  }
+
+  /**
+   * Decodes the rows kept for the catalog's types (#checkHold), then settles. A held query was
+   * bound in text with no decoders of its own (its statement was new on a new connection).
+   */
   #release(held: Uint8Array[]): void {
     try {
-      const st = this.#statement!;
-      const decode = this.#ctx!.decode;
-      if (st.columns !== null && st.describedWith !== decode.parsers) {
-        st.pickDecoders(st.columns, decode);
-        if (this.#decoders !== null) {
-          this.#decoders = st.decoders;
-          this.#bytes = this.#binary ? st.binaryDecoders : st.byteDecoders;
-        }
-      }
+      this.#repickDecoders();
       for (const row of held) this.dataRow(row, 0, row.length);
     } catch (e) {
       this.failure ??= e as Error;
