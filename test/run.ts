@@ -142,11 +142,13 @@ async function matrix(versions: string[], args: string[]): Promise<number> {
     }).spawn();
     let summary: string | null = null;
     let server = "";
+    const errors = failureLines();
     await relay(child.stdout, (line) => {
       const total = /^tests: (.*)$/.exec(line);
       if (total) summary = total[1];
       const started = /^test: (PostgreSQL \S+)/.exec(line);
       if (started) server = started[1];
+      errors.take(line);
     });
     const code = (await child.status).code;
     worst = Math.max(worst, code);
@@ -160,10 +162,39 @@ async function matrix(versions: string[], args: string[]): Promise<number> {
       `--pg=${pg}: ${server || "PostgreSQL ?"}: ${summary ?? `no result (exit code ${code})`}` +
         ` (${s} s)`,
     );
+    // A CI log often keeps only its tail: each version's failures are said again there.
+    for (const line of errors.lines) lines.push(`  ${line}`);
   }
   console.log("\n" + lines.join("\n"));
   console.log(`tests: ${passed} passed, ${failed} failed`);
   return worst || (failed ? 1 : 0);
+}
+
+/**
+ * Collects, from Deno's closing "ERRORS" section, each failed test's "name => file" line and the
+ * first line of its error (at most 40 lines in all).
+ */
+function failureLines(): { lines: string[]; take(line: string): void } {
+  const lines: string[] = [];
+  let inErrors = false;
+  let wantError = false;
+  return {
+    lines,
+    take(line) {
+      const trimmed = line.trim();
+      if (trimmed === "ERRORS") inErrors = true;
+      else if (trimmed === "FAILURES") inErrors = false;
+      else if (inErrors && lines.length < 40) {
+        if (/ => \S+:\d+:\d+$/.test(trimmed)) {
+          lines.push(trimmed);
+          wantError = true;
+        } else if (wantError && /^error: /.test(trimmed)) {
+          lines.push(`  ${trimmed.slice(0, 300)}`);
+          wantError = false;
+        }
+      }
+    },
+  };
 }
 
 /**
