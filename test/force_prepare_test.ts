@@ -89,26 +89,36 @@ if (bouncerBin === null && cluster !== undefined) {
   console.log("force_prepare_test: the PgBouncer case skipped: pgbouncer is not installed");
 }
 
+/**
+ * PgBouncer in transaction mode over two server connections, and where its clients connect. No
+ * fetch_types: its catalog query, pipelined behind a connection's first query, is a transaction of
+ * its own that may end last and so change which server PgBouncer hands out next; these tests follow
+ * which server each of their own queries gets.
+ */
+async function twoServerBouncer() {
+  const c = cluster!;
+  const user = c.users.trust.user;
+  const bouncer = await startPgbouncer({
+    server: { host: c.host, port: c.port },
+    users: [user],
+    poolSize: 2,
+  });
+  const target = {
+    host: bouncer.host,
+    port: bouncer.port,
+    user,
+    database: c.database,
+    fetch_types: false,
+  };
+  return Object.assign(bouncer, { target });
+}
+
 Deno.test({
   name: "force_prepare behind PgBouncer's transaction mode: it turns off, every query is right",
   ignore: bouncerBin === null || cluster === undefined,
   async fn() {
-    const c = cluster!;
-    const user = c.users.trust.user;
-    await using bouncer = await startPgbouncer({
-      server: { host: c.host, port: c.port },
-      users: [user],
-      poolSize: 2,
-    });
-    // No fetch_types: its catalog query, pipelined behind a first query, is a transaction of its
-    // own that may end last and so change which server PgBouncer hands out next.
-    const target = {
-      host: bouncer.host,
-      port: bouncer.port,
-      user,
-      database: c.database,
-      fetch_types: false,
-    };
+    await using bouncer = await twoServerBouncer();
+    const target = bouncer.target;
     await using sql = postgres({ ...target, ...quiet, max: 1, force_prepare: true });
     await using other = postgres({ ...target, ...quiet, max: 1, prepare: false });
     assert.equal((await sql.unsafe(TEXT, [1]))[0].doubled, 2); // prepared on server 1
@@ -132,21 +142,8 @@ Deno.test({
     "force_prepare behind PgBouncer: a statement another client prepared on that server is never run",
   ignore: bouncerBin === null || cluster === undefined,
   async fn() {
-    const c = cluster!;
-    const user = c.users.trust.user;
-    await using bouncer = await startPgbouncer({
-      server: { host: c.host, port: c.port },
-      users: [user],
-      poolSize: 2,
-    });
-    // No fetch_types (see above): the servers handed out follow these queries alone.
-    const target = {
-      host: bouncer.host,
-      port: bouncer.port,
-      user,
-      database: c.database,
-      fetch_types: false,
-    };
+    await using bouncer = await twoServerBouncer();
+    const target = bouncer.target;
     await using a = postgres({ ...target, ...quiet, max: 1, force_prepare: true });
     await using b = postgres({ ...target, ...quiet, max: 1, force_prepare: true });
     await using other = postgres({ ...target, ...quiet, max: 1, prepare: false });
