@@ -43,6 +43,17 @@ Deno.test("docs: every file, folder and heading README.md and docs/*.md name exi
   assert.deepEqual(missing, [], `named but missing:\n${missing.join("\n")}`);
 });
 
+Deno.test("docs: the README's latency chart is drawn from bench/RESULTS.md as it is now", async () => {
+  // A full bench run rewrites RESULTS.md; the chart the README shows must be redrawn with it.
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("docs/chart.ts", root).pathname, "--check"],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const said = new TextDecoder().decode(out.stderr) + new TextDecoder().decode(out.stdout);
+  assert.equal(out.code, 0, said);
+});
+
 Deno.test("docs: README.md stays a landing page, its first runnable block near the top", () => {
   const readme = texts.get("README.md")!;
   const lines = readme.split("\n").length;
